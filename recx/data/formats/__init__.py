@@ -1,0 +1,6 @@
+"""Source formats for `recx prepare --format NAME`, found by name in `FORMATS`."""
+from recx.registry import Registry
+
+FORMATS: Registry = Registry("format")
+
+from recx.data.formats import lightgcn, mat, synthetic, triplets  # noqa: E402,F401  (registration)

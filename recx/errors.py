@@ -1,0 +1,5 @@
+"""User-facing errors: the CLI prints their message and exits non-zero, with no traceback."""
+
+
+class RecxError(Exception):
+    """Bad input from the user (path, file line, config key, name); the message says what was expected."""
