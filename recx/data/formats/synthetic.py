@@ -17,18 +17,20 @@ def generate_synthetic(
     n_items: int = 1500,
     dim: int = 8,
     mean_length: float = 30.0,
-    zipf: float = 1.0,
+    zipf: float = 0.8,
+    affinity: float = 2.5,
     **_,
 ) -> RawInteractions:
     """Users pick items without replacement with probability ∝ exp(u·v + zipf · log popularity_weight).
 
-    Item weights follow a power law 1 / rank^zipf over a random item order; user/item factors are standard normal
-    scaled so that the latent part and the popularity part are both visible. Each user's length is
+    Item weights follow a power law 1 / rank^zipf over a random item order; user/item factors are normal, scaled
+    so that u·v has standard deviation `affinity`: both the latent part and the popularity part are learnable. Each user's length is
     1 + Poisson(mean_length - 1), capped at half the items. Gumbel top-k draws all users at once.
     """
     rng = np.random.default_rng(seed)
-    users = rng.standard_normal((n_users, dim)) / dim**0.25
-    items = rng.standard_normal((n_items, dim)) / dim**0.25
+    scale = (affinity / dim**0.5) ** 0.5
+    users = rng.standard_normal((n_users, dim)) * scale
+    items = rng.standard_normal((n_items, dim)) * scale
     rank = rng.permutation(n_items) + 1
     log_weight = -zipf * np.log(rank)
     logits = users @ items.T + log_weight[None, :]

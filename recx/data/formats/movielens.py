@@ -1,0 +1,46 @@
+"""MovieLens ratings: `ratings.dat` (`UserID::MovieID::Rating::Timestamp`, ML-1M/10M) and `ratings.csv` (ML-20M/25M)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+
+from recx.data.formats import FORMATS
+from recx.data.formats.columnar import csv_parser
+from recx.data.formats.lines import ReadReport, read_lines_table
+from recx.data.formats.tables import single_file, to_raw
+from recx.data.raw import RawInteractions
+from recx.errors import RecxError
+
+NAMES = ["user", "item", "rating", "timestamp"]
+TYPES = {"user": pa.int64(), "item": pa.int64(), "rating": pa.float32(), "timestamp": pa.int64()}
+CSV_HEADER = b"userid,movieid,rating,timestamp"
+UNIT_SEPARATOR = "\x1f"
+
+
+def _dat_parser():
+    """`::` is two characters, which CSV readers do not take: it becomes one control byte first (ids are numbers)."""
+    parse = csv_parser(NAMES, TYPES, UNIT_SEPARATOR)
+    return lambda block: parse(block.replace(b"::", UNIT_SEPARATOR.encode()))
+
+
+def _check_header(path: Path):
+    def check(line: bytes) -> None:
+        if line.strip().lower().replace(b" ", b"") != CSV_HEADER:
+            raise RecxError(f"{path}, line 1: expected the header 'userId,movieId,rating,timestamp', got "
+                            f"{line[:120].decode('utf-8', 'replace')!r}")
+    return check
+
+
+@FORMATS.register("movielens")
+def read_movielens(source: Path, skip_bad_lines: bool = False, report: ReadReport | None = None, **_) -> RawInteractions:
+    """A `ratings.dat` or `ratings.csv` file (or a folder holding exactly one of them); chosen by the file suffix."""
+    path = single_file(source, ("ratings.dat", "ratings.csv"), "movielens")
+    report = report if report is not None else ReadReport()
+    if path.name.removesuffix(".gz").endswith(".csv"):
+        table = read_lines_table(path, csv_parser(NAMES, TYPES, ","), "userId,movieId,rating,timestamp",
+                                 skip_bad_lines, report, header=_check_header(path))
+    else:
+        table = read_lines_table(path, _dat_parser(), "UserID::MovieID::Rating::Timestamp (integers, rating a number)",
+                                 skip_bad_lines, report)
+    return to_raw(table, "user", "item", "rating", "timestamp")

@@ -1,0 +1,1 @@
+"""Full-ranking evaluation, metrics, popularity strata and result tables."""

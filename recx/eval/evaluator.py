@@ -1,0 +1,80 @@
+"""Full-ranking evaluation, batched on the device (DESIGN.md "Evaluation conventions").
+
+Every item is ranked; items seen in training are excluded (and validation items when testing). Per-user values are
+computed row by row and averaged in float64 at the end in user order, so results do not depend on the batch size.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from recx.data.csr import CSR
+from recx.data.dataset import Dataset
+from recx.errors import RecxError
+from recx.eval.metrics import per_user_metrics
+from recx.eval.strata import popularity_strata
+
+
+@dataclass
+class Evaluation:
+    """Averages over evaluated users, keyed by (metric, k, stratum), plus the top-K lists when asked."""
+
+    values: dict[tuple[str, int, str], float]
+    n_users: int
+    users: torch.Tensor | None = None
+    topk: torch.Tensor | None = None
+
+
+def excluded_splits(dataset: Dataset, split: str) -> list[CSR]:
+    exclude = [dataset.train]
+    if split == "test" and dataset.valid is not None:
+        exclude.append(dataset.valid)
+    return exclude
+
+
+def _mask_seen(scores: torch.Tensor, users: torch.Tensor, seen: list[CSR]) -> None:
+    for csr in seen:
+        starts, lengths = csr.indptr[users], csr.row_lengths()[users]
+        local = torch.repeat_interleave(torch.arange(users.numel(), device=users.device), lengths)
+        within = torch.arange(int(lengths.sum()), device=users.device) - torch.repeat_interleave(
+            torch.cumsum(lengths, 0) - lengths, lengths)
+        scores[local, csr.indices[starts[local] + within]] = float("-inf")
+
+
+@torch.no_grad()
+def rank_topk(query: torch.Tensor, items: torch.Tensor, users: torch.Tensor, seen: list[CSR], k: int) -> torch.Tensor:
+    """Top-k item ids [len(users), k] by score query · items, seen items excluded."""
+    scores = query @ items.T
+    _mask_seen(scores, users, seen)
+    return scores.topk(k, dim=1, sorted=True).indices
+
+
+@torch.no_grad()
+def evaluate(model, dataset: Dataset, split: str, ks: list[int], batch_size: int = 1024,
+             keep_topk: bool = False) -> Evaluation:
+    target = dataset.split(split)
+    max_k = max(ks)
+    if max_k > dataset.n_items:
+        raise RecxError(f"K={max_k} is larger than the number of items ({dataset.n_items})")
+    model.eval()
+    seen = excluded_splits(dataset, split)
+    stratum_of = popularity_strata(dataset.item_popularity)
+    item_table = model.item_table()
+    users_all = torch.nonzero(target.row_lengths() > 0).flatten()
+    if users_all.numel() == 0:
+        raise RecxError(f"no user has a {split} item")
+    parts: dict = {}
+    tops = []
+    for start in range(0, users_all.numel(), batch_size):
+        users = users_all[start:start + batch_size]
+        topk = rank_topk(model.query(users), item_table, users, seen, max_k)
+        hits = target.contains(users[:, None].expand_as(topk), topk)
+        values = per_user_metrics(hits, target.row_lengths()[users], ks, stratum_of[topk])
+        for key, value in values.items():
+            parts.setdefault(key, []).append(value)
+        if keep_topk:
+            tops.append(topk)
+    averages = {key: float(torch.cat(chunks).mean()) for key, chunks in parts.items()}
+    return Evaluation(averages, int(users_all.numel()), users_all if keep_topk else None,
+                      torch.cat(tops) if keep_topk else None)

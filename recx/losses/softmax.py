@@ -1,0 +1,48 @@
+"""Softmax cross-entropy over the positive and the candidates, with logQ correction.
+
+Sampled softmax (Bengio & Senécal 2008; the FastVAE and RG² papers): with logits o = s / τ,
+    L = -(o_pos - log q_pos) + log( exp(o_pos - log q_pos) + Σ_j exp(o_j - log q_j) ).
+Subtracting log q makes the gradient, in expectation over j ~ q, that of the full softmax when q is the softmax
+itself (all corrected logits then equal log Z). Full softmax is the same loss over all items (sampler `full`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from recx.losses import LOSSES
+from recx.losses.base import Loss
+
+
+@dataclass
+class SoftmaxArgs:
+    temperature: float = 1.0
+    logq_correction: bool = True
+
+
+def corrected_logits(pos_scores, neg_scores, pos_log_q, neg_log_q, temperature: float, correct: bool) -> torch.Tensor:
+    pos = pos_scores[:, None] / temperature
+    neg = neg_scores / temperature
+    if correct:
+        pos = pos - pos_log_q[:, None]
+        neg = neg - neg_log_q
+    return torch.cat([pos, neg.expand(pos.shape[0], -1)], dim=1)
+
+
+@LOSSES.register("softmax")
+class SampledSoftmax(Loss):
+    Args = SoftmaxArgs
+    mask_positive = True
+
+    def __call__(self, pos_scores, neg_scores, pos_log_q, neg_log_q):
+        logits = corrected_logits(pos_scores, neg_scores, pos_log_q, neg_log_q,
+                                  self.args.temperature, self.args.logq_correction)
+        return (torch.logsumexp(logits, dim=1) - logits[:, 0]).mean()
+
+
+@LOSSES.register("full_softmax")
+class FullSoftmax(SampledSoftmax):
+    """-o_pos + log Σ_{all items} exp(o_i): the sampled softmax with every item as a candidate."""
+
+    required_sampler = "full"

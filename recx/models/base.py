@@ -1,0 +1,33 @@
+"""The model contract (DESIGN.md "Models"): representations whose inner product is the score."""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+
+class Model(nn.Module):
+    """Subclasses implement `representations`; scoring, evaluation and samplers only use these tensors."""
+
+    n_users: int
+    n_items: int
+
+    def representations(self, users: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(query [len(users), d], item table [n_items, d]); score(u, i) = query[u] · items[i]."""
+        raise NotImplementedError
+
+    def embedding_tables(self) -> list[nn.Parameter]:
+        """The per-user / per-item parameter tables (rows indexed by id), for weight decay modes."""
+        raise NotImplementedError
+
+    @torch.no_grad()
+    def item_table(self) -> torch.Tensor:
+        """All item representations, for evaluation (computed once, reused across user batches)."""
+        return self.representations(torch.zeros(1, dtype=torch.long, device=self.device))[1]
+
+    @torch.no_grad()
+    def query(self, users: torch.Tensor) -> torch.Tensor:
+        return self.representations(users)[0]
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.parameters()).device

@@ -1,0 +1,6 @@
+"""Negative samplers, found by name in `SAMPLERS`; each returns items and their log proposal probabilities."""
+from recx.registry import Registry
+
+SAMPLERS: Registry = Registry("sampler")
+
+from recx.samplers import full, popularity, uniform  # noqa: E402,F401  (registration)

@@ -1,0 +1,51 @@
+"""The sampler contract (DESIGN.md "Samplers and losses")."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from recx.data.dataset import Dataset
+
+
+@dataclass
+class Negatives:
+    """`items` is [B, n] (per query) or [1, n] (shared by the whole batch); `log_q` has the same shape.
+
+    `log_q` is the log of the probability with which each item was proposed (a normaliser shared by a query's
+    candidates may be dropped). `positive_log_q` [B] is the same quantity for each query's positive item.
+    """
+
+    items: torch.Tensor
+    log_q: torch.Tensor
+    positive_log_q: torch.Tensor
+
+    @property
+    def shared(self) -> bool:
+        return self.items.shape[0] == 1
+
+
+@dataclass
+class Batch:
+    users: torch.Tensor  # [B]
+    positives: torch.Tensor  # [B]
+    query: torch.Tensor  # [B, d], detached
+    item_table: torch.Tensor  # [n_items, d], detached
+
+
+class Sampler:
+    """Subclasses implement `sample`. `rebuild` is called at the point named by `rebuild_every`."""
+
+    rebuild_every: str | None = None  # None, "epoch" or "step"
+
+    def __init__(self, dataset: Dataset, n_negatives: int, args, generator: torch.Generator):
+        self.dataset = dataset
+        self.n_negatives = n_negatives
+        self.args = args
+        self.generator = generator
+
+    def rebuild(self, query_table: torch.Tensor | None, item_table: torch.Tensor) -> None:
+        """Refresh state (codebooks, tables, caches) from the current model representations."""
+
+    def sample(self, batch: Batch) -> Negatives:
+        raise NotImplementedError

@@ -1,0 +1,53 @@
+"""Popularity negatives: q(j) ∝ f(c_j), c_j the training count; f = count, log(1 + count) or count^0.75."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from recx.errors import RecxError
+from recx.samplers import SAMPLERS
+from recx.samplers.alias import DiscreteDistribution
+from recx.samplers.base import Batch, Negatives, Sampler
+from recx.samplers.uniform import redraw_training_items
+
+TRANSFORMS = {
+    "count": lambda c: c,
+    "log": torch.log1p,
+    "pow0.75": lambda c: c.pow(0.75),
+}
+
+
+@dataclass
+class PopularityArgs:
+    variant: str = "count"
+    smoothing: float = 1.0  # added to every count so that unseen items can be drawn
+    exclude_train: bool = False
+    shared: bool = False
+    max_redraws: int = 20
+
+
+@SAMPLERS.register("popularity")
+class PopularitySampler(Sampler):
+    """log_q is the exact log probability of the unconditioned proposal (exclusion of training items keeps it
+    as the proposal's log-probability up to the per-user normaliser, which cancels within a query)."""
+
+    Args = PopularityArgs
+
+    def __init__(self, dataset, n_negatives, args: PopularityArgs, generator):
+        super().__init__(dataset, n_negatives, args, generator)
+        if args.variant not in TRANSFORMS:
+            raise RecxError(f"sampler_args.variant {args.variant!r}: valid: {', '.join(TRANSFORMS)}")
+        counts = dataset.item_popularity.to(torch.float64) + args.smoothing
+        self.distribution = DiscreteDistribution(TRANSFORMS[args.variant](counts).to(generator.device))
+
+    def _draw(self, shape) -> torch.Tensor:
+        return self.distribution.sample(shape, self.generator)
+
+    def sample(self, batch: Batch) -> Negatives:
+        n_rows = 1 if self.args.shared else batch.users.numel()
+        items = self._draw((n_rows, self.n_negatives))
+        if self.args.exclude_train and not self.args.shared:
+            items = redraw_training_items(self, batch.users, items, self._draw, self.args.max_redraws)
+        log_probabilities = self.distribution.log_probabilities
+        return Negatives(items, log_probabilities[items], log_probabilities[batch.positives])

@@ -1,0 +1,48 @@
+"""Uniform negatives: q(j) = 1 / n_items, optionally excluding the user's training items (then q(j) = 1/(n - |I_u|))."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import math
+
+import torch
+
+from recx.samplers import SAMPLERS
+from recx.samplers.base import Batch, Negatives, Sampler
+
+
+@dataclass
+class UniformArgs:
+    exclude_train: bool = False
+    shared: bool = False  # one set of negatives for the whole batch (cheap sampled softmax)
+    max_redraws: int = 20
+
+
+def redraw_training_items(sampler: Sampler, users: torch.Tensor, items: torch.Tensor, draw, max_redraws: int) -> torch.Tensor:
+    """Rejection: redraw the candidates that are the user's training items (vectorised, bounded rounds)."""
+    train = sampler.dataset.train
+    for _ in range(max_redraws):
+        hit = train.contains(users[:, None].expand_as(items), items)
+        if not hit.any():
+            break
+        items = torch.where(hit, draw(items.shape), items)
+    return items
+
+
+@SAMPLERS.register("uniform")
+class UniformSampler(Sampler):
+    Args = UniformArgs
+
+    def _draw(self, shape) -> torch.Tensor:
+        return torch.randint(0, self.dataset.n_items, shape, generator=self.generator, device=self.generator.device)
+
+    def sample(self, batch: Batch) -> Negatives:
+        n_rows = 1 if self.args.shared else batch.users.numel()
+        items = self._draw((n_rows, self.n_negatives))
+        log_q = torch.full(items.shape, -math.log(self.dataset.n_items), device=items.device)
+        if self.args.exclude_train and not self.args.shared:
+            items = redraw_training_items(self, batch.users, items, self._draw, self.args.max_redraws)
+            n_allowed = self.dataset.n_items - self.dataset.train.row_lengths()[batch.users]
+            log_q = -torch.log(n_allowed.to(torch.float32))[:, None].expand_as(items)
+        positive_log_q = torch.full(batch.users.shape, -math.log(self.dataset.n_items), device=items.device)
+        return Negatives(items, log_q, positive_log_q)

@@ -1,0 +1,1 @@
+"""Training: one run from a resolved configuration to a completed run folder."""

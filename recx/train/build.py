@@ -1,0 +1,27 @@
+"""Build a run's model, sampler and loss from the registries by the names in its configuration."""
+from __future__ import annotations
+
+import torch
+
+from recx.config import RunConfig
+from recx.data.dataset import Dataset
+from recx.losses import LOSSES
+from recx.models import MODELS
+from recx.samplers import SAMPLERS
+
+
+def build_model(config: RunConfig, dataset: Dataset, device: torch.device):
+    model_class = MODELS.get(config.model)
+    torch.manual_seed(config.seed)
+    model = model_class(dataset.n_users, dataset.n_items, config.dim, model_class.Args(**config.model_args), dataset)
+    return model.to(device)
+
+
+def build_sampler(config: RunConfig, dataset: Dataset, generator: torch.Generator):
+    sampler_class = SAMPLERS.get(config.sampler)
+    return sampler_class(dataset, config.n_negatives, sampler_class.Args(**config.sampler_args), generator)
+
+
+def build_loss(config: RunConfig):
+    loss_class = LOSSES.get(config.loss)
+    return loss_class(loss_class.Args(**config.loss_args))

@@ -1,0 +1,34 @@
+"""One training step: representations, negatives, scores, loss (with batched weight decay when asked)."""
+from __future__ import annotations
+
+import torch
+
+from recx.config import RunConfig
+from recx.samplers.base import Batch, Negatives
+
+
+def negative_scores(query: torch.Tensor, item_table: torch.Tensor, negatives: Negatives) -> torch.Tensor:
+    """[B, n] scores; a shared candidate set is one matrix product, per-query sets a batched inner product."""
+    if negatives.shared:
+        return query @ item_table[negatives.items[0]].T
+    return torch.einsum("bd,bnd->bn", query, item_table[negatives.items])
+
+
+def batched_decay(model, users: torch.Tensor, items: torch.Tensor) -> torch.Tensor:
+    """½ Σ ‖rows used in the batch‖² / B over the user and item tables (rows outside the batch get no decay)."""
+    user_table, item_table = model.embedding_tables()[:2]
+    used_items = torch.unique(items)
+    return 0.5 * (user_table[torch.unique(users)].pow(2).sum() + item_table[used_items].pow(2).sum()) / users.numel()
+
+
+def training_loss(model, sampler, loss_fn, config: RunConfig, users: torch.Tensor, positives: torch.Tensor) -> torch.Tensor:
+    query, item_table = model.representations(users)
+    negatives = sampler.sample(Batch(users, positives, query.detach(), item_table.detach()))
+    pos_scores = (query * item_table[positives]).sum(-1)
+    neg_scores = negative_scores(query, item_table, negatives)
+    if loss_fn.mask_positive:
+        neg_scores = neg_scores.masked_fill(negatives.items == positives[:, None], float("-inf"))
+    loss = loss_fn(pos_scores, neg_scores, negatives.positive_log_q, negatives.log_q)
+    if config.weight_decay_mode == "batch" and config.weight_decay > 0:
+        loss = loss + config.weight_decay * batched_decay(model, users, torch.cat([positives, negatives.items.flatten()]))
+    return loss
