@@ -1,4 +1,4 @@
-"""`recx prepare`: read a source, filter, make ids contiguous, split, and write a prepared dataset."""
+"""`recx prepare`: locate or download a source, read it, keep the positives, split, and write a prepared dataset."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -6,74 +6,126 @@ from pathlib import Path
 
 import numpy as np
 
+from recx.data.download import fetch_dataset
 from recx.data.formats import FORMATS
+from recx.data.formats.lines import ReadReport
+from recx.data.preprocess import positives
+from recx.data.presets import dataset_spec, preset
+from recx.data.rating_filter import RatingRule
 from recx.data.raw import RawInteractions
-from recx.data.split import parse_ratios, per_user_ratio_split
+from recx.data.split import parse_ratios, split_rows
 from recx.data.store import Interactions, sha256_of, write_dataset
 from recx.errors import RecxError
+
+DEFAULTS = {"rating": "all", "kcore": 0, "split": "per-user-random", "ratios": "80/20"}
 
 
 @dataclass
 class PrepareOptions:
-    format: str
+    """None means: the preset's value, else DEFAULTS. `min_rating` is the older spelling of `rating='>=X'`."""
+
+    format: str | None = None
     source: Path | None = None
-    ratios: str = "80/20"
+    ratios: str | None = None
     seed: int = 0
     min_rating: float | None = None
     synthetic: dict = field(default_factory=dict)
+    rating: str | None = None
+    kcore: int | None = None
+    split: str | None = None
+    preset: str | None = None
+    skip_bad_lines: bool = False
+    dataset: str | None = None
 
 
-def _source_files(source: Path | None) -> list[dict]:
+def resolve(options: PrepareOptions) -> dict:
+    """Effective rating/kcore/split/ratios: explicit options over the preset over DEFAULTS."""
+    params = dict(DEFAULTS)
+    if options.preset is not None:
+        params.update(preset(options.preset))
+    explicit = {"rating": options.rating, "kcore": options.kcore, "split": options.split, "ratios": options.ratios}
+    if options.min_rating is not None and options.rating is None:
+        explicit["rating"] = f">={options.min_rating:g}"
+    params.update({key: value for key, value in explicit.items() if value is not None})
+    if int(params["kcore"]) < 0:
+        raise RecxError(f"--kcore {params['kcore']}: expected 0 (off) or a positive integer")
+    return params
+
+
+def _locate(name: str, options: PrepareOptions) -> tuple[str, Path | None, dict]:
+    """(format, source path, download record): a given --source, or the named dataset's download."""
+    spec = dataset_spec(options.dataset or name)
+    fmt = options.format or (spec or {}).get("format")
+    if fmt is None:
+        raise RecxError(f"{name!r} is not a known dataset; give --format FORMAT and --source PATH")
+    if options.source is not None:
+        if not options.source.exists():
+            raise RecxError(f"--source {options.source}: no such file or folder")
+        return fmt, options.source, {}
+    if fmt == "synthetic":
+        return fmt, None, {}
+    if spec is None or (options.format is not None and options.format != spec["format"]):
+        raise RecxError(f"the {fmt} format needs --source PATH")
+    if "manual" in spec:
+        raise RecxError(f"{options.dataset or name}: {spec['manual']}")
+    fetched = fetch_dataset(options.dataset or name, spec)
+    return fmt, fetched.path, {"url": fetched.url, "archive": str(fetched.archive), "sha256": fetched.sha256,
+                               "sha256_pinned": fetched.pinned}
+
+
+def _hashed_files(source: Path | None) -> list[dict]:
+    """Source files with their sha256, for readers that do not hash while reading."""
     if source is None:
         return []
     paths = sorted(p for p in source.rglob("*") if p.is_file()) if source.is_dir() else [source]
     return [{"path": str(p), "sha256": sha256_of(p)} for p in paths]
 
 
-def _remap(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Contiguous ids in ascending order of the original id."""
-    originals, codes = np.unique(values, return_inverse=True)
-    return originals, codes.astype(np.int64)
-
-
 def _contiguous(parts: dict[str, RawInteractions]) -> tuple[dict[str, Interactions], np.ndarray, np.ndarray]:
+    """Pre-split sources: ids made contiguous in ascending order of the original id, over all splits."""
     whole = RawInteractions.concat(list(parts.values()))
-    user_ids, users = _remap(whole.user)
-    item_ids, items = _remap(whole.item)
+    user_ids, users = np.unique(whole.user, return_inverse=True)
+    item_ids, items = np.unique(whole.item, return_inverse=True)
     out, offset = {}, 0
-    for name, part in parts.items():
+    for split, part in parts.items():
         span = slice(offset, offset + len(part))
-        out[name] = Interactions(users[span], items[span], part.rating, part.timestamp)
+        out[split] = Interactions(users[span], items[span], part.rating, part.timestamp)
         offset += len(part)
     return out, user_ids, item_ids
 
 
 def prepare(name: str, options: PrepareOptions, data_root: Path) -> Path:
-    reader = FORMATS.get(options.format)
-    if options.source is not None and not options.source.exists():
-        raise RecxError(f"--source {options.source}: no such file or folder")
-    if options.format != "synthetic" and options.source is None:
-        raise RecxError(f"the {options.format} format needs --source PATH")
-    raw = reader(options.source, seed=options.seed, **options.synthetic)
-    card: dict = {"format": options.format, "source_files": _source_files(options.source),
-                  "parameters": {"seed": options.seed, "min_rating": options.min_rating}}
-    if options.format == "synthetic":
+    params = resolve(options)
+    fmt, source, download = _locate(name, options)
+    reader = FORMATS.get(fmt)
+    report = ReadReport()
+    raw = reader(source, seed=options.seed, skip_bad_lines=options.skip_bad_lines, report=report, **options.synthetic)
+    label = str(source) if source is not None else fmt
+    card: dict = {"format": fmt, "preset": options.preset,
+                  "source_files": report.files or _hashed_files(source),
+                  "parameters": {"seed": options.seed}}
+    if download:
+        card["download"] = download
+    if fmt == "synthetic":
         card["parameters"]["synthetic"] = options.synthetic
     if isinstance(raw, dict):
-        parts = raw
+        splits, user_ids, item_ids = _contiguous(raw)
         card["parameters"]["split"] = "as given"
     else:
-        if options.min_rating is not None:
-            if raw.rating is None:
-                raise RecxError(f"--min-rating given but {options.source} has no rating column")
-            raw = raw.take(np.flatnonzero(raw.rating >= options.min_rating))
-        if len(raw) == 0:
-            raise RecxError(f"{options.source}: no interactions left after filtering")
-        ratios = parse_ratios(options.ratios)
-        indices = per_user_ratio_split(raw.user, ratios, options.seed)
-        parts = {split: raw.take(idx) for split, idx in indices.items()}
-        card["parameters"]["split"] = {"method": "per-user random", "ratios": list(ratios)}
-    if sum(len(p) for p in parts.values()) == 0:
-        raise RecxError(f"{options.source}: the dataset is empty")
-    splits, user_ids, item_ids = _contiguous(parts)
+        rule = RatingRule.parse(params["rating"])
+        ratios = parse_ratios(str(params["ratios"]))
+        kept = positives(raw, rule, int(params["kcore"]), label)
+        del raw
+        inter = kept.interactions
+        indices = split_rows(params["split"], inter.user, inter.timestamp, ratios, options.seed, label)
+        splits = {split: inter.take(index) for split, index in indices.items()}
+        user_ids, item_ids = kept.user_ids, kept.item_ids
+        card["parameters"].update({"rating": rule.describe(), "kcore": int(params["kcore"]),
+                                   "split": {"method": params["split"], "ratios": list(ratios)},
+                                   "duplicates": "one interaction per (user, item): the earliest"})
+        card["rows"] = {"malformed_lines": report.malformed_lines, **kept.rows}
+        if report.malformed_examples:
+            card["rows"]["malformed_examples"] = report.malformed_examples
+    if sum(len(p) for p in splits.values()) == 0:
+        raise RecxError(f"{label}: the dataset is empty")
     return write_dataset(Path(data_root), name, splits, user_ids, item_ids, card)

@@ -3,4 +3,6 @@ from recx.registry import Registry
 
 FORMATS: Registry = Registry("format")
 
-from recx.data.formats import lightgcn, mat, synthetic, triplets  # noqa: E402,F401  (registration)
+from recx.data.formats import (  # noqa: E402,F401  (registration)
+    amazon, gowalla_checkins, lightgcn, mat, movielens, netflix, synthetic, triplets, yelp,
+)

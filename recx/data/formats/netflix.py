@@ -5,6 +5,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from recx.data.formats import FORMATS
 from recx.data.formats.columnar import csv_parser
@@ -23,9 +24,7 @@ def _parser():
 
     def run(block: bytes) -> pa.Table:
         table = parse(block.replace(b":\n", b",,\n"))
-        if table.column("rating").null_count != table.column("date").null_count:
-            raise ValueError("a rating line lacks its rating or date")
-        if not pa.compute.all(pa.compute.equal(table.column("rating").is_null(), table.column("date").is_null())).as_py():
+        if pc.any(pc.not_equal(table.column("rating").is_null(), table.column("date").is_null())).as_py() is True:
             raise ValueError("a rating line lacks its rating or date")
         return table
 
