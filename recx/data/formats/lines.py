@@ -60,7 +60,7 @@ def _open_text_stream(raw: _HashingReader) -> BinaryIO | _HashingReader:
     return gzip.GzipFile(fileobj=raw, mode="rb") if magic == b"\x1f\x8b" else raw  # type: ignore[arg-type]
 
 
-def line_blocks(path: Path, report: ReadReport, block_bytes: int = BLOCK_BYTES) -> Iterator[tuple[bytes, int]]:
+def line_blocks(path: Path, report: ReadReport) -> Iterator[tuple[bytes, int]]:
     """Yield (block, number of its first line): whole lines, CRLF turned into LF, a leading UTF-8 BOM dropped."""
     if not path.is_file():
         raise RecxError(f"{path}: no such file")
@@ -70,7 +70,7 @@ def line_blocks(path: Path, report: ReadReport, block_bytes: int = BLOCK_BYTES) 
         carry, line = b"", 1
         try:
             while True:
-                chunk = stream.read(block_bytes)
+                chunk = stream.read(BLOCK_BYTES)
                 if not chunk:
                     break
                 data = carry + chunk
