@@ -26,6 +26,7 @@ class Dataset:
     test: CSR
     card: dict
     data_hash: str
+    folder: Path
 
     @property
     def item_popularity(self) -> torch.Tensor:
@@ -41,7 +42,7 @@ class Dataset:
     def to(self, device: torch.device) -> "Dataset":
         move = lambda c: None if c is None else c.to(device)  # noqa: E731
         return Dataset(self.name, self.n_users, self.n_items, self.train.to(device), move(self.valid),
-                       self.test.to(device), self.card, self.data_hash)
+                       self.test.to(device), self.card, self.data_hash, self.folder)
 
 
 def load_dataset(root: Path, name: str) -> Dataset:
@@ -54,4 +55,5 @@ def load_dataset(root: Path, name: str) -> Dataset:
     if splits["train"] is None or splits["test"] is None:
         raise RecxError(f"{folder} lacks train.parquet or test.parquet")
     csrs = {s: None if v is None else _csr(v, n_users, n_items) for s, v in splits.items()}
-    return Dataset(name, n_users, n_items, csrs["train"], csrs["valid"], csrs["test"], card, dataset_hash(folder))
+    return Dataset(name, n_users, n_items, csrs["train"], csrs["valid"], csrs["test"], card, dataset_hash(folder),
+                   folder.resolve())

@@ -2,15 +2,18 @@
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 
 def duplicate_rows(user: np.ndarray, item: np.ndarray, n_items: int, timestamp: np.ndarray | None) -> np.ndarray:
-    """Indices of the rows to drop. Pairs are found by hashing (O(n)); only rows of repeated pairs are sorted."""
+    """Indices of the rows to drop. Repeated keys user * n_items + item are found in a sorted copy of the keys; only
+    rows holding a repeated key are then ordered by (key, timestamp, position)."""
     key = user.astype(np.int64) * n_items + item
-    repeated = np.flatnonzero(pd.Index(key).duplicated(keep=False))
-    if repeated.size == 0:
-        return repeated
+    ordered = np.sort(key)
+    same = ordered[1:] == ordered[:-1]
+    if not same.any():
+        return np.empty(0, dtype=np.int64)
+    repeated = np.flatnonzero(np.isin(key, ordered[1:][same]))
+    del ordered, same
     sub_key = key[repeated]
     order = np.lexsort((repeated, sub_key) if timestamp is None else (repeated, timestamp[repeated], sub_key))
     sorted_key = sub_key[order]

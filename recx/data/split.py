@@ -33,29 +33,33 @@ def _by_bucket(order: np.ndarray, bucket: np.ndarray, n_parts: int) -> dict[str,
 
 
 def _user_order(user: np.ndarray, seed: int, timestamp: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
-    """(order, rank within user, user's count) with rows grouped by user, each user's rows in random order or, given
-    timestamps, by ascending time (ties in random order). Users must be codes 0..n-1."""
+    """(order, rank within user, user of each ordered row, rows per user): rows grouped by user, each user's rows in
+    random order or, given timestamps, by ascending time (ties in random order). Users are codes 0..n-1."""
     rng = np.random.default_rng(seed)
     noise = rng.integers(0, 2**32, size=user.shape[0], dtype=np.uint64)
     if timestamp is None:
-        order = np.argsort((user.astype(np.uint64) << np.uint64(32)) | noise, kind="stable")
+        noise |= user.astype(np.uint64) << np.uint64(32)
+        order = np.argsort(noise, kind="stable")
     else:
         order = np.lexsort((noise, timestamp, user))
     del noise
     counts = np.bincount(user)
     starts = np.cumsum(counts) - counts
     sorted_user = user[order]
-    rank = np.arange(user.shape[0], dtype=np.int64) - starts[sorted_user]
-    return order, rank, counts[sorted_user]
+    rank = np.arange(user.shape[0], dtype=np.int64)
+    rank -= starts[sorted_user]
+    return order, rank, sorted_user, counts
 
 
-def _ratio_buckets(rank: np.ndarray, n: np.ndarray, ratios: tuple[float, ...]) -> np.ndarray:
+def _ratio_buckets(rank: np.ndarray, sorted_user: np.ndarray, counts: np.ndarray,
+                   ratios: tuple[float, ...]) -> np.ndarray:
     """The first max(round(n * train), 1) of a user's ordered rows train, the next round(n * valid) valid, rest test."""
-    cut_train = np.maximum(np.floor(n * ratios[0] + 0.5), 1)
-    if len(ratios) == 2:
-        return (rank >= cut_train).astype(np.int8)
-    cut_valid = cut_train + np.floor(n * ratios[1] + 0.5)
-    return np.where(rank < cut_train, 0, np.where(rank < cut_valid, 1, 2)).astype(np.int8)
+    cut_train = np.maximum(np.floor(counts * ratios[0] + 0.5), 1).astype(np.int64)
+    bucket = (rank >= cut_train[sorted_user]).astype(np.int8)
+    if len(ratios) == 3:
+        cut_valid = cut_train + np.floor(counts * ratios[1] + 0.5).astype(np.int64)
+        bucket += rank >= cut_valid[sorted_user]
+    return bucket
 
 
 def per_user_ratio_split(user: np.ndarray, ratios: tuple[float, ...], seed: int,
@@ -65,19 +69,19 @@ def per_user_ratio_split(user: np.ndarray, ratios: tuple[float, ...], seed: int,
     A user with n interactions gets round(n * train) in train (at least one), then round(n * valid) in valid, the
     rest in test; temporally, the earliest rows train and the latest test.
     """
-    order, rank, n = _user_order(user, seed, timestamp)
-    return _by_bucket(order, _ratio_buckets(rank, n, ratios), len(ratios))
+    order, rank, sorted_user, counts = _user_order(user, seed, timestamp)
+    return _by_bucket(order, _ratio_buckets(rank, sorted_user, counts, ratios), len(ratios))
 
 
 def leave_one_out_split(user: np.ndarray, n_parts: int, seed: int,
                         timestamp: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """Each user's last row (random, or latest by time) is test when the user has >= 2 rows; with three parts the one
     before it is valid when the user has >= 3 rows. Everything else is train, so every user keeps a train row."""
-    order, rank, n = _user_order(user, seed, timestamp)
+    order, rank, sorted_user, counts = _user_order(user, seed, timestamp)
+    n = counts[sorted_user]
     from_end = n - 1 - rank
     bucket = np.zeros(order.shape[0], dtype=np.int8)
-    last = n_parts - 1
-    bucket[(from_end == 0) & (n >= 2)] = last
+    bucket[(from_end == 0) & (n >= 2)] = n_parts - 1
     if n_parts == 3:
         bucket[(from_end == 1) & (n >= 3)] = 1
     return _by_bucket(order, bucket, n_parts)

@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from recx.errors import RecxError
 
-BLOCK_BYTES = 64 << 20
+BLOCK_BYTES = 16 << 20
 MAX_BAD_LINES = 10_000
 EXAMPLES = 5
 PARSE_ERRORS = (pa.ArrowException, ValueError, TypeError, KeyError, UnicodeDecodeError)
@@ -170,7 +170,7 @@ def read_lines_table(path: Path, parse: Parser, expected: str, skip_bad_lines: b
     if not tables:
         what = "only malformed lines" if report.malformed_lines else "no data lines"
         raise RecxError(f"{path}: the file has {what} (expected {expected})")
-    return pa.concat_tables(tables).combine_chunks()
+    return pa.concat_tables(tables)
 
 
 def require_non_null(table: pa.Table, columns: list[str]) -> pa.Table:

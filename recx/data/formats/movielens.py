@@ -1,4 +1,7 @@
-"""MovieLens ratings: `ratings.dat` (`UserID::MovieID::Rating::Timestamp`, ML-1M/10M) and `ratings.csv` (ML-20M/25M)."""
+"""MovieLens ratings: `ratings.dat` (`UserID::MovieID::Rating::Timestamp`, ML-1M/10M) and `ratings.csv` (ML-20M/25M).
+
+Ids are 32-bit integers (MovieLens ids are far below 2^31).
+"""
 from __future__ import annotations
 
 from pathlib import Path
@@ -13,7 +16,7 @@ from recx.data.raw import RawInteractions
 from recx.errors import RecxError
 
 NAMES = ["user", "item", "rating", "timestamp"]
-TYPES = {"user": pa.int64(), "item": pa.int64(), "rating": pa.float32(), "timestamp": pa.int64()}
+TYPES = {"user": pa.int32(), "item": pa.int32(), "rating": pa.float32(), "timestamp": pa.int64()}
 CSV_HEADER = b"userid,movieid,rating,timestamp"
 UNIT_SEPARATOR = "\x1f"
 

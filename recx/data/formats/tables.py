@@ -25,13 +25,13 @@ def seconds(column: pa.ChunkedArray) -> np.ndarray:
         return pc.cast(column, pa.timestamp("s", tz=column.type.tz)).cast(pa.int64()).to_numpy()
     if pa.types.is_date(column.type):
         return pc.cast(column, pa.date32()).cast(pa.int32()).to_numpy().astype(np.int64) * 86400
-    return column.to_numpy().astype(np.int64)
+    return column.to_numpy().astype(np.int64, copy=False)
 
 
 def to_raw(table: pa.Table, user: str, item: str, rating: str | None, timestamp: str | None) -> RawInteractions:
     users, user_vocab = id_column(table.column(user))
     items, item_vocab = id_column(table.column(item))
-    ratings = None if rating is None else table.column(rating).to_numpy().astype(np.float32)
+    ratings = None if rating is None else table.column(rating).to_numpy().astype(np.float32, copy=False)
     times = None if timestamp is None else seconds(table.column(timestamp))
     return RawInteractions(users, items, ratings, times, user_vocab, item_vocab)
 
