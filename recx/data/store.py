@@ -48,11 +48,12 @@ class Interactions:
         return Interactions(self.user[index], self.item[index], pick(self.rating), pick(self.timestamp))
 
     def table(self) -> pa.Table:
-        columns = {"user": pa.array(self.user.astype(np.int32)), "item": pa.array(self.item.astype(np.int32))}
+        columns = {"user": pa.array(self.user.astype(np.int32, copy=False)),
+                   "item": pa.array(self.item.astype(np.int32, copy=False))}
         if self.rating is not None:
-            columns["rating"] = pa.array(self.rating.astype(np.float32))
+            columns["rating"] = pa.array(self.rating.astype(np.float32, copy=False))
         if self.timestamp is not None:
-            columns["timestamp"] = pa.array(self.timestamp.astype(np.int64))
+            columns["timestamp"] = pa.array(self.timestamp.astype(np.int64, copy=False))
         return pa.table(columns)
 
 

@@ -68,4 +68,7 @@ def read_netflix(source: Path, skip_bad_lines: bool = False, report: ReadReport 
     del parts
     if user.size == 0:
         raise RecxError(f"{source}: no ratings")
-    return RawInteractions(user, item, rating, day.astype(np.int64) * 86400)
+    seconds = day.astype(np.int64)
+    del day
+    seconds *= 86400
+    return RawInteractions(user, item, rating, seconds)
