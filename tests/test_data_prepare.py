@@ -174,3 +174,19 @@ def test_unknown_dataset_and_missing_source(tmp_path):
 def test_licensed_datasets_say_what_to_download(tmp_path, name, where):
     with pytest.raises(RecxError, match=f"{where}.*--source"):
         prepare(name, PrepareOptions(), tmp_path / "d")
+
+
+def test_output_does_not_depend_on_threads(tmp_path):
+    import pyarrow as pa
+
+    source = movielens(tmp_path / "ratings.dat", n_users=200)
+    options = PrepareOptions(format="movielens", source=source, preset="rg", seed=2)
+    threads = pa.cpu_count()
+    try:
+        pa.set_cpu_count(1)
+        single = prepare("a", options, tmp_path / "d1")
+    finally:
+        pa.set_cpu_count(threads)
+    multi = prepare("a", options, tmp_path / "d2")
+    for name in ("train", "valid", "test", "users", "items"):
+        assert (single / f"{name}.parquet").read_bytes() == (multi / f"{name}.parquet").read_bytes()
