@@ -10,7 +10,7 @@ import pyarrow as pa
 
 from recx.data.formats import FORMATS
 from recx.data.formats.columnar import csv_parser
-from recx.data.formats.lines import ReadReport, read_lines_table
+from recx.data.formats.lines import ReadReport, read_lines_table, require_non_null
 from recx.data.formats.tables import single_file, to_raw
 from recx.data.raw import RawInteractions
 from recx.errors import RecxError
@@ -18,13 +18,18 @@ from recx.errors import RecxError
 NAMES = ["user", "item", "rating", "timestamp"]
 TYPES = {"user": pa.int32(), "item": pa.int32(), "rating": pa.float32(), "timestamp": pa.int64()}
 CSV_HEADER = b"userid,movieid,rating,timestamp"
-UNIT_SEPARATOR = "\x1f"
+DAT_NAMES = ["user", "gap1", "item", "gap2", "rating", "gap3", "timestamp"]
+DAT_TYPES = {**TYPES, "gap1": pa.null(), "gap2": pa.null(), "gap3": pa.null()}
 
 
 def _dat_parser():
-    """`::` is two characters, which CSV readers do not take: it becomes one control byte first (ids are numbers)."""
-    parse = csv_parser(NAMES, TYPES, UNIT_SEPARATOR)
-    return lambda block: parse(block.replace(b"::", UNIT_SEPARATOR.encode()))
+    """`::` is two characters, which CSV readers do not take: split on ':' and require every second field empty."""
+    parse = csv_parser(DAT_NAMES, DAT_TYPES, ":", empty_is_null=True)
+
+    def run(block: bytes) -> pa.Table:
+        return require_non_null(parse(block), NAMES).select(NAMES)
+
+    return run
 
 
 def _check_header(path: Path):
