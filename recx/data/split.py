@@ -35,7 +35,7 @@ def _by_bucket(order: np.ndarray, bucket: np.ndarray, n_parts: int) -> dict[str,
 def _user_order(user: np.ndarray, seed: int, timestamp: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
     """(order, rank within user, user of each ordered row, rows per user): rows grouped by user, each user's rows in
     random order or, given timestamps, by ascending time (ties in random order). Users are codes 0..n-1."""
-    noise = np.random.default_rng(seed).permutation(user.shape[0]).astype(np.uint64)
+    noise = np.random.default_rng(seed).permutation(user.shape[0]).view(np.uint64)
     if timestamp is None:
         noise |= user.astype(np.uint64) << np.uint64(32)  # unique keys: any sort algorithm gives this order
         order = np.argsort(noise)
