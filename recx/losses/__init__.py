@@ -1,4 +1,4 @@
-"""Losses, found by name in `LOSSES`. Each takes (pos_scores [B], neg_scores [B, n], pos_log_q [B], neg_log_q)."""
+"""Losses, found by name in `LOSSES`; each takes a `LossInput` (scores, log_q, weights, representations)."""
 from recx.registry import Registry
 
 LOSSES: Registry = Registry("loss")

@@ -1,21 +1,51 @@
 """The loss contract (DESIGN.md "Samplers and losses")."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
 
+@dataclass
+class LossInput:
+    """What a loss may use. Scores are inner products of the model's representations.
+
+    pos_scores [B]; neg_scores [B, n] (a query's own positive among its candidates is -inf when the loss asks for
+    `mask_positive`); pos_log_q [B] and neg_log_q [B or 1, n] are the proposal's log-probabilities; neg_weights
+    [B, n] are a sampler's detached per-candidate weights (None: equal weights). Losses defined on the
+    representations themselves (alignment/uniformity) read query [B, d] and positive_repr [B, d].
+    """
+
+    pos_scores: torch.Tensor
+    neg_scores: torch.Tensor
+    pos_log_q: torch.Tensor
+    neg_log_q: torch.Tensor
+    neg_weights: torch.Tensor | None = None
+    users: torch.Tensor | None = None
+    positives: torch.Tensor | None = None
+    query: torch.Tensor | None = None
+    positive_repr: torch.Tensor | None = None
+
+
 class Loss:
-    """`__call__(pos_scores [B], neg_scores [B, n], pos_log_q [B], neg_log_q [B or 1, n]) -> scalar mean over B`.
+    """`__call__(LossInput) -> scalar`, the mean over the batch's queries.
 
     `required_sampler` names the only sampler the loss is defined with (None: any). `mask_positive` asks the
-    trainer to remove a query's own positive from its negatives (score -inf), as softmax losses need.
+    trainer to remove a query's own positive from its candidates (score -inf), as softmax losses need.
+    Losses with learned parameters (margins) return them from `parameters()`; the optimizer trains them too.
     """
 
     required_sampler: str | None = None
     mask_positive: bool = False
 
-    def __init__(self, args):
+    def __init__(self, args, dataset=None):
         self.args = args
 
-    def __call__(self, pos_scores, neg_scores, pos_log_q, neg_log_q) -> torch.Tensor:
+    def parameters(self) -> list[torch.nn.Parameter]:
+        return []
+
+    def to(self, device: torch.device) -> "Loss":
+        return self
+
+    def __call__(self, batch: LossInput) -> torch.Tensor:
         raise NotImplementedError

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import torch
 
 from recx.losses import LOSSES
-from recx.losses.base import Loss
+from recx.losses.base import Loss, LossInput
 
 
 @dataclass
@@ -35,8 +35,8 @@ class SampledSoftmax(Loss):
     Args = SoftmaxArgs
     mask_positive = True
 
-    def __call__(self, pos_scores, neg_scores, pos_log_q, neg_log_q):
-        logits = corrected_logits(pos_scores, neg_scores, pos_log_q, neg_log_q,
+    def __call__(self, batch: LossInput):
+        logits = corrected_logits(batch.pos_scores, batch.neg_scores, batch.pos_log_q, batch.neg_log_q,
                                   self.args.temperature, self.args.logq_correction)
         return (torch.logsumexp(logits, dim=1) - logits[:, 0]).mean()
 

@@ -14,11 +14,13 @@ class Negatives:
 
     `log_q` is the log of the probability with which each item was proposed (a normaliser shared by a query's
     candidates may be dropped). `positive_log_q` [B] is the same quantity for each query's positive item.
+    `weights` (optional, detached, rows summing to 1) re-weight the candidates in pairwise losses.
     """
 
     items: torch.Tensor
     log_q: torch.Tensor
     positive_log_q: torch.Tensor
+    weights: torch.Tensor | None = None  # detached per-candidate weights [B, n] for weighted losses
 
     @property
     def shared(self) -> bool:

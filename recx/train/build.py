@@ -22,6 +22,6 @@ def build_sampler(config: RunConfig, dataset: Dataset, generator: torch.Generato
     return sampler_class(dataset, config.n_negatives, sampler_class.Args(**config.sampler_args), generator)
 
 
-def build_loss(config: RunConfig):
+def build_loss(config: RunConfig, dataset: Dataset, device: torch.device):
     loss_class = LOSSES.get(config.loss)
-    return loss_class(loss_class.Args(**config.loss_args))
+    return loss_class(loss_class.Args(**config.loss_args), dataset).to(device)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import torch
 
 from recx.config import RunConfig
+from recx.losses.base import LossInput
 from recx.samplers.base import Batch, Negatives
 
 
@@ -28,7 +29,8 @@ def training_loss(model, sampler, loss_fn, config: RunConfig, users: torch.Tenso
     neg_scores = negative_scores(query, item_table, negatives)
     if loss_fn.mask_positive:
         neg_scores = neg_scores.masked_fill(negatives.items == positives[:, None], float("-inf"))
-    loss = loss_fn(pos_scores, neg_scores, negatives.positive_log_q, negatives.log_q)
+    loss = loss_fn(LossInput(pos_scores, neg_scores, negatives.positive_log_q, negatives.log_q, negatives.weights,
+                             users, positives, query, item_table[positives]))
     if config.weight_decay_mode == "batch" and config.weight_decay > 0:
         loss = loss + config.weight_decay * batched_decay(model, users, torch.cat([positives, negatives.items.flatten()]))
     return loss

@@ -1,6 +1,7 @@
 """The training loop: Adam over shuffled training interactions, validation with early stopping, a run folder."""
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
 import time
@@ -30,18 +31,23 @@ class RunOutcome:
     results: pd.DataFrame
 
 
-def _optimizer(model, config: RunConfig) -> torch.optim.Optimizer:
+def _optimizer(model, loss_fn, config: RunConfig) -> torch.optim.Optimizer:
+    """Adam; in `full` weight-decay mode every parameter row decays every step (PyTorch's weight_decay)."""
     decay = config.weight_decay if config.weight_decay_mode == "full" else 0.0
-    return torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=decay)
+    groups = [{"params": list(model.parameters()), "weight_decay": decay}]
+    if loss_fn.parameters():
+        groups.append({"params": loss_fn.parameters(), "weight_decay": 0.0})
+    return torch.optim.Adam(groups, lr=config.lr)
 
 
-def _progress(quiet: bool) -> Progress:
+def make_progress(quiet: bool = False) -> Progress:
+    """The progress display shared by training (epochs) and sweeps (runs)."""
     return Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                     TextColumn("{task.fields[status]}"), TimeElapsedColumn(), TimeRemainingColumn(),
                     disable=quiet, transient=False)
 
 
-def train_run(config: RunConfig, dataset: Dataset, folder: Path, quiet: bool = False,
+def train_run(config: RunConfig, dataset: Dataset, folder: Path, progress: Progress | None = None,
               ks: list[int] | None = None) -> RunOutcome:
     """Train, select the epoch with the best validation metric (or the last one), evaluate, mark complete."""
     device = resolve_device(config.device)
@@ -49,20 +55,22 @@ def train_run(config: RunConfig, dataset: Dataset, folder: Path, quiet: bool = F
     ks = sorted(set((ks or DEFAULT_KS) + [config.valid_metric_name[1]]))
     if max(ks) > dataset.n_items:
         raise RecxError(f"K={max(ks)} is larger than the number of items ({dataset.n_items})")
-    store.start_run(folder, config, {"seed": config.seed, "data_hash": dataset.data_hash, "device": str(device),
+    store.start_run(folder, config, {"seed": config.seed, "data_hash": dataset.data_hash, "device": str(device), "data_folder": str(dataset.folder),
                                      "dataset_card": dataset.card, "packages": store.package_versions()})
     generator = torch.Generator(device=device).manual_seed(config.seed)
     model = build_model(config, dataset, device)
     sampler = build_sampler(config, dataset, generator)
-    loss_fn = build_loss(config)
-    optimizer = _optimizer(model, config)
+    loss_fn = build_loss(config, dataset, device)
+    optimizer = _optimizer(model, loss_fn, config)
     users_of, items_of = dataset.train.row_ids(), dataset.train.indices
     n_steps = math.ceil(items_of.numel() / config.batch_size)
     metric, metric_k = config.valid_metric_name
     has_valid = dataset.valid is not None
     best = (-math.inf, 0, None)
     waited = 0
-    with _progress(quiet) as progress:
+    owns_progress = progress is None
+    progress = progress or make_progress()
+    with progress if owns_progress else contextlib.nullcontext():
         task = progress.add_task(f"{config.loss}+{config.sampler}", total=config.epochs, status="")
         for epoch in range(1, config.epochs + 1):
             model.train()
@@ -96,6 +104,7 @@ def train_run(config: RunConfig, dataset: Dataset, folder: Path, quiet: bool = F
             progress.update(task, advance=1, status=status)
             if has_valid and waited >= config.patience:
                 break
+        progress.remove_task(task)
     if best[2] is not None:
         model.load_state_dict(best[2])
     best_epoch = best[1] if best[2] is not None else epoch

@@ -1,0 +1,50 @@
+"""`recx eval`: evaluate a completed run's saved weights, write long-format results and optionally the top-K lists."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import torch
+
+from recx.data.dataset import load_dataset
+from recx.errors import RecxError
+from recx.eval.evaluator import evaluate
+from recx.runs import store
+from recx.train.build import build_model
+from recx.train.device import resolve_device
+
+
+def write_topk(path: Path, users: torch.Tensor, topk: torch.Tensor) -> None:
+    """Parquet with columns user, rank (1-based), item: one row per (evaluated user, rank)."""
+    k = topk.shape[1]
+    table = pa.table({
+        "user": pa.array(users.repeat_interleave(k).cpu().numpy().astype("int32")),
+        "rank": pa.array(torch.arange(1, k + 1).repeat(users.numel()).numpy().astype("int32")),
+        "item": pa.array(topk.reshape(-1).cpu().numpy().astype("int32")),
+    })
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(table, path)
+
+
+def evaluate_saved_run(folder: Path, split: str, ks: list[int], batch_size: int, device_name: str,
+                       data_root: Path | None, dump_topk: Path | None) -> dict:
+    config = store.open_completed_run(folder)
+    environment = json.loads((folder / "environment.json").read_text())
+    if data_root is not None:
+        dataset = load_dataset(data_root, config.dataset)
+    else:
+        recorded = Path(environment["data_folder"])
+        dataset = load_dataset(recorded.parent, recorded.name)
+    if dataset.data_hash != environment["data_hash"]:
+        raise RecxError(f"dataset {dataset.folder} differs from the one the run was trained on (data hash changed)")
+    device = resolve_device(device_name)
+    dataset = dataset.to(device)
+    model = build_model(config, dataset, device)
+    model.load_state_dict(torch.load(folder / "model.pt", map_location=device))
+    result = evaluate(model, dataset, split, ks, batch_size, keep_topk=dump_topk is not None)
+    store.write_results(folder, store.results_frame(config, split, result.values), f"eval_{split}.parquet")
+    if dump_topk is not None:
+        write_topk(dump_topk, result.users, result.topk)
+    return result.values
