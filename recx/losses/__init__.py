@@ -3,4 +3,4 @@ from recx.registry import Registry
 
 LOSSES: Registry = Registry("loss")
 
-from recx.losses import bpr, softmax  # noqa: E402,F401  (registration)
+from recx.losses import bce, bpr, directau, mawu, softmax  # noqa: E402,F401  (registration)
