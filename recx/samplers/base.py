@@ -6,6 +6,8 @@ from dataclasses import dataclass
 import torch
 
 from recx.data.dataset import Dataset
+from recx.samplers.kernels import membership
+from recx.samplers.kernels.backend import resolve_backend
 
 
 @dataclass
@@ -36,15 +38,24 @@ class Batch:
 
 
 class Sampler:
-    """Subclasses implement `sample`. `rebuild` is called at the point named by `rebuild_every`."""
+    """Subclasses implement `sample`. `rebuild` is called at the point named by `rebuild_every`.
+
+    `kernels` (auto, torch or cupy) picks the implementation of the shared kernels (recx/samplers/kernels/).
+    """
 
     rebuild_every: str | None = None  # None, "epoch" or "step"
 
-    def __init__(self, dataset: Dataset, n_negatives: int, args, generator: torch.Generator):
+    def __init__(self, dataset: Dataset, n_negatives: int, args, generator: torch.Generator, kernels: str = "auto"):
         self.dataset = dataset
         self.n_negatives = n_negatives
         self.args = args
         self.generator = generator
+        self.kernels = kernels
+        self.backend = resolve_backend(kernels, generator.device)
+
+    def is_training_item(self, users: torch.Tensor, items: torch.Tensor) -> torch.Tensor:
+        """[B, n] booleans: items[b, k] is a training item of users[b] (CSR binary search)."""
+        return membership.contains(self.dataset.train, users[:, None], items, self.backend)
 
     def rebuild(self, query_table: torch.Tensor | None, item_table: torch.Tensor) -> None:
         """Refresh state (codebooks, tables, caches) from the current model representations."""

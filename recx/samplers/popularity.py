@@ -7,8 +7,8 @@ import torch
 
 from recx.errors import RecxError
 from recx.samplers import SAMPLERS
-from recx.samplers.alias import DiscreteDistribution
 from recx.samplers.base import Batch, Negatives, Sampler
+from recx.samplers.kernels.alias_table import AliasTable
 from recx.samplers.uniform import redraw_training_items
 
 TRANSFORMS = {
@@ -34,12 +34,12 @@ class PopularitySampler(Sampler):
 
     Args = PopularityArgs
 
-    def __init__(self, dataset, n_negatives, args: PopularityArgs, generator):
-        super().__init__(dataset, n_negatives, args, generator)
+    def __init__(self, dataset, n_negatives, args: PopularityArgs, generator, kernels: str = "auto"):
+        super().__init__(dataset, n_negatives, args, generator, kernels)
         if args.variant not in TRANSFORMS:
             raise RecxError(f"sampler_args.variant {args.variant!r}: valid: {', '.join(TRANSFORMS)}")
         counts = dataset.item_popularity.to(torch.float64) + args.smoothing
-        self.distribution = DiscreteDistribution(TRANSFORMS[args.variant](counts).to(generator.device))
+        self.distribution = AliasTable(TRANSFORMS[args.variant](counts).to(generator.device), kernels)
 
     def _draw(self, shape) -> torch.Tensor:
         return self.distribution.sample(shape, self.generator)

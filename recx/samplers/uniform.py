@@ -20,9 +20,8 @@ class UniformArgs:
 
 def redraw_training_items(sampler: Sampler, users: torch.Tensor, items: torch.Tensor, draw, max_redraws: int) -> torch.Tensor:
     """Rejection: redraw the candidates that are the user's training items (vectorised, bounded rounds)."""
-    train = sampler.dataset.train
     for _ in range(max_redraws):
-        hit = train.contains(users[:, None].expand_as(items), items)
+        hit = sampler.is_training_item(users, items)
         if not hit.any():
             break
         items = torch.where(hit, draw(items.shape), items)

@@ -1,0 +1,31 @@
+"""Choosing the kernel implementation: `auto` (CuPy on CUDA when installed, else torch), `torch` or `cupy`.
+
+CuPy is imported lazily, only when a CuPy kernel is asked for, never at module import.
+"""
+from __future__ import annotations
+
+import importlib.util
+
+import torch
+
+from recx.errors import RecxError
+
+KERNELS = ("auto", "torch", "cupy")
+
+
+def cupy_available() -> bool:
+    return importlib.util.find_spec("cupy") is not None and torch.cuda.is_available()
+
+
+def resolve_backend(kernels: str, device: torch.device | str) -> str:
+    """'torch' or 'cupy' for tensors on `device`; `cupy` off CUDA or without the package is a user error."""
+    if kernels not in KERNELS:
+        raise RecxError(f"kernels {kernels!r}; valid: {', '.join(KERNELS)}")
+    on_cuda = torch.device(device).type == "cuda"
+    if kernels == "cupy":
+        if not on_cuda or not cupy_available():
+            raise RecxError("kernels 'cupy' needs a CUDA device and the cupy package (pip install recx[gpu])")
+        return "cupy"
+    if kernels == "auto" and on_cuda and cupy_available():
+        return "cupy"
+    return "torch"
