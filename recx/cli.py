@@ -122,6 +122,7 @@ def train(
     weight_decay_mode: Optional[str] = typer.Option(None, help="none, full (every row, every step) or batch."),
     seed: Optional[int] = typer.Option(None, help="Seed of initialisation, shuffling and sampling."),
     device: Optional[str] = typer.Option(None, help="auto, cpu or cuda."),
+    kernels: Optional[str] = typer.Option(None, help="Sampler kernels: auto (CuPy on CUDA when installed), torch or cupy."),
     patience: Optional[int] = typer.Option(None, help="Epochs without validation improvement before stopping."),
     set_: list[str] = typer.Option([], "--set", help="Any config key, KEY=VALUE; nested: sampler_args.variant=log."),
     run_dir: Optional[Path] = typer.Option(None, help="Run folder (default: runs/<run id>)."),
@@ -136,7 +137,8 @@ def train(
     raw = load_config_file(config_file) if config_file else {}
     options = {"dataset": dataset, "model": model, "loss": loss, "sampler": sampler, "dim": dim, "epochs": epochs,
                "batch_size": batch_size, "n_negatives": negatives, "lr": lr, "weight_decay": weight_decay,
-               "weight_decay_mode": weight_decay_mode, "seed": seed, "device": device, "patience": patience}
+               "weight_decay_mode": weight_decay_mode, "seed": seed, "device": device, "kernels": kernels,
+               "patience": patience}
     raw = _merge(_merge(raw, {k: v for k, v in options.items() if v is not None}), _parse_assignments(set_))
     config = resolve(raw, where=str(config_file) if config_file else "options")
     folder = run_dir or Path("runs") / config.run_id()

@@ -13,6 +13,7 @@ from recx.errors import RecxError
 from recx.losses import LOSSES
 from recx.models import MODELS
 from recx.samplers import SAMPLERS
+from recx.samplers.kernels.backend import KERNELS
 
 WEIGHT_DECAY_MODES = ("none", "full", "batch")
 DEVICES = ("auto", "cpu", "cuda")
@@ -35,6 +36,7 @@ class RunConfig:
     weight_decay_mode: str = "full"
     seed: int = 0
     device: str = "auto"
+    kernels: str = "auto"  # sampler kernels: auto (CuPy on CUDA when installed), torch or cupy
     patience: int = 5
     valid_metric: str = "ndcg@20"
     eval_every: int = 1
@@ -100,6 +102,8 @@ def resolve(raw: dict, where: str = "config") -> RunConfig:
         raise RecxError(f"{where}: weight_decay_mode {config.weight_decay_mode!r}; valid: {', '.join(WEIGHT_DECAY_MODES)}")
     if config.device not in DEVICES:
         raise RecxError(f"{where}: device {config.device!r}; valid: {', '.join(DEVICES)}")
+    if config.kernels not in KERNELS:
+        raise RecxError(f"{where}: kernels {config.kernels!r}; valid: {', '.join(KERNELS)}")
     metric, _, k = config.valid_metric.partition("@")
     if metric not in ("ndcg", "recall", "precision", "mrr", "hitrate") or not k.isdigit():
         raise RecxError(f"{where}: valid_metric {config.valid_metric!r}; expected e.g. ndcg@20 or recall@50")

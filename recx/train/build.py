@@ -19,7 +19,8 @@ def build_model(config: RunConfig, dataset: Dataset, device: torch.device):
 
 def build_sampler(config: RunConfig, dataset: Dataset, generator: torch.Generator):
     sampler_class = SAMPLERS.get(config.sampler)
-    return sampler_class(dataset, config.n_negatives, sampler_class.Args(**config.sampler_args), generator)
+    return sampler_class(dataset, config.n_negatives, sampler_class.Args(**config.sampler_args), generator,
+                         config.kernels)
 
 
 def build_loss(config: RunConfig, dataset: Dataset, device: torch.device):
