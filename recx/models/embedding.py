@@ -1,0 +1,70 @@
+"""The shared base of embedding-table models: ID tables, their initialisation, and the scoring option.
+
+Subclasses implement `encode(users) -> (query, items)`, the representations before scoring; `representations` applies
+the scoring (recx.models.scoring) so that score = query · item holds for dot and cosine alike. Diagnostics read
+`encode` to see the magnitudes the model learned.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from recx.errors import RecxError
+from recx.models.base import Model
+from recx.models.init import INITS, init_table
+from recx.models.scoring import SCORINGS, apply_scoring
+
+PRISM_SCOPES = ("items", "both")
+
+
+@dataclass
+class EmbeddingArgs:
+    """scoring dot|cosine with `temperature`; init normal (std `init_std`) | xavier | prism (`prism_alpha`).
+
+    PRISM scales item rows by their training popularity (the paper's Eq. 4 is stated for items); `prism_scope: both`
+    also scales user rows by their training interaction count.
+    """
+
+    scoring: str = "dot"
+    temperature: float = 1.0
+    init: str = "normal"
+    init_std: float = 0.1
+    prism_alpha: float = 1.0
+    prism_scope: str = "items"
+
+    def __post_init__(self):
+        for key, value, valid in (("scoring", self.scoring, SCORINGS), ("init", self.init, INITS),
+                                  ("prism_scope", self.prism_scope, PRISM_SCOPES)):
+            if value not in valid:
+                raise RecxError(f"model_args.{key}: {value!r}; valid: {', '.join(valid)}")
+        if self.temperature <= 0:
+            raise RecxError(f"model_args.temperature must be positive, got {self.temperature}")
+
+
+class EmbeddingModel(Model):
+    """User and item ID tables (`user_embedding`, `item_embedding`) plus whatever `encode` does with them."""
+
+    def __init__(self, n_users: int, n_items: int, dim: int, args: EmbeddingArgs, dataset=None):
+        super().__init__()
+        self.n_users, self.n_items, self.args = n_users, n_items, args
+        if args.init == "prism" and dataset is None:
+            raise RecxError("model_args.init 'prism' needs the training data (degrees)")
+        prism = args.init == "prism"
+        item_degrees = dataset.item_popularity if prism else None
+        user_degrees = dataset.train.row_lengths() if prism and args.prism_scope == "both" else None
+        self.user_embedding = nn.Parameter(init_table(n_users, dim, args.init, args.init_std, user_degrees,
+                                                      args.prism_alpha))
+        self.item_embedding = nn.Parameter(init_table(n_items, dim, args.init, args.init_std, item_degrees,
+                                                      args.prism_alpha))
+
+    def encode(self, users: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(query [len(users), d], items [n_items, d]) before scoring."""
+        raise NotImplementedError
+
+    def representations(self, users: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return apply_scoring(*self.encode(users), self.args.scoring, self.args.temperature)
+
+    def embedding_tables(self) -> list[nn.Parameter]:
+        return [self.user_embedding, self.item_embedding]

@@ -1,0 +1,57 @@
+"""LightGCN (He et al., SIGIR 2020): E_{k+1} = Â E_k over the normalised training graph, final = mean(E_0..E_K).
+
+E_0 stacks the user and item ID tables; Â = D^-1/2 A D^-1/2 (recx.models.graph) is a sparse matrix on the device.
+`encode` propagates once per call. Without autograd (evaluation) the result is cached until a table changes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from recx.errors import RecxError
+from recx.models import MODELS
+from recx.models.embedding import EmbeddingArgs, EmbeddingModel
+from recx.models.graph import normalized_adjacency
+
+
+@dataclass
+class LightGCNArgs(EmbeddingArgs):
+    n_layers: int = 3
+
+
+@MODELS.register("lightgcn")
+class LightGCN(EmbeddingModel):
+    Args = LightGCNArgs
+
+    def __init__(self, n_users: int, n_items: int, dim: int, args: LightGCNArgs, dataset=None):
+        super().__init__(n_users, n_items, dim, args, dataset)
+        if dataset is None:
+            raise RecxError("model 'lightgcn' needs the training data (its graph)")
+        if args.n_layers < 0:
+            raise RecxError(f"model_args.n_layers must be >= 0, got {args.n_layers}")
+        self.register_buffer("adjacency", normalized_adjacency(dataset.train, n_users), persistent=False)
+        self._cache: tuple | None = None
+
+    def propagate(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(all users [n_users, d], all items [n_items, d]) after K layers and the layer mean."""
+        layer = torch.cat([self.user_embedding, self.item_embedding])
+        total = layer
+        for _ in range(self.args.n_layers):
+            layer = torch.sparse.mm(self.adjacency, layer)
+            total = total + layer
+        final = total / (self.args.n_layers + 1)
+        return final[:self.n_users], final[self.n_users:]
+
+    def _propagated(self) -> tuple[torch.Tensor, torch.Tensor]:
+        if torch.is_grad_enabled():
+            return self.propagate()
+        key = (self.user_embedding._version, self.item_embedding._version, self.user_embedding.data_ptr(),
+               self.item_embedding.data_ptr())
+        if self._cache is None or self._cache[0] != key:
+            self._cache = (key, self.propagate())
+        return self._cache[1]
+
+    def encode(self, users: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        all_users, all_items = self._propagated()
+        return all_users[users], all_items

@@ -1,0 +1,30 @@
+"""Cosine and dot scoring with a temperature keep the contract score = query · item."""
+import torch
+
+from recx.config import resolve
+from recx.train.build import build_model
+
+
+def _model(tiny, model, **model_args):
+    return build_model(resolve({"model": model, "dim": 8, "model_args": model_args}), tiny, torch.device("cpu"))
+
+
+def test_cosine_scoring_equals_cosine_over_temperature(tiny):
+    for name in ("mf", "nonlinear_mf", "lightgcn"):
+        model = _model(tiny, name, scoring="cosine", temperature=0.2)
+        users = torch.arange(0, tiny.n_users, 7)
+        query, items = model.representations(users)
+        raw_query, raw_items = model.encode(users)
+        expected = torch.nn.functional.cosine_similarity(raw_query[:, None, :], raw_items[None, :, :], dim=-1) / 0.2
+        assert torch.allclose(query @ items.T, expected, atol=1e-5), name
+
+
+def test_dot_scoring_with_temperature_divides_the_inner_product(tiny):
+    model = _model(tiny, "mf", temperature=0.5)
+    users = torch.tensor([0, 3, 5])
+    query, items = model.representations(users)
+    expected = model.user_embedding[users] @ model.item_embedding.T / 0.5
+    assert torch.allclose(query @ items.T, expected, atol=1e-6)
+    plain = _model(tiny, "mf")
+    q, i = plain.representations(users)
+    assert torch.equal(q, plain.user_embedding[users]) and torch.equal(i, plain.item_embedding)

@@ -1,0 +1,68 @@
+"""Weight-decay modes through one real step (training_loss + the trainer's Adam): batched decay leaves rows outside
+the batch untouched, full-table decay shrinks them, none leaves them alone."""
+import pytest
+import torch
+
+from recx.config import resolve
+from recx.train.build import build_loss, build_model, build_sampler
+from recx.train.step import training_loss
+from recx.train.trainer import _optimizer
+
+
+class Recording:
+    """Delegates to a sampler and keeps the negatives it drew."""
+
+    def __init__(self, sampler):
+        self.sampler, self.drawn = sampler, None
+
+    def sample(self, batch):
+        self.drawn = self.sampler.sample(batch)
+        return self.drawn
+
+
+def _one_step(tiny, model_name: str, mode: str, decay: float):
+    config = resolve({"model": model_name, "dim": 8, "loss": "bpr", "sampler": "uniform", "n_negatives": 3,
+                      "weight_decay": decay, "weight_decay_mode": mode, "lr": 0.01, "device": "cpu"})
+    device = torch.device("cpu")
+    model = build_model(config, tiny, device)
+    before = [t.detach().clone() for t in model.embedding_tables()]
+    sampler = Recording(build_sampler(config, tiny, torch.Generator().manual_seed(0)))
+    loss_fn = build_loss(config, tiny, device)
+    optimizer = _optimizer(model, loss_fn, config)
+    index = torch.arange(0, 40, 5)
+    users, positives = tiny.train.row_ids()[index], tiny.train.indices[index]
+    loss = training_loss(model, sampler, loss_fn, config, users, positives)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    used_items = torch.cat([positives, sampler.drawn.items.flatten()])
+    outside_users = torch.ones(tiny.n_users, dtype=torch.bool)
+    outside_users[users] = False
+    outside_items = torch.ones(tiny.n_items, dtype=torch.bool)
+    outside_items[used_items] = False
+    after = [t.detach() for t in model.embedding_tables()]
+    return before, after, (outside_users, outside_items)
+
+
+@pytest.mark.parametrize("model_name", ["mf", "nonlinear_mf"])
+def test_batched_decay_leaves_rows_outside_the_batch_untouched(tiny, model_name):
+    before, after, outside = _one_step(tiny, model_name, "batch", 0.5)
+    for b, a, mask in zip(before, after, outside):
+        assert mask.any() and (~mask).any()
+        assert torch.equal(a[mask], b[mask])
+        assert not torch.equal(a[~mask], b[~mask])
+    _, plain, _ = _one_step(tiny, model_name, "none", 0.0)
+    assert not torch.allclose(after[0][~outside[0]], plain[0][~outside[0]])  # the decay acted on the batch's rows
+
+
+@pytest.mark.parametrize("model_name", ["mf", "nonlinear_mf"])
+def test_full_table_decay_shrinks_rows_outside_the_batch(tiny, model_name):
+    before, after, outside = _one_step(tiny, model_name, "full", 0.5)
+    for b, a, mask in zip(before, after, outside):
+        assert (a[mask].norm(dim=1) < b[mask].norm(dim=1)).all()
+
+
+def test_no_decay_leaves_rows_outside_the_batch_untouched(tiny):
+    before, after, outside = _one_step(tiny, "mf", "none", 0.5)
+    for b, a, mask in zip(before, after, outside):
+        assert torch.equal(a[mask], b[mask])
