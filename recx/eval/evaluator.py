@@ -12,6 +12,7 @@ import torch
 from recx.data.csr import CSR
 from recx.data.dataset import Dataset
 from recx.errors import RecxError
+from recx.eval.auc import per_user_auc
 from recx.eval.metrics import per_user_metrics
 from recx.eval.strata import popularity_strata
 
@@ -43,16 +44,17 @@ def _mask_seen(scores: torch.Tensor, users: torch.Tensor, seen: list[CSR]) -> No
 
 
 @torch.no_grad()
-def rank_topk(query: torch.Tensor, items: torch.Tensor, users: torch.Tensor, seen: list[CSR], k: int) -> torch.Tensor:
-    """Top-k item ids [len(users), k] by score query · items, seen items excluded."""
+def masked_scores(query: torch.Tensor, items: torch.Tensor, users: torch.Tensor, seen: list[CSR]) -> torch.Tensor:
+    """Scores [len(users), n_items] = query · items, seen items at -inf."""
     scores = query @ items.T
     _mask_seen(scores, users, seen)
-    return scores.topk(k, dim=1, sorted=True).indices
+    return scores
 
 
 @torch.no_grad()
 def evaluate(model, dataset: Dataset, split: str, ks: list[int], batch_size: int = 1024,
-             keep_topk: bool = False) -> Evaluation:
+             keep_topk: bool = False, auc_beta: float | None = None) -> Evaluation:
+    """`auc_beta` given: also AUC and OPAUC(β) (recx.eval.auc), from each batch's full score matrix."""
     target = dataset.split(split)
     max_k = max(ks)
     if max_k > dataset.n_items:
@@ -68,9 +70,12 @@ def evaluate(model, dataset: Dataset, split: str, ks: list[int], batch_size: int
     tops = []
     for start in range(0, users_all.numel(), batch_size):
         users = users_all[start:start + batch_size]
-        topk = rank_topk(model.query(users), item_table, users, seen, max_k)
+        scores = masked_scores(model.query(users), item_table, users, seen)
+        topk = scores.topk(max_k, dim=1, sorted=True).indices
         hits = target.contains(users[:, None].expand_as(topk), topk)
         values = per_user_metrics(hits, target.row_lengths()[users], ks, stratum_of[topk])
+        if auc_beta is not None:
+            values.update(per_user_auc(scores, target.dense_rows(users), auc_beta))
         for key, value in values.items():
             parts.setdefault(key, []).append(value)
         if keep_topk:

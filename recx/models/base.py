@@ -22,11 +22,11 @@ class Model(nn.Module):
     @torch.no_grad()
     def item_table(self) -> torch.Tensor:
         """All item representations, for evaluation (computed once, reused across user batches)."""
-        return self.representations(torch.zeros(1, dtype=torch.long, device=self.device))[1]
+        return self.representations(torch.zeros(1, dtype=torch.long, device=self.device))[1].detach()
 
     @torch.no_grad()
     def query(self, users: torch.Tensor) -> torch.Tensor:
-        return self.representations(users)[0]
+        return self.representations(users)[0].detach()
 
     @property
     def device(self) -> torch.device:

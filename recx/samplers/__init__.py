@@ -3,4 +3,6 @@ from recx.registry import Registry
 
 SAMPLERS: Registry = Registry("sampler")
 
-from recx.samplers import full, popularity, uniform  # noqa: E402,F401  (registration)
+from recx.samplers import (  # noqa: E402,F401  (registration)
+    bir, dns, full, in_batch, popularity, self_adversarial, softmax_v, uniform, xir,
+)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import math
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +32,13 @@ class RunOutcome:
     results: pd.DataFrame
 
 
+def make_progress(quiet: bool = False) -> Progress:
+    """The progress display shared by training (epochs) and sweeps (runs)."""
+    return Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                    TextColumn("{task.fields[status]}"), TimeElapsedColumn(), TimeRemainingColumn(),
+                    disable=quiet, transient=False)
+
+
 def _optimizer(model, loss_fn, config: RunConfig) -> torch.optim.Optimizer:
     """Adam; in `full` weight-decay mode every parameter row decays every step (PyTorch's weight_decay)."""
     decay = config.weight_decay if config.weight_decay_mode == "full" else 0.0
@@ -40,78 +48,80 @@ def _optimizer(model, loss_fn, config: RunConfig) -> torch.optim.Optimizer:
     return torch.optim.Adam(groups, lr=config.lr)
 
 
-def make_progress(quiet: bool = False) -> Progress:
-    """The progress display shared by training (epochs) and sweeps (runs)."""
-    return Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                    TextColumn("{task.fields[status]}"), TimeElapsedColumn(), TimeRemainingColumn(),
-                    disable=quiet, transient=False)
+def fit(config: RunConfig, dataset: Dataset, model, folder: Path, progress: Progress) -> int:
+    """Train `model` in place; returns the selected epoch (best validation metric, else the last epoch)."""
+    generator = torch.Generator(device=model.device).manual_seed(config.seed)
+    sampler = build_sampler(config, dataset, generator)
+    loss_fn = build_loss(config, dataset, model.device)
+    optimizer = _optimizer(model, loss_fn, config)
+    users_of, items_of = dataset.train.row_ids(), dataset.train.indices
+    n_steps = math.ceil(items_of.numel() / config.batch_size)
+    metric, metric_k = config.valid_metric_name
+    best_score, best_epoch, best_state, waited = -math.inf, 0, None, 0
+    task = progress.add_task(f"{config.loss}+{config.sampler}", total=config.epochs, status="")
+    for epoch in range(1, config.epochs + 1):
+        model.train()
+        if sampler.rebuild_every == "epoch":
+            sampler.rebuild(None, model.item_table())
+        started, total = time.perf_counter(), 0.0
+        order = torch.randperm(items_of.numel(), generator=generator, device=model.device)
+        for step in range(n_steps):
+            index = order[step * config.batch_size:(step + 1) * config.batch_size]
+            loss = training_loss(model, sampler, loss_fn, config, users_of[index], items_of[index])
+            value = loss.item()
+            if not math.isfinite(value):
+                raise RecxError(f"the loss became {value} at epoch {epoch}, step {step + 1}; "
+                                f"try a smaller lr (now {config.lr}) or a higher temperature")
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            total += value
+        record = {"epoch": epoch, "loss": total / n_steps, "seconds": time.perf_counter() - started}
+        status = f"loss {record['loss']:.4f}"
+        if dataset.valid is not None and epoch % config.eval_every == 0:
+            score = evaluate(model, dataset, "valid", [metric_k], config.eval_batch_size).values[(metric, metric_k, "all")]
+            record[f"valid_{config.valid_metric}"] = score
+            status += f"  valid {config.valid_metric} {score:.4f}"
+            if score > best_score:
+                best_score, best_epoch, best_state, waited = score, epoch, copy.deepcopy(model.state_dict()), 0
+            else:
+                waited += 1
+        store.log_epoch(folder, record)
+        progress.update(task, advance=1, status=status)
+        if waited >= config.patience:
+            break
+    progress.remove_task(task)
+    if best_state is None:
+        return epoch
+    model.load_state_dict(best_state)
+    return best_epoch
 
 
 def train_run(config: RunConfig, dataset: Dataset, folder: Path, progress: Progress | None = None,
               ks: list[int] | None = None) -> RunOutcome:
-    """Train, select the epoch with the best validation metric (or the last one), evaluate, mark complete."""
+    """Train, evaluate on valid and test, mark complete. A failed run leaves no folder it created."""
     device = resolve_device(config.device)
     dataset = dataset.to(device)
     ks = sorted(set((ks or DEFAULT_KS) + [config.valid_metric_name[1]]))
     if max(ks) > dataset.n_items:
         raise RecxError(f"K={max(ks)} is larger than the number of items ({dataset.n_items})")
-    store.start_run(folder, config, {"seed": config.seed, "data_hash": dataset.data_hash, "device": str(device), "data_folder": str(dataset.folder),
-                                     "dataset_card": dataset.card, "packages": store.package_versions()})
-    generator = torch.Generator(device=device).manual_seed(config.seed)
-    model = build_model(config, dataset, device)
-    sampler = build_sampler(config, dataset, generator)
-    loss_fn = build_loss(config, dataset, device)
-    optimizer = _optimizer(model, loss_fn, config)
-    users_of, items_of = dataset.train.row_ids(), dataset.train.indices
-    n_steps = math.ceil(items_of.numel() / config.batch_size)
-    metric, metric_k = config.valid_metric_name
-    has_valid = dataset.valid is not None
-    best = (-math.inf, 0, None)
-    waited = 0
-    owns_progress = progress is None
-    progress = progress or make_progress()
-    with progress if owns_progress else contextlib.nullcontext():
-        task = progress.add_task(f"{config.loss}+{config.sampler}", total=config.epochs, status="")
-        for epoch in range(1, config.epochs + 1):
-            model.train()
-            if sampler.rebuild_every == "epoch":
-                with torch.no_grad():
-                    sampler.rebuild(None, model.item_table())
-            started, total = time.perf_counter(), 0.0
-            order = torch.randperm(items_of.numel(), generator=generator, device=device)
-            for step in range(n_steps):
-                index = order[step * config.batch_size:(step + 1) * config.batch_size]
-                loss = training_loss(model, sampler, loss_fn, config, users_of[index], items_of[index])
-                value = loss.item()
-                if not math.isfinite(value):
-                    raise RecxError(f"the loss became {value} at epoch {epoch}, step {step + 1}; "
-                                    f"try a smaller lr (now {config.lr}) or a higher temperature")
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                optimizer.step()
-                total += value
-            record = {"epoch": epoch, "loss": total / n_steps, "seconds": time.perf_counter() - started}
-            status = f"loss {record['loss']:.4f}"
-            if has_valid and epoch % config.eval_every == 0:
-                score = evaluate(model, dataset, "valid", [metric_k], config.eval_batch_size).values[(metric, metric_k, "all")]
-                record[f"valid_{config.valid_metric}"] = score
-                status += f"  valid {config.valid_metric} {score:.4f}"
-                if score > best[0]:
-                    best, waited = (score, epoch, copy.deepcopy(model.state_dict())), 0
-                else:
-                    waited += 1
-            store.log_epoch(folder, record)
-            progress.update(task, advance=1, status=status)
-            if has_valid and waited >= config.patience:
-                break
-        progress.remove_task(task)
-    if best[2] is not None:
-        model.load_state_dict(best[2])
-    best_epoch = best[1] if best[2] is not None else epoch
-    torch.save(model.state_dict(), folder / "model.pt")
-    frames = [store.results_frame(config, split, evaluate(model, dataset, split, ks, config.eval_batch_size).values)
-              for split in (("valid", "test") if has_valid else ("test",))]
-    results = pd.concat(frames, ignore_index=True)
-    store.write_results(folder, results)
-    store.mark_complete(folder)
+    created = not folder.exists()
+    try:
+        store.start_run(folder, config, {"seed": config.seed, "data_hash": dataset.data_hash, "device": str(device),
+                                         "data_folder": str(dataset.folder), "dataset_card": dataset.card,
+                                         "packages": store.package_versions()})
+        model = build_model(config, dataset, device)
+        with make_progress() if progress is None else contextlib.nullcontext(progress) as shown:
+            best_epoch = fit(config, dataset, model, folder, shown)
+        torch.save(model.state_dict(), folder / "model.pt")
+        splits = ("valid", "test") if dataset.valid is not None else ("test",)
+        results = pd.concat([store.results_frame(config, split, evaluate(model, dataset, split, ks,
+                                                                         config.eval_batch_size).values)
+                             for split in splits], ignore_index=True)
+        store.write_results(folder, results)
+        store.mark_complete(folder)
+    except BaseException:
+        if created:
+            shutil.rmtree(folder, ignore_errors=True)
+        raise
     return RunOutcome(folder, best_epoch, results)

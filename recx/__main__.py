@@ -1,0 +1,3 @@
+from recx.cli import main
+
+main()

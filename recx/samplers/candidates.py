@@ -1,0 +1,40 @@
+"""Helpers shared by the score-aware samplers: uniform candidates (optionally without training items), their scores,
+and row-wise resampling from per-query weights."""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from recx.samplers.base import Batch, Sampler
+from recx.samplers.uniform import redraw_training_items
+
+
+def uniform_candidates(sampler: Sampler, users: torch.Tensor, n: int, exclude_train: bool, max_redraws: int) -> torch.Tensor:
+    """[B, n] items drawn uniformly; with `exclude_train`, uniformly from the items the user has not trained on."""
+    n_items = sampler.dataset.n_items
+    draw = lambda shape: torch.randint(0, n_items, shape, generator=sampler.generator, device=users.device)  # noqa: E731
+    items = draw((users.numel(), n))
+    return redraw_training_items(sampler, users, items, draw, max_redraws) if exclude_train else items
+
+
+def uniform_log_q(shape: tuple[int, ...], n_items: int, device: torch.device) -> torch.Tensor:
+    return torch.full(shape, -math.log(n_items), device=device)
+
+
+def candidate_scores(batch: Batch, items: torch.Tensor) -> torch.Tensor:
+    """[B, n] inner products of each query with its candidates (detached representations)."""
+    return torch.einsum("bd,bnd->bn", batch.query, batch.item_table[items])
+
+
+def positive_scores(batch: Batch) -> torch.Tensor:
+    return (batch.query * batch.item_table[batch.positives]).sum(-1)
+
+
+def resample_rows(probabilities: torch.Tensor, m: int, generator: torch.Generator) -> torch.Tensor:
+    """[R, m] column indices, each row drawn i.i.d. with replacement from its row of `probabilities` [R, K]
+    (inverse CDF: a binary search of uniforms in the row's cumulative sum; zero-probability columns are never drawn)."""
+    cdf = torch.cumsum(probabilities, dim=1)
+    uniforms = torch.rand((probabilities.shape[0], m), generator=generator, device=probabilities.device,
+                          dtype=cdf.dtype) * cdf[:, -1:]
+    return torch.searchsorted(cdf, uniforms, right=True).clamp_max(probabilities.shape[1] - 1)

@@ -1,0 +1,46 @@
+"""DNS(M, N) (the hard-negative-sampling slides; DNS of Zhang et al. 2013 is DNS(1, N)).
+
+Draw N candidates uniformly (from the user's non-interacted items I_u^- unless `exclude_train` is off) and keep the
+M with the highest score r(u, j) = query · item_j. Per the slides' Theorem 1, BPR with these negatives optimises
+OPAUC(β) with β = M / N of the negatives: P_ns(j | u) = 1/M on the top M, 0 elsewhere.
+
+log_q: the kept items have no fixed proposal probability (the selection depends on the scores), so the sampler returns
+the uniform proposal's constant -log n_items for the candidates and the positive alike: a logQ-corrected softmax is then
+the uncorrected one (the constant cancels), and BPR/BCE ignore it. `config.n_negatives` is not used (M is `m`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from recx.errors import RecxError
+from recx.samplers import SAMPLERS
+from recx.samplers.base import Batch, Negatives, Sampler
+from recx.samplers.candidates import candidate_scores, uniform_candidates, uniform_log_q
+
+
+@dataclass
+class DNSArgs:
+    m: int = 1
+    n_candidates: int = 200
+    exclude_train: bool = True
+    max_redraws: int = 20
+
+
+@SAMPLERS.register("dns")
+class DynamicNegativeSampler(Sampler):
+    Args = DNSArgs
+
+    def __init__(self, dataset, n_negatives, args: DNSArgs, generator, kernels: str = "auto"):
+        super().__init__(dataset, n_negatives, args, generator, kernels)
+        if not 1 <= args.m <= args.n_candidates:
+            raise RecxError(f"sampler_args: dns needs 1 <= m <= n_candidates (got m={args.m}, "
+                            f"n_candidates={args.n_candidates})")
+
+    def sample(self, batch: Batch) -> Negatives:
+        candidates = uniform_candidates(self, batch.users, self.args.n_candidates, self.args.exclude_train,
+                                        self.args.max_redraws)
+        top = candidate_scores(batch, candidates).topk(self.args.m, dim=1).indices
+        items = candidates.gather(1, top)
+        n_items = self.dataset.n_items
+        return Negatives(items, uniform_log_q(items.shape, n_items, items.device),
+                         uniform_log_q(batch.users.shape, n_items, items.device))

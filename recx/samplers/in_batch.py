@@ -1,0 +1,52 @@
+"""In-batch negatives: the batch's positives are every query's candidates (shared [1, B]).
+
+SSL (`in_batch`): log_q = 0 for all, i.e. no correction. SSL-Pop (`in_batch_pop`, Yi et al. 2019): an item appears in a
+batch with probability ∝ its training count c_j, so log_q(j) = log(c_j / Σ c) for the candidates and for the positive
+alike, and a logQ-corrected softmax uses s(u, j) - log p(j).
+
+A query's own positive is among the candidates; softmax losses mask it (`mask_positive` compares item ids, so other
+occurrences of the same item in the batch are masked too: a duplicate is the same item, not a negative). Pairwise
+losses see it with score difference 0 (a constant, no gradient). `config.n_negatives` is not used (n = batch size).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from recx.samplers import SAMPLERS
+from recx.samplers.base import Batch, Negatives, Sampler
+
+
+@dataclass
+class InBatchArgs:
+    pass
+
+
+def log_popularity(dataset, device: torch.device) -> torch.Tensor:
+    """log p(j) = log(c_j / Σ c), c the training counts (-inf for items never trained on, which no batch holds)."""
+    counts = dataset.item_popularity.to(device=device, dtype=torch.float64)
+    return torch.log(counts / counts.sum()).to(torch.float32)
+
+
+@SAMPLERS.register("in_batch")
+class InBatchSampler(Sampler):
+    Args = InBatchArgs
+
+    def sample(self, batch: Batch) -> Negatives:
+        items = batch.positives[None, :]
+        return Negatives(items, torch.zeros(items.shape, device=items.device),
+                         torch.zeros(batch.positives.shape, device=items.device))
+
+
+@SAMPLERS.register("in_batch_pop")
+class InBatchPopularitySampler(Sampler):
+    Args = InBatchArgs
+
+    def __init__(self, dataset, n_negatives, args: InBatchArgs, generator, kernels: str = "auto"):
+        super().__init__(dataset, n_negatives, args, generator, kernels)
+        self.log_p = log_popularity(dataset, generator.device)
+
+    def sample(self, batch: Batch) -> Negatives:
+        log_q = self.log_p[batch.positives]
+        return Negatives(batch.positives[None, :], log_q[None, :], log_q)

@@ -1,0 +1,50 @@
+"""`recx sweep`: expansion, skipping completed runs, long-format results and tables."""
+import pandas as pd
+import yaml
+
+EXPERIMENT = {
+    "datasets": {"tiny": {"format": "synthetic", "ratios": "80/10/10",
+                          "synthetic": {"n_users": 150, "n_items": 80, "mean_length": 10}}},
+    "experiments": {"small": {
+        "datasets": ["tiny"], "seeds": [0, 1], "ks": [5, 20],
+        "defaults": {"dim": 8, "epochs": 2, "batch_size": 256, "device": "cpu"},
+        "methods": {"bpr": {"loss": "bpr", "n_negatives": 2},
+                    "ssm-pop": {"loss": "softmax", "sampler": "popularity", "n_negatives": 20}},
+        "grid": {"lr": [0.01, 0.001]},
+    }},
+}
+
+
+def test_sweep_runs_skips_and_tabulates(tmp_path, recx_cli):
+    path = tmp_path / "experiments.yaml"
+    path.write_text(yaml.safe_dump(EXPERIMENT))
+    out, data = tmp_path / "out", tmp_path / "data"
+    result = recx_cli("sweep", path, "--experiment", "small", "--out", out, "--data-root", data)
+    assert result.code == 0, result.err
+    assert "8 runs, 0 already complete" in result.out
+    results = pd.read_parquet(out / "results.parquet")
+    for column in ["run_id", "dataset", "model", "loss", "sampler", "seed", "split", "metric", "k", "stratum", "value"]:
+        assert column in results.columns
+    # each method is reported at one grid point (the best by validation), over both seeds
+    test = results[(results.split == "test") & (results.metric == "ndcg") & (results.k == 20) & (results.stratum == "all")]
+    assert sorted(test.method.unique()) == ["bpr", "ssm-pop"] and len(test) == 4
+    table = (out / "table.md").read_text()
+    assert "NDCG@20 unpopular" in table and "±" in table and "ssm-pop" in table
+    assert (out / "table.csv").is_file() and (out / "table.tex").is_file()
+
+    run_dirs = sorted((out / "runs").iterdir())
+    assert len(run_dirs) == 8
+    (run_dirs[0] / "COMPLETE").unlink()
+    again = recx_cli("sweep", path, "--experiment", "small", "--out", out, "--data-root", data)
+    assert again.code == 0 and "8 runs, 7 already complete" in again.out
+
+
+def test_unknown_experiment_and_bad_method_key(tmp_path, recx_cli):
+    path = tmp_path / "experiments.yaml"
+    broken = yaml.safe_load(yaml.safe_dump(EXPERIMENT))
+    broken["experiments"]["small"]["methods"]["bpr"]["lossx"] = "bpr"
+    path.write_text(yaml.safe_dump(broken))
+    result = recx_cli("sweep", path, "--experiment", "nope")
+    assert result.code == 1 and "no experiment 'nope'" in result.err
+    result = recx_cli("sweep", path, "--experiment", "small", "--dry-run")
+    assert result.code == 1 and "lossx" in result.err and "methods.bpr" in result.err.replace("\n", "")
