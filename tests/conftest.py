@@ -24,7 +24,7 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(autouse=True)
 def _few_threads():
-    torch.set_num_threads(2)
+    torch.set_num_threads(1)
 
 
 @pytest.fixture
