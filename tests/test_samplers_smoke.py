@@ -31,6 +31,10 @@ def test_sampler_trains_mf(tiny, tmp_path, sampler, loss, sampler_args):
     outcome = train_run(config, tiny, tmp_path / "run", ks=[10])
     values = outcome.results.value
     assert values.notna().all() and all(math.isfinite(v) for v in values)
-    assert (tmp_path / "run" / "config.yaml").read_text().count("exclude_train") == ("exclude_train" in
-                                                                                    type(config).__dataclass_fields__
-                                                                                    or 0) or True
+
+
+def test_exclude_train_is_recorded_in_the_run_config():
+    for sampler in ("uniform", "popularity", "dns", "softmax_v", "self_adversarial", "bir", "xir"):
+        assert "exclude_train" in resolve({"sampler": sampler}).sampler_args
+    assert resolve({"sampler": "dns"}).sampler_args["exclude_train"] is True
+    assert resolve({"sampler": "dns", "sampler_args": {"exclude_train": False}}).sampler_args["exclude_train"] is False
