@@ -59,7 +59,7 @@ def _merge(base: dict, extra: dict) -> dict:
 
 
 def metrics_table(values: dict, title: str) -> Table:
-    """Rows metric@k, columns overall and per popularity stratum."""
+    """Rows metric@k (metric alone for k = 0: AUC, OPAUC), columns overall and per popularity stratum."""
     from recx.eval.strata import STRATA
 
     table = Table(title=title)
@@ -69,7 +69,7 @@ def metrics_table(values: dict, title: str) -> Table:
     keys = sorted({(m, k) for m, k, _ in values}, key=lambda mk: (mk[1], mk[0]))
     for metric, k in keys:
         cells = [f"{values[(metric, k, s)]:.4f}" if (metric, k, s) in values else "" for s in ("all",) + STRATA]
-        table.add_row(f"{metric}@{k}", *cells)
+        table.add_row(f"{metric}@{k}" if k else metric, *cells)
     return table
 
 
@@ -158,14 +158,23 @@ def evaluate_run(
     batch_size: int = typer.Option(1024, help="Users per evaluation batch (results do not depend on it)."),
     device: str = typer.Option("auto", help="auto, cpu or cuda."),
     data_root: Optional[Path] = typer.Option(None, help=DATA_ROOT_HELP + " Default: where the run's data was."),
+    auc: bool = typer.Option(False, "--auc", help="Also AUC and OPAUC(beta) over each user's full ranking."),
+    opauc_beta: float = typer.Option(0.1, help="beta of OPAUC: positives against the top beta-fraction of negatives."),
+    show_diagnostics: bool = typer.Option(False, "--diagnostics",
+                                          help="Also item-norm/popularity correlation and NDCG by dot vs cosine."),
 ):
     """Full-ranking evaluation of a trained run: NDCG, Recall, Precision, MRR, HitRate, per popularity stratum."""
     from recx.eval.run_eval import evaluate_saved_run
 
     if split not in ("valid", "test"):
         raise RecxError(f"--split {split!r}: expected valid or test")
-    values = evaluate_saved_run(run_dir, split, _parse_ks(k), batch_size, device, data_root, dump_topk)
+    if not 0 < opauc_beta <= 1:
+        raise RecxError(f"--opauc-beta {opauc_beta}: expected a fraction in (0, 1]")
+    values, found = evaluate_saved_run(run_dir, split, _parse_ks(k), batch_size, device, data_root, dump_topk,
+                                       opauc_beta if auc else None, show_diagnostics)
     console.print(metrics_table(values, f"{run_dir} — {split}"))
+    if found is not None:
+        console.print_json(data=found, sort_keys=True)
 
 
 @app.command()

@@ -10,6 +10,7 @@ import torch
 
 from recx.data.dataset import load_dataset
 from recx.errors import RecxError
+from recx.eval.diagnostics import diagnostics
 from recx.eval.evaluator import evaluate
 from recx.runs import store
 from recx.train.build import build_model
@@ -29,7 +30,9 @@ def write_topk(path: Path, users: torch.Tensor, topk: torch.Tensor) -> None:
 
 
 def evaluate_saved_run(folder: Path, split: str, ks: list[int], batch_size: int, device_name: str,
-                       data_root: Path | None, dump_topk: Path | None) -> dict:
+                       data_root: Path | None, dump_topk: Path | None, auc_beta: float | None = None,
+                       with_diagnostics: bool = False) -> tuple[dict, dict | None]:
+    """(metric values, embedding diagnostics when asked); `auc_beta` adds AUC and OPAUC(β)."""
     config = store.open_completed_run(folder)
     environment = json.loads((folder / "environment.json").read_text())
     if data_root is not None:
@@ -43,8 +46,8 @@ def evaluate_saved_run(folder: Path, split: str, ks: list[int], batch_size: int,
     dataset = dataset.to(device)
     model = build_model(config, dataset, device)
     model.load_state_dict(torch.load(folder / "model.pt", map_location=device))
-    result = evaluate(model, dataset, split, ks, batch_size, keep_topk=dump_topk is not None)
+    result = evaluate(model, dataset, split, ks, batch_size, keep_topk=dump_topk is not None, auc_beta=auc_beta)
     store.write_results(folder, store.results_frame(config, split, result.values), f"eval_{split}.parquet")
     if dump_topk is not None:
         write_topk(dump_topk, result.users, result.topk)
-    return result.values
+    return result.values, diagnostics(model, dataset, [split], ks, batch_size) if with_diagnostics else None

@@ -16,6 +16,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 from recx.config import RunConfig
 from recx.data.dataset import Dataset
 from recx.errors import RecxError
+from recx.eval.diagnostics import write_diagnostics
 from recx.eval.evaluator import evaluate
 from recx.runs import store
 from recx.train.build import build_loss, build_model, build_sampler
@@ -119,6 +120,7 @@ def train_run(config: RunConfig, dataset: Dataset, folder: Path, progress: Progr
                                                                          config.eval_batch_size).values)
                              for split in splits], ignore_index=True)
         store.write_results(folder, results)
+        write_diagnostics(folder, model, dataset, ks, config.eval_batch_size)
         store.mark_complete(folder)
     except BaseException:
         if created:
