@@ -43,7 +43,7 @@ def test_full_softmax_is_the_cross_entropy_over_all_items():
 
     def ours(scores):
         pos = scores.gather(1, positives[:, None]).squeeze(1)
-        neg = scores.masked_fill(torch.arange(n_items)[None, :] == positives[:, None], float("-inf"))
+        neg = scores  # the `full` sampler's candidates: every item, the positive included once
         uniform = torch.full((1, n_items), -torch.log(torch.tensor(float(n_items))), dtype=torch.float64)
         return loss(LossInput(pos, neg, uniform[0, :B], uniform))
 

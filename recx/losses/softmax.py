@@ -43,6 +43,12 @@ class SampledSoftmax(Loss):
 
 @LOSSES.register("full_softmax")
 class FullSoftmax(SampledSoftmax):
-    """-o_pos + log Σ_{all items} exp(o_i): the sampled softmax with every item as a candidate."""
+    """-o_pos + log Σ_{all items} exp(o_i), o = s / τ. The `full` sampler's candidates are every item, the
+    positive included once, so no masking or concatenation is needed (and log_q, constant, cancels)."""
 
     required_sampler = "full"
+    mask_positive = False
+
+    def __call__(self, batch: LossInput):
+        temperature = self.args.temperature
+        return (torch.logsumexp(batch.neg_scores / temperature, dim=1) - batch.pos_scores / temperature).mean()
