@@ -1,5 +1,6 @@
 """Weight-decay modes through one real step (training_loss + the trainer's Adam): batched decay leaves rows outside
-the batch untouched, full-table decay shrinks them, none leaves them alone."""
+the batch untouched and gives the rows inside exactly the full-table update; full-table decay shrinks every row;
+none leaves the rows outside alone."""
 import pytest
 import torch
 
@@ -20,8 +21,8 @@ class Recording:
         return self.drawn
 
 
-def _one_step(tiny, model_name: str, mode: str, decay: float):
-    config = resolve({"model": model_name, "dim": 8, "loss": "bpr", "sampler": "uniform", "n_negatives": 3,
+def _one_step(tiny, model_name: str, mode: str, decay: float, loss: str = "bpr"):
+    config = resolve({"model": model_name, "dim": 8, "loss": loss, "sampler": "uniform", "n_negatives": 3,
                       "weight_decay": decay, "weight_decay_mode": mode, "lr": 0.01, "device": "cpu"})
     device = torch.device("cpu")
     model = build_model(config, tiny, device)
@@ -35,7 +36,7 @@ def _one_step(tiny, model_name: str, mode: str, decay: float):
     optimizer.zero_grad()
     loss.backward()
     optimizer.step()
-    used_items = torch.cat([positives, sampler.drawn.items.flatten()])
+    used_items = torch.cat([positives, sampler.drawn.items.flatten()]) if loss_fn.uses_negatives else positives
     outside_users = torch.ones(tiny.n_users, dtype=torch.bool)
     outside_users[users] = False
     outside_items = torch.ones(tiny.n_items, dtype=torch.bool)
@@ -52,7 +53,16 @@ def test_batched_decay_leaves_rows_outside_the_batch_untouched(tiny, model_name)
         assert torch.equal(a[mask], b[mask])
         assert not torch.equal(a[~mask], b[~mask])
     _, plain, _ = _one_step(tiny, model_name, "none", 0.0)
-    assert not torch.allclose(after[0][~outside[0]], plain[0][~outside[0]])  # the decay acted on the batch's rows
+    _, full, _ = _one_step(tiny, model_name, "full", 0.5)
+    for a, p, f, mask in zip(after, plain, full, outside):
+        assert not torch.allclose(a[~mask], p[~mask])  # the decay acted on the batch's rows ...
+        assert torch.allclose(a[~mask], f[~mask], rtol=0, atol=1e-7)  # ... exactly as full-table decay does
+
+
+def test_batched_decay_skips_candidates_a_loss_does_not_use(tiny):
+    before, after, outside = _one_step(tiny, "mf", "batch", 0.5, loss="directau")
+    for b, a, mask in zip(before, after, outside):
+        assert torch.equal(a[mask], b[mask]) and not torch.equal(a[~mask], b[~mask])
 
 
 @pytest.mark.parametrize("model_name", ["mf", "nonlinear_mf"])

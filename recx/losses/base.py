@@ -32,11 +32,14 @@ class Loss:
 
     `required_sampler` names the only sampler the loss is defined with (None: any). `mask_positive` asks the
     trainer to remove a query's own positive from its candidates (score -inf), as softmax losses need.
-    Losses with learned parameters (margins) return them from `parameters()`; the optimizer trains them too.
+    `uses_negatives` False (alignment/uniformity losses): the candidates play no part, so batched weight decay
+    does not touch their rows. Losses with learned parameters (margins) return them from `parameters()`; the
+    optimizer trains them too.
     """
 
     required_sampler: str | None = None
     mask_positive: bool = False
+    uses_negatives: bool = True
 
     def __init__(self, args, dataset=None):
         self.args = args

@@ -22,6 +22,7 @@ class DirectAUArgs:
 @LOSSES.register("directau")
 class DirectAU(Loss):
     Args = DirectAUArgs
+    uses_negatives = False
 
     def __call__(self, batch: LossInput):
         users, items = batch.query, batch.positive_repr

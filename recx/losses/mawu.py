@@ -40,6 +40,7 @@ def margin_alignment(users: torch.Tensor, items: torch.Tensor, margin: torch.Ten
 @LOSSES.register("mawu")
 class MAWU(Loss):
     Args = MAWUArgs
+    uses_negatives = False
 
     def __init__(self, args: MAWUArgs, dataset=None):
         super().__init__(args, dataset)

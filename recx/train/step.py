@@ -16,10 +16,13 @@ def negative_scores(query: torch.Tensor, item_table: torch.Tensor, negatives: Ne
 
 
 def batched_decay(model, users: torch.Tensor, items: torch.Tensor) -> torch.Tensor:
-    """½ Σ ‖rows used in the batch‖² / B over the user and item tables (rows outside the batch get no decay)."""
+    """½ Σ ‖row‖² over the distinct user and item rows the batch uses; rows outside the batch get no decay.
+
+    Each used row gets the gradient λ·row, exactly what full-table decay (the optimizer's weight_decay) gives every
+    row every step: the PRISM paper's batched weight decay (§4.1.1), P(i ∈ B) = 1 in its Theorem 3.1.
+    """
     user_table, item_table = model.embedding_tables()[:2]
-    used_items = torch.unique(items)
-    return 0.5 * (user_table[torch.unique(users)].pow(2).sum() + item_table[used_items].pow(2).sum()) / users.numel()
+    return 0.5 * (user_table[torch.unique(users)].pow(2).sum() + item_table[torch.unique(items)].pow(2).sum())
 
 
 def training_loss(model, sampler, loss_fn, config: RunConfig, users: torch.Tensor, positives: torch.Tensor) -> torch.Tensor:
@@ -32,5 +35,6 @@ def training_loss(model, sampler, loss_fn, config: RunConfig, users: torch.Tenso
     loss = loss_fn(LossInput(pos_scores, neg_scores, negatives.positive_log_q, negatives.log_q, negatives.weights,
                              users, positives, query, item_table[positives]))
     if config.weight_decay_mode == "batch" and config.weight_decay > 0:
-        loss = loss + config.weight_decay * batched_decay(model, users, torch.cat([positives, negatives.items.flatten()]))
+        used = torch.cat([positives, negatives.items.flatten()]) if loss_fn.uses_negatives else positives
+        loss = loss + config.weight_decay * batched_decay(model, users, used)
     return loss
