@@ -4,6 +4,7 @@ An experiment names datasets, methods (each a partial run config), seeds, shared
 of hyper-parameter lists. Each (dataset, method, grid point, seed) is one run, identified by the hash of its
 resolved config; runs whose folder holds the completion marker are skipped. When a grid has several points, each
 method's reported row uses the point with the best mean validation metric over seeds (test values of that point).
+A method's own keys override the grid's: a method that fixes every grid key is planned once per seed.
 """
 from __future__ import annotations
 
@@ -61,14 +62,17 @@ def experiment_spec(content: dict, name: str, path: Path) -> dict:
 def plan(spec: dict, name: str, path: Path) -> list[PlannedRun]:
     grid = spec.get("grid") or {}
     points = [dict(zip(grid, values)) for values in itertools.product(*grid.values())] or [{}]
-    runs = []
+    runs, planned = [], set()
     for dataset in spec["datasets"]:
         for method, overrides in spec["methods"].items():
             for point in points:
                 for seed in spec.get("seeds", [0]):
                     raw = {**(spec.get("defaults") or {}), **point, **(overrides or {}), "dataset": dataset, "seed": seed}
-                    where = f"{path}: experiments.{name}.methods.{method}"
-                    runs.append(PlannedRun(method, point, resolve(raw, where=where)))
+                    config = resolve(raw, where=f"{path}: experiments.{name}.methods.{method}")
+                    if (method, config.run_id()) not in planned:
+                        planned.add((method, config.run_id()))
+                        own = {key: value for key, value in point.items() if key not in (overrides or {})}
+                        runs.append(PlannedRun(method, own, config))
     return runs
 
 

@@ -22,7 +22,7 @@ def summary(results: pd.DataFrame, split: str = "test", metrics=("ndcg", "recall
     order = [column_name(m, k, s) for m in metrics for k in ks
              for s in ("all",) + (STRATA if m in stratified else ())]
     wide = stats.pivot_table(index=["dataset", "method"], columns="column", values=["mean", "std", "count"],
-                             sort=False)
+                             sort=False, dropna=False)
     return wide.reindex(columns=[c for c in order if ("mean", c) in wide.columns], level=1)
 
 

@@ -1,0 +1,35 @@
+"""A method that fixes the grid's keys is planned once per seed; single-seed tables render; prism-gowalla plans."""
+from pathlib import Path
+
+import pandas as pd
+
+from recx.eval import tables
+from recx.sweep import load_experiments, experiment_spec, plan
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_method_overriding_the_grid_is_planned_once_per_seed():
+    spec = {"datasets": ["d"], "seeds": [0, 1], "grid": {"weight_decay": [1e-4, 1e-6]},
+            "defaults": {"model": "mf", "loss": "bpr", "n_negatives": 1},
+            "methods": {"tuned": {"weight_decay_mode": "full"},
+                        "fixed": {"weight_decay": 0.0, "weight_decay_mode": "none"}}}
+    runs = plan(spec, "x", Path("e.yaml"))
+    by_method = pd.Series([r.method for r in runs]).value_counts().to_dict()
+    assert by_method == {"tuned": 4, "fixed": 2}
+    assert all(r.grid_point == {} for r in runs if r.method == "fixed")
+
+
+def test_single_seed_table_renders_without_spread():
+    results = pd.DataFrame({"dataset": "d", "method": ["a"], "split": "test", "metric": "ndcg", "k": 20,
+                            "stratum": "all", "value": [0.25]})
+    assert "0.2500" in tables.to_markdown(tables.summary(results))
+
+
+def test_prism_gowalla_plans_every_method():
+    path = ROOT / "experiments.yaml"
+    runs = plan(experiment_spec(load_experiments(path), "prism-gowalla", path), "prism-gowalla", path)
+    methods = {r.method for r in runs}
+    assert {f"{loss}+{mode}" for loss in ("bpr", "ssm", "directau", "mawu")
+            for mode in ("wd-full", "wd-batch", "no-wd", "prism")} == methods
+    assert all(r.config.model_args["init"] == "prism" for r in runs if r.method.endswith("prism"))
