@@ -11,8 +11,6 @@ G_i negatives above r_i and E_i tied, the top-m set holds min(G_i, m) above and 
 """
 from __future__ import annotations
 
-import math
-
 import torch
 
 
