@@ -101,7 +101,7 @@ def prepare(
                              dataset=dataset)
     folder = run_prepare(name, options, _data_root(data_root))
     card = json.loads((folder / "card.json").read_text())
-    counts = " / ".join(f"{part} {count:,}" for part, count in card["counts"].items())
+    counts = " / ".join(f"{part} {card['counts'][part]:,}" for part in ("train", "valid", "test") if part in card["counts"])
     console.print(f"prepared [bold]{name}[/] in {folder}: {card['n_users']:,} users, {card['n_items']:,} items, "
                   f"{counts} interactions")
 
