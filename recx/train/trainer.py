@@ -41,12 +41,13 @@ def make_progress(quiet: bool = False) -> Progress:
 
 
 def _optimizer(model, loss_fn, config: RunConfig) -> torch.optim.Optimizer:
-    """Adam; in `full` weight-decay mode every parameter row decays every step (PyTorch's weight_decay)."""
+    """Adam (fused kernel: several times faster than the per-tensor loop on large embedding tables); in `full`
+    weight-decay mode every parameter row decays every step (PyTorch's weight_decay)."""
     decay = config.weight_decay if config.weight_decay_mode == "full" else 0.0
     groups = [{"params": list(model.parameters()), "weight_decay": decay}]
     if loss_fn.parameters():
         groups.append({"params": loss_fn.parameters(), "weight_decay": 0.0})
-    return torch.optim.Adam(groups, lr=config.lr)
+    return torch.optim.Adam(groups, lr=config.lr, fused=True)
 
 
 def fit(config: RunConfig, dataset: Dataset, model, folder: Path, progress: Progress) -> int:
