@@ -41,7 +41,20 @@ def assert_follows(draws: torch.Tensor, probabilities, min_p_value: float = 1e-3
     """Chi-square goodness of fit of integer draws to `probabilities` (cells with zero probability must stay empty;
     cells expecting fewer than 5 draws are pooled into one, as the test's approximation needs)."""
     probabilities = np.asarray(probabilities, dtype=np.float64)
-    observed = np.bincount(np.asarray(draws).ravel(), minlength=probabilities.size).astype(np.float64)
+    assert_counts_follow(np.bincount(np.asarray(draws).ravel(), minlength=probabilities.size), probabilities, min_p_value)
+
+
+def item_counts(negatives, row: int, n_items: int, m: int) -> np.ndarray:
+    """How many times query `row` drew each item, from a resampler's multiplicities (weights c / m over atoms)."""
+    counts = torch.zeros(n_items, dtype=torch.float64)
+    counts.index_add_(0, negatives.items[0], (negatives.weights[row].double() * m).round())
+    return counts.numpy()
+
+
+def assert_counts_follow(observed, probabilities, min_p_value: float = 1e-3) -> None:
+    """Chi-square goodness of fit of per-cell counts to `probabilities` (see assert_follows)."""
+    observed = np.asarray(observed, dtype=np.float64)
+    probabilities = np.asarray(probabilities, dtype=np.float64)
     assert observed[probabilities == 0].sum() == 0, "drew an item of probability 0"
     keep = probabilities > 0
     observed, expected = observed[keep], probabilities[keep] / probabilities[keep].sum() * observed.sum()

@@ -12,7 +12,8 @@ from recx.samplers.kernels.backend import resolve_backend
 
 @dataclass
 class Negatives:
-    """`items` is [B, n] (per query) or [1, n] (shared by the whole batch); `log_q` has the same shape.
+    """`items` is [B, n] (per query) or [1, n] (shared by the whole batch); `log_q` has the same shape, or [B, n] for
+    shared items whose proposal depends on the query (resampling samplers: +inf marks an item a query did not draw).
 
     `log_q` is the log of the probability with which each item was proposed (a normaliser shared by a query's
     candidates may be dropped). `positive_log_q` [B] is the same quantity for each query's positive item.

@@ -6,14 +6,16 @@ with replacement from
 which tends to the softmax over all items as |B| grows (Theorem 3.1). The loss is the softmax over the positive and the
 resampled items with the importance weights of Theorem 3.2's proof:
     L = -s_i/τ + log( exp(s_i/τ) + Σ_{l ≤ m} exp(s(u, o_l)/τ) / (m w(o_l | u)) ),
-which the sampled softmax (recx/losses/softmax.py) computes from log_q(o_l) = log m + log w(o_l | u) and log_q(i) = 0
-(logits s/τ - log q). τ is `temperature` and must equal the loss's temperature (losses.softmax `temperature`).
+which the sampled softmax (recx/losses/softmax.py, logits s/τ - log q) computes from log_q(o_l) = log m + log w(o_l | u)
+and log_q(i) = 0. τ is `temperature` and must equal the loss's temperature (loss_args.temperature), and the loss must
+apply logQ correction (BIR is defined through it). The draws are returned as multiplicities c over the batch's
+positions (candidates: the batch's items, shared): log_q = log(m w / c), +inf for positions not drawn, weights c / m
+for pairwise losses (see candidates.resampled_negatives) — the same loss without a [B, m, d] gather.
 Positions holding the query's own positive get w = 0 (the loss masks that item anyway), as do the user's other training
 items when `exclude_train` is on (default off: the paper resamples the whole batch). m defaults to the batch size.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import torch
@@ -21,7 +23,7 @@ import torch
 from recx.errors import RecxError
 from recx.samplers import SAMPLERS
 from recx.samplers.base import Batch, Negatives, Sampler
-from recx.samplers.candidates import resample_rows
+from recx.samplers.candidates import resampled_negatives
 from recx.samplers.in_batch import log_popularity
 
 
@@ -62,7 +64,4 @@ class BatchImportanceResampler(Sampler):
 
     def sample(self, batch: Batch) -> Negatives:
         m = self.args.n_resampled or batch.positives.numel()
-        log_w = batch_log_weights(self, batch, self.log_p)
-        positions = resample_rows(log_w.exp(), m, self.generator)
-        log_q = math.log(m) + log_w.gather(1, positions)
-        return Negatives(batch.positives[positions], log_q, torch.zeros(batch.positives.shape, device=log_q.device))
+        return resampled_negatives(batch.positives, batch_log_weights(self, batch, self.log_p).exp(), m, self.generator)

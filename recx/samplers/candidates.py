@@ -1,12 +1,12 @@
 """Helpers shared by the score-aware samplers: uniform candidates (optionally without training items), their scores,
-and row-wise resampling from per-query weights."""
+and row-wise resampling from per-query weights (returned as multiplicities over a shared candidate set)."""
 from __future__ import annotations
 
 import math
 
 import torch
 
-from recx.samplers.base import Batch, Sampler
+from recx.samplers.base import Batch, Negatives, Sampler
 from recx.samplers.uniform import redraw_training_items
 
 
@@ -38,3 +38,19 @@ def resample_rows(probabilities: torch.Tensor, m: int, generator: torch.Generato
     uniforms = torch.rand((probabilities.shape[0], m), generator=generator, device=probabilities.device,
                           dtype=cdf.dtype) * cdf[:, -1:]
     return torch.searchsorted(cdf, uniforms, right=True).clamp_max(probabilities.shape[1] - 1)
+
+
+def resampled_negatives(atoms: torch.Tensor, probabilities: torch.Tensor, m: int, generator: torch.Generator) -> Negatives:
+    """m i.i.d. draws per query from `probabilities` [B, K] over the shared `atoms` [K], as multiplicities c [B, K].
+
+    The sampled softmax over the drawn multiset, Σ_l exp(o(a_l) - log(m q(a_l))), equals Σ_k exp(o(a_k) - log_q[b, k])
+    with log_q = log(m q / c) (+inf where c = 0: an atom not drawn drops out), so the candidates stay the shared
+    atoms and scores are one [B, K] product instead of a [B, m, d] gather. Pairwise losses get weights c / m (the mean
+    over the draws). positive_log_q is 0 (the positive enters the softmax with its plain logit).
+    """
+    positions = resample_rows(probabilities, m, generator)
+    counts = torch.zeros_like(probabilities).scatter_add_(1, positions, torch.ones_like(positions, dtype=probabilities.dtype))
+    drawn = counts > 0
+    log_q = torch.where(drawn, torch.log(m * probabilities / counts.clamp_min(1)), float("inf"))
+    positive_log_q = torch.zeros(probabilities.shape[0], device=probabilities.device)
+    return Negatives(atoms[None, :], log_q, positive_log_q, counts / m)

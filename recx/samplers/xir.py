@@ -4,8 +4,10 @@ Proposal per query u, over the batch's positions B and the cache's items C (each
     q(j | u) = (1 - λ) w_B(j | u) + λ w_C(j | u),
 w_B the BIR weights (exp(s/τ - log p) over B, see bir.py) and w_C = softmax(s/τ) over the cache (cache items are
 held, not drawn by popularity, so they get no popularity correction); λ is `cache_weight` (0 for a query with no
-allowed cache item, e.g. while the cache is empty). m atoms are drawn i.i.d. from q and log_q = log m + log q(j | u),
-log_q(positive) = 0, so the sampled softmax is the importance-weighted softmax over the positive, the batch and the cache.
+allowed cache item, e.g. while the cache is empty). m atoms are drawn i.i.d. from q, and the sampled softmax over them
+uses log_q = log m + log q(j | u), log_q(positive) = 0: the importance-weighted softmax over the positive, the batch and
+the cache. As in bir.py the draws come back as multiplicities c over the shared atoms (batch positions, then cache):
+log_q = log(m q / c), +inf where c = 0, pairwise weights c / m.
 
 Cache rule (state updated every step, at the end of `sample`, kept across epochs): per-item counts h start at 0;
     h ← decay · h + (number of times each item was drawn from the batch part in this step, over all queries),
@@ -14,7 +16,6 @@ cache itself do not count, so the cache does not feed itself.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import torch
@@ -23,7 +24,7 @@ from recx.errors import RecxError
 from recx.samplers import SAMPLERS
 from recx.samplers.base import Batch, Negatives, Sampler
 from recx.samplers.bir import batch_log_weights, candidate_mask
-from recx.samplers.candidates import resample_rows
+from recx.samplers.candidates import resampled_negatives
 from recx.samplers.in_batch import log_popularity
 
 
@@ -37,9 +38,9 @@ class XIRArgs:
     exclude_train: bool = False
 
 
-def update_hits(hits: torch.Tensor, drawn: torch.Tensor, decay: float) -> torch.Tensor:
-    """h ← decay · h + counts of `drawn` (the items drawn from the batch part this step)."""
-    return hits * decay + torch.bincount(drawn.flatten(), minlength=hits.numel()).to(hits.dtype)
+def update_hits(hits: torch.Tensor, items: torch.Tensor, counts: torch.Tensor, decay: float) -> torch.Tensor:
+    """h ← decay · h + the number of draws of each item: `counts` [B, K] are draws of the batch positions `items` [K]."""
+    return (hits * decay).index_add_(0, items, counts.sum(dim=0).to(hits.dtype))
 
 
 def cache_of(hits: torch.Tensor, size: int) -> torch.Tensor:
@@ -75,11 +76,8 @@ class CachedImportanceResampler(Sampler):
 
     def sample(self, batch: Batch) -> Negatives:
         m = self.args.n_resampled or batch.positives.numel()
-        q = self.proposal(batch)
-        positions = resample_rows(q, m, self.generator)
-        atoms = torch.cat([batch.positives, self.cache])
-        log_q = math.log(m) + torch.log(q.gather(1, positions))
-        from_batch = positions[positions < batch.positives.numel()]
-        self.hits = update_hits(self.hits, batch.positives[from_batch], self.args.cache_decay)
+        negatives = resampled_negatives(torch.cat([batch.positives, self.cache]), self.proposal(batch), m, self.generator)
+        batch_draws = (negatives.weights[:, :batch.positives.numel()] * m).round()
+        self.hits = update_hits(self.hits, batch.positives, batch_draws, self.args.cache_decay)
         self.cache = cache_of(self.hits, self.args.cache_size)
-        return Negatives(atoms[positions], log_q, torch.zeros(batch.positives.shape, device=log_q.device))
+        return negatives
