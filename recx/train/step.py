@@ -8,11 +8,22 @@ from recx.losses.base import LossInput
 from recx.samplers.base import Batch, Negatives
 
 
-def negative_scores(query: torch.Tensor, item_table: torch.Tensor, negatives: Negatives) -> torch.Tensor:
-    """[B, n] scores; a shared candidate set is one matrix product, per-query sets a batched inner product."""
+def gather_scores(query: torch.Tensor, item_table: torch.Tensor, positives: torch.Tensor,
+                  negatives: Negatives) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(positive scores [B], negative scores [B, n], positive representations [B, d]).
+
+    One gather of the positive and candidate rows (one backward scatter into the item table instead of two); a
+    shared candidate set is scored by one matrix product, per-query sets by a batched inner product.
+    """
+    batch = positives.numel()
+    rows = item_table[torch.cat([positives, negatives.items.flatten()])]
+    positive_repr, candidate_repr = rows[:batch], rows[batch:]
+    pos_scores = (query * positive_repr).sum(-1)
     if negatives.shared:
-        return query @ item_table[negatives.items[0]].T
-    return torch.einsum("bd,bnd->bn", query, item_table[negatives.items])
+        neg_scores = query @ candidate_repr.T
+    else:
+        neg_scores = torch.einsum("bd,bnd->bn", query, candidate_repr.view(batch, -1, query.shape[1]))
+    return pos_scores, neg_scores, positive_repr
 
 
 def batched_decay(model, users: torch.Tensor, items: torch.Tensor) -> torch.Tensor:
@@ -28,12 +39,11 @@ def batched_decay(model, users: torch.Tensor, items: torch.Tensor) -> torch.Tens
 def training_loss(model, sampler, loss_fn, config: RunConfig, users: torch.Tensor, positives: torch.Tensor) -> torch.Tensor:
     query, item_table = model.representations(users)
     negatives = sampler.sample(Batch(users, positives, query.detach(), item_table.detach()))
-    pos_scores = (query * item_table[positives]).sum(-1)
-    neg_scores = negative_scores(query, item_table, negatives)
+    pos_scores, neg_scores, positive_repr = gather_scores(query, item_table, positives, negatives)
     if loss_fn.mask_positive:
         neg_scores = neg_scores.masked_fill(negatives.items == positives[:, None], float("-inf"))
     loss = loss_fn(LossInput(pos_scores, neg_scores, negatives.positive_log_q, negatives.log_q, negatives.weights,
-                             users, positives, query, item_table[positives]))
+                             users, positives, query, positive_repr))
     if config.weight_decay_mode == "batch" and config.weight_decay > 0:
         used = torch.cat([positives, negatives.items.flatten()]) if loss_fn.uses_negatives else positives
         loss = loss + config.weight_decay * batched_decay(model, users, used)
