@@ -46,7 +46,8 @@ def candidate_mask(sampler: Sampler, batch: Batch, items: torch.Tensor) -> torch
 def batch_log_weights(sampler: Sampler, batch: Batch, log_p: torch.Tensor) -> torch.Tensor:
     """[B, B] log w(j | u) over the batch's positions: log_softmax(s/τ - log p) over the allowed positions (a query
     with no allowed position keeps them all; the loss then masks its positive)."""
-    logits = batch.query @ batch.item_table[batch.positives].T / sampler.args.temperature - log_p[batch.positives][None, :]
+    scores = batch.query @ batch.item_table[batch.positives].T
+    logits = scores / sampler.args.temperature - log_p[batch.positives][None, :]
     allowed = candidate_mask(sampler, batch, batch.positives)
     allowed |= ~allowed.any(dim=1, keepdim=True)
     return torch.log_softmax(logits.masked_fill(~allowed, float("-inf")), dim=1)

@@ -10,7 +10,8 @@ from recx.samplers.base import Batch, Negatives, Sampler
 from recx.samplers.uniform import redraw_training_items
 
 
-def uniform_candidates(sampler: Sampler, users: torch.Tensor, n: int, exclude_train: bool, max_redraws: int) -> torch.Tensor:
+def uniform_candidates(sampler: Sampler, users: torch.Tensor, n: int, exclude_train: bool,
+                       max_redraws: int) -> torch.Tensor:
     """[B, n] items drawn uniformly; with `exclude_train`, uniformly from the items the user has not trained on."""
     n_items = sampler.dataset.n_items
     draw = lambda shape: torch.randint(0, n_items, shape, generator=sampler.generator, device=users.device)  # noqa: E731
@@ -40,7 +41,8 @@ def resample_rows(probabilities: torch.Tensor, m: int, generator: torch.Generato
     return torch.searchsorted(cdf, uniforms, right=True).clamp_max(probabilities.shape[1] - 1)
 
 
-def resampled_negatives(atoms: torch.Tensor, probabilities: torch.Tensor, m: int, generator: torch.Generator) -> Negatives:
+def resampled_negatives(atoms: torch.Tensor, probabilities: torch.Tensor, m: int,
+                        generator: torch.Generator) -> Negatives:
     """m i.i.d. draws per query from `probabilities` [B, K] over the shared `atoms` [K], as multiplicities c [B, K].
 
     The sampled softmax over the drawn multiset, Σ_l exp(o(a_l) - log(m q(a_l))), equals Σ_k exp(o(a_k) - log_q[b, k])
@@ -49,7 +51,8 @@ def resampled_negatives(atoms: torch.Tensor, probabilities: torch.Tensor, m: int
     over the draws). positive_log_q is 0 (the positive enters the softmax with its plain logit).
     """
     positions = resample_rows(probabilities, m, generator)
-    counts = torch.zeros_like(probabilities).scatter_add_(1, positions, torch.ones_like(positions, dtype=probabilities.dtype))
+    ones = torch.ones_like(positions, dtype=probabilities.dtype)
+    counts = torch.zeros_like(probabilities).scatter_add_(1, positions, ones)
     drawn = counts > 0
     log_q = torch.where(drawn, torch.log(m * probabilities / counts.clamp_min(1)), float("inf"))
     positive_log_q = torch.zeros(probabilities.shape[0], device=probabilities.device)

@@ -59,5 +59,6 @@ class SoftmaxVSampler(Sampler):
                                    self.args.max_redraws)
         losses = LOSS_FORMS[self.args.loss_form](candidate_scores(batch, items), positive_scores(batch))
         n_items = self.dataset.n_items
+        weights = softmax_v_weights(losses, self.args.rho)
         return Negatives(items, uniform_log_q(items.shape, n_items, items.device),
-                         uniform_log_q(batch.users.shape, n_items, items.device), softmax_v_weights(losses, self.args.rho))
+                         uniform_log_q(batch.users.shape, n_items, items.device), weights)

@@ -76,7 +76,8 @@ class CachedImportanceResampler(Sampler):
 
     def sample(self, batch: Batch) -> Negatives:
         m = self.args.n_resampled or batch.positives.numel()
-        negatives = resampled_negatives(torch.cat([batch.positives, self.cache]), self.proposal(batch), m, self.generator)
+        atoms = torch.cat([batch.positives, self.cache])
+        negatives = resampled_negatives(atoms, self.proposal(batch), m, self.generator)
         batch_draws = (negatives.weights[:, :batch.positives.numel()] * m).round()
         self.hits = update_hits(self.hits, batch.positives, batch_draws, self.args.cache_decay)
         self.cache = cache_of(self.hits, self.args.cache_size)
