@@ -106,8 +106,23 @@ def select_grid_points(results: pd.DataFrame, runs: list[PlannedRun]) -> pd.Data
     return results.merge(best, on=["dataset", "method", "grid_point"])
 
 
-def write_tables(results: pd.DataFrame, out: Path, ks: list[int]) -> str:
-    table = tables.summary(results, ks=tuple(ks))
+TABLE_KEYS = {"metrics", "ks", "stratified"}
+
+
+def table_layout(spec: dict, name: str, path: Path) -> dict:
+    """The `table` key of an experiment: metrics (default ndcg, recall), ks (default: the experiment's), and the
+    metrics shown per popularity stratum (default ndcg)."""
+    layout = spec.get("table") or {}
+    unknown = sorted(set(layout) - TABLE_KEYS)
+    if unknown:
+        raise RecxError(f"{path}: experiments.{name}.table: unknown key {unknown[0]!r}; valid: {', '.join(sorted(TABLE_KEYS))}")
+    return {"metrics": tuple(layout.get("metrics", ("ndcg", "recall"))),
+            "ks": tuple(layout.get("ks", spec.get("ks", [10, 20, 50]))),
+            "stratified": tuple(layout.get("stratified", ("ndcg",)))}
+
+
+def write_tables(results: pd.DataFrame, out: Path, layout: dict) -> str:
+    table = tables.summary(results, **layout)
     markdown = tables.to_markdown(table)
     (out / "table.md").write_text(markdown)
     (out / "table.csv").write_text(tables.to_csv(table))
@@ -129,6 +144,7 @@ def run_sweep(path: Path, name: str, out: Path, data_root: Path, dry_run: bool, 
     content = load_experiments(path)
     spec = experiment_spec(content, name, path)
     runs = plan(spec, name, path)
+    layout = table_layout(spec, name, path)
     runs_dir = out / "runs"
     pending = [run for run in runs if not store.is_complete(runs_dir / run.config.run_id())]
     console.print(f"experiment [bold]{name}[/]: {len(runs)} runs, {len(runs) - len(pending)} already complete")
@@ -153,6 +169,6 @@ def run_sweep(path: Path, name: str, out: Path, data_root: Path, dry_run: bool, 
     results = select_grid_points(collect(runs, runs_dir), runs)
     out.mkdir(parents=True, exist_ok=True)
     results.to_parquet(out / "results.parquet", index=False)
-    console.print(write_tables(results, out, [k for k in ks if k in (20,)] or ks[:1]))
+    console.print(write_tables(results, out, layout))
     console.print(f"results: {out / 'results.parquet'}; tables: {out / 'table.md'}, table.csv, table.tex")
     return results
