@@ -51,13 +51,6 @@ def _parse_assignments(pairs: list[str]) -> dict:
     return out
 
 
-def _merge(base: dict, extra: dict) -> dict:
-    merged = dict(base)
-    for key, value in extra.items():
-        merged[key] = _merge(merged.get(key) or {}, value) if isinstance(value, dict) else value
-    return merged
-
-
 def metrics_table(values: dict, title: str) -> Table:
     """Rows metric@k (metric alone for k = 0: AUC, OPAUC), columns overall and per popularity stratum."""
     from recx.eval.strata import STRATA
@@ -130,7 +123,7 @@ def train(
     quiet: bool = typer.Option(False, help="No progress bar."),
 ):
     """Train one run and evaluate it; the run folder holds config, per-epoch metrics, results and weights."""
-    from recx.config import load_config_file, resolve
+    from recx.config import deep_merge, load_config_file, resolve
     from recx.data.dataset import load_dataset
     from recx.train.trainer import make_progress, train_run
 
@@ -139,7 +132,7 @@ def train(
                "batch_size": batch_size, "n_negatives": negatives, "lr": lr, "weight_decay": weight_decay,
                "weight_decay_mode": weight_decay_mode, "seed": seed, "device": device, "kernels": kernels,
                "patience": patience}
-    raw = _merge(_merge(raw, {k: v for k, v in options.items() if v is not None}), _parse_assignments(set_))
+    raw = deep_merge(deep_merge(raw, {k: v for k, v in options.items() if v is not None}), _parse_assignments(set_))
     config = resolve(raw, where=str(config_file) if config_file else "options")
     folder = run_dir or Path("runs") / config.run_id()
     data = load_dataset(_data_root(data_root), config.dataset)
@@ -184,12 +177,21 @@ def sweep(
     out: Optional[Path] = typer.Option(None, help="Output folder (default: results/<experiment>)."),
     data_root: Optional[Path] = typer.Option(None, help=DATA_ROOT_HELP),
     dry_run: bool = typer.Option(False, help="List the runs and exit."),
+    dataset: list[str] = typer.Option([], "--dataset", help="Run on these datasets instead of the experiment's."),
+    seeds: Optional[str] = typer.Option(None, help="Comma-separated seeds instead of the experiment's."),
+    set_: list[str] = typer.Option([], "--set", help="Force a config key in every run, KEY=VALUE (e.g. epochs=5); "
+                                                     "wins over the experiment's defaults and methods."),
 ):
     """Run every (dataset, method, grid point, seed) of an experiment, skipping completed runs; write tables."""
-    from recx.sweep import run_sweep
+    from recx.sweep import SweepOverrides, run_sweep
 
+    try:
+        seed_list = [int(s) for s in seeds.split(",")] if seeds else None
+    except ValueError:
+        raise RecxError(f"--seeds {seeds!r}: expected comma-separated integers such as 0,1,2") from None
+    overrides = SweepOverrides(datasets=dataset or None, seeds=seed_list, settings=_parse_assignments(set_))
     run_sweep(experiments_file, experiment, out or Path("results") / experiment, _data_root(data_root), dry_run,
-              console)
+              console, overrides)
 
 
 def main() -> None:

@@ -113,6 +113,14 @@ def resolve(raw: dict, where: str = "config") -> RunConfig:
     return config
 
 
+def deep_merge(base: dict, extra: dict) -> dict:
+    """`extra` over `base`, merging nested mappings (e.g. sampler_args) key by key."""
+    merged = dict(base)
+    for key, value in extra.items():
+        merged[key] = deep_merge(merged.get(key) or {}, value) if isinstance(value, dict) else value
+    return merged
+
+
 def load_config_file(path: Path) -> dict:
     if not path.is_file():
         raise RecxError(f"{path}: no such config file")

@@ -9,13 +9,13 @@ A method's own keys override the grid's: a method that fixes every grid key is p
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 import yaml
 
-from recx.config import RunConfig, resolve
+from recx.config import RunConfig, deep_merge, resolve
 from recx.data.dataset import load_dataset
 from recx.data.prepare import PrepareOptions, prepare
 from recx.errors import RecxError
@@ -24,6 +24,23 @@ from recx.runs import store
 from recx.train.trainer import train_run
 
 EXPERIMENT_KEYS = {"description", "datasets", "methods", "seeds", "defaults", "grid", "ks", "table"}
+
+
+@dataclass
+class SweepOverrides:
+    """Command-line changes to an experiment: other datasets or seeds, and config keys forced in every run."""
+
+    datasets: list[str] | None = None
+    seeds: list[int] | None = None
+    settings: dict = field(default_factory=dict)
+
+    def apply(self, spec: dict) -> dict:
+        spec = dict(spec)
+        if self.datasets:
+            spec["datasets"] = self.datasets
+        if self.seeds:
+            spec["seeds"] = self.seeds
+        return spec
 
 
 @dataclass
@@ -59,7 +76,7 @@ def experiment_spec(content: dict, name: str, path: Path) -> dict:
     return spec
 
 
-def plan(spec: dict, name: str, path: Path) -> list[PlannedRun]:
+def plan(spec: dict, name: str, path: Path, forced: dict | None = None) -> list[PlannedRun]:
     grid = spec.get("grid") or {}
     points = [dict(zip(grid, values)) for values in itertools.product(*grid.values())] or [{}]
     runs, planned = [], set()
@@ -67,7 +84,8 @@ def plan(spec: dict, name: str, path: Path) -> list[PlannedRun]:
         for method, overrides in spec["methods"].items():
             for point in points:
                 for seed in spec.get("seeds", [0]):
-                    raw = {**(spec.get("defaults") or {}), **point, **(overrides or {}), "dataset": dataset, "seed": seed}
+                    raw = deep_merge({**(spec.get("defaults") or {}), **point}, overrides or {})
+                    raw = {**deep_merge(raw, forced or {}), "dataset": dataset, "seed": seed}
                     config = resolve(raw, where=f"{path}: experiments.{name}.methods.{method}")
                     if (method, config.run_id()) not in planned:
                         planned.add((method, config.run_id()))
@@ -138,12 +156,14 @@ def collect(runs: list[PlannedRun], runs_dir: Path) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-def run_sweep(path: Path, name: str, out: Path, data_root: Path, dry_run: bool, console) -> pd.DataFrame | None:
+def run_sweep(path: Path, name: str, out: Path, data_root: Path, dry_run: bool, console,
+              overrides: SweepOverrides | None = None) -> pd.DataFrame | None:
     from recx.train.trainer import make_progress
 
+    overrides = overrides or SweepOverrides()
     content = load_experiments(path)
-    spec = experiment_spec(content, name, path)
-    runs = plan(spec, name, path)
+    spec = overrides.apply(experiment_spec(content, name, path))
+    runs = plan(spec, name, path, overrides.settings)
     layout = table_layout(spec, name, path)
     runs_dir = out / "runs"
     pending = [run for run in runs if not store.is_complete(runs_dir / run.config.run_id())]

@@ -48,3 +48,19 @@ def test_unknown_experiment_and_bad_method_key(tmp_path, recx_cli):
     assert result.code == 1 and "no experiment 'nope'" in result.err
     result = recx_cli("sweep", path, "--experiment", "small", "--dry-run")
     assert result.code == 1 and "lossx" in result.err and "methods.bpr" in result.err.replace("\n", "")
+
+
+def test_command_line_overrides_datasets_seeds_and_keys(tmp_path, recx_cli):
+    spec = yaml.safe_load(yaml.safe_dump(EXPERIMENT))
+    spec["datasets"]["other"] = dict(spec["datasets"]["tiny"], seed=3)
+    path = tmp_path / "experiments.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    out = tmp_path / "out"
+    result = recx_cli("sweep", path, "-e", "small", "--out", out, "--data-root", tmp_path / "data", "--dataset", "other",
+                      "--seeds", "4", "--set", "epochs=1", "--set", "sampler_args.exclude_train=true")
+    assert result.code == 0, result.err
+    configs = [yaml.safe_load(p.read_text()) for p in (out / "runs").glob("*/config.yaml")]
+    assert len(configs) == 4
+    assert {c["dataset"] for c in configs} == {"other"} and {c["seed"] for c in configs} == {4}
+    assert {c["epochs"] for c in configs} == {1}
+    assert all(c["sampler_args"]["exclude_train"] is True for c in configs)
