@@ -44,7 +44,7 @@ class Sampler:
     `kernels` (auto, torch or cupy) picks the implementation of the shared kernels (recx/samplers/kernels/).
     """
 
-    rebuild_every: str | None = None  # None, "epoch" or "step"
+    rebuild_every: str | None = None  # None, or "epoch": `rebuild` runs before each epoch
 
     def __init__(self, dataset: Dataset, n_negatives: int, args, generator: torch.Generator, kernels: str = "auto"):
         self.dataset = dataset
