@@ -19,3 +19,14 @@ def apply_scoring(query: torch.Tensor, items: torch.Tensor, scoring: str,
     if temperature != 1.0:
         query = query / temperature
     return query, items
+
+
+def per_query_scores(query: torch.Tensor, items_table: torch.Tensor, items: torch.Tensor) -> torch.Tensor:
+    """[B, k] scores of each query with its own candidates `items` [B, k].
+
+    With a small catalogue (n_items <= 8k) one [B, n_items] matrix product and a gather cost less than gathering
+    B·k rows of d floats; otherwise the rows are gathered and scored by batched inner products.
+    """
+    if items_table.shape[0] <= 8 * items.shape[1]:
+        return (query @ items_table.T).gather(1, items)
+    return torch.einsum("bd,bkd->bk", query, items_table[items])

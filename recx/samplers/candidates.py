@@ -6,6 +6,7 @@ import math
 
 import torch
 
+from recx.models.scoring import per_query_scores
 from recx.samplers.base import Batch, Negatives, Sampler
 from recx.samplers.uniform import redraw_training_items
 
@@ -25,7 +26,7 @@ def uniform_log_q(shape: tuple[int, ...], n_items: int, device: torch.device) ->
 
 def candidate_scores(batch: Batch, items: torch.Tensor) -> torch.Tensor:
     """[B, n] inner products of each query with its candidates (detached representations)."""
-    return torch.einsum("bd,bnd->bn", batch.query, batch.item_table[items])
+    return per_query_scores(batch.query, batch.item_table, items)
 
 
 def positive_scores(batch: Batch) -> torch.Tensor:

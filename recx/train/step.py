@@ -5,6 +5,7 @@ import torch
 
 from recx.config import RunConfig
 from recx.losses.base import LossInput
+from recx.models.scoring import per_query_scores
 from recx.samplers.base import Batch, Negatives
 
 
@@ -13,9 +14,13 @@ def gather_scores(query: torch.Tensor, item_table: torch.Tensor, positives: torc
     """(positive scores [B], negative scores [B, n], positive representations [B, d]).
 
     One gather of the positive and candidate rows (one backward scatter into the item table instead of two); a
-    shared candidate set is scored by one matrix product, per-query sets by a batched inner product.
+    shared candidate set is scored by one matrix product, per-query sets by a batched inner product, or, with a
+    small catalogue, by `per_query_scores`.
     """
     batch = positives.numel()
+    if not negatives.shared and item_table.shape[0] <= 8 * negatives.items.shape[1]:
+        positive_repr = item_table[positives]
+        return (query * positive_repr).sum(-1), per_query_scores(query, item_table, negatives.items), positive_repr
     rows = item_table[torch.cat([positives, negatives.items.flatten()])]
     positive_repr, candidate_repr = rows[:batch], rows[batch:]
     pos_scores = (query * positive_repr).sum(-1)
