@@ -121,13 +121,18 @@ def deep_merge(base: dict, extra: dict) -> dict:
     return merged
 
 
-def load_config_file(path: Path) -> dict:
+def read_yaml_mapping(path: Path, what: str) -> dict:
+    """A YAML file whose top level is a mapping; errors name the file."""
     if not path.is_file():
-        raise RecxError(f"{path}: no such config file")
+        raise RecxError(f"{path}: no such {what}")
     try:
         content = yaml.safe_load(path.read_text()) or {}
     except yaml.YAMLError as exc:
         raise RecxError(f"{path}: not valid YAML ({exc})") from None
     if not isinstance(content, dict):
-        raise RecxError(f"{path}: expected a mapping of config keys")
+        raise RecxError(f"{path}: expected a mapping at the top level of the {what}")
     return content
+
+
+def load_config_file(path: Path) -> dict:
+    return read_yaml_mapping(path, "config file")

@@ -13,9 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
-import yaml
 
-from recx.config import RunConfig, deep_merge, resolve
+from recx.config import RunConfig, deep_merge, read_yaml_mapping, resolve
 from recx.data.dataset import load_dataset
 from recx.data.prepare import PrepareOptions, prepare
 from recx.errors import RecxError
@@ -51,12 +50,7 @@ class PlannedRun:
 
 
 def load_experiments(path: Path) -> dict:
-    if not path.is_file():
-        raise RecxError(f"{path}: no such experiments file")
-    try:
-        content = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as exc:
-        raise RecxError(f"{path}: not valid YAML ({exc})") from None
+    content = read_yaml_mapping(path, "experiments file")
     if not isinstance(content.get("experiments"), dict):
         raise RecxError(f"{path}: expected a top-level 'experiments' mapping")
     return content
