@@ -19,9 +19,9 @@ from recx.errors import RecxError
 from recx.eval.diagnostics import write_diagnostics
 from recx.eval.evaluator import evaluate
 from recx.runs import store
-from recx.train.build import build_loss, build_model, build_sampler
+from recx.train.build import build_model
 from recx.train.device import resolve_device
-from recx.train.step import training_loss
+from recx.train.runners import RUNNERS
 
 DEFAULT_KS = [10, 20, 50]
 
@@ -40,45 +40,35 @@ def make_progress(quiet: bool = False) -> Progress:
                     disable=quiet, transient=False)
 
 
-def _optimizer(model, loss_fn, config: RunConfig) -> torch.optim.Optimizer:
-    """Adam (fused kernel: several times faster than the per-tensor loop on large embedding tables); in `full`
-    weight-decay mode every parameter row decays every step (PyTorch's weight_decay)."""
-    decay = config.weight_decay if config.weight_decay_mode == "full" else 0.0
-    groups = [{"params": list(model.parameters()), "weight_decay": decay}]
-    if loss_fn.parameters():
-        groups.append({"params": loss_fn.parameters(), "weight_decay": 0.0})
-    return torch.optim.Adam(groups, lr=config.lr, fused=True)
+def first_bad_step(losses: torch.Tensor) -> int | None:
+    """1-based index of the first non-finite loss in `losses` (host tensor), or None."""
+    bad = torch.nonzero(~torch.isfinite(losses))
+    return int(bad[0]) + 1 if bad.numel() else None
 
 
 def fit(config: RunConfig, dataset: Dataset, model, folder: Path, progress: Progress) -> int:
-    """Train `model` in place; returns the selected epoch (best validation metric, else the last epoch)."""
+    """Train `model` in place; returns the selected epoch (best validation metric, else the last epoch).
+
+    The epoch's steps are the runner's (recx.train.runners, by the model's training kind); losses stay on the
+    device during the epoch and are read once at its end.
+    """
     generator = torch.Generator(device=model.device).manual_seed(config.seed)
-    sampler = build_sampler(config, dataset, generator)
-    loss_fn = build_loss(config, dataset, model.device)
-    optimizer = _optimizer(model, loss_fn, config)
-    users_of, items_of = dataset.train.row_ids(), dataset.train.indices
-    n_steps = math.ceil(items_of.numel() / config.batch_size)
+    runner = RUNNERS.get(model.training)(config, dataset, model, generator)
     metric, metric_k = config.valid_metric_name
     best_score, best_epoch, best_state, waited = -math.inf, 0, None, 0
     task = progress.add_task(f"{config.loss}+{config.sampler}", total=config.epochs, status="")
-    for epoch in range(1, config.epochs + 1):
+    epoch = 0
+    for epoch in range(1, config.epochs + 1 if runner.n_steps else 1):
         model.train()
-        if sampler.rebuild_every == "epoch":
-            sampler.rebuild(None, model.item_table())
-        started, total = time.perf_counter(), 0.0
-        order = torch.randperm(items_of.numel(), generator=generator, device=model.device)
-        for step in range(n_steps):
-            index = order[step * config.batch_size:(step + 1) * config.batch_size]
-            loss = training_loss(model, sampler, loss_fn, config, users_of[index], items_of[index])
-            value = loss.item()
-            if not math.isfinite(value):
-                raise RecxError(f"the loss became {value} at epoch {epoch}, step {step + 1}; "
-                                f"try a smaller lr (now {config.lr}) or a higher temperature")
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
-            total += value
-        record = {"epoch": epoch, "loss": total / n_steps, "seconds": time.perf_counter() - started}
+        started = time.perf_counter()
+        losses = torch.zeros(runner.n_steps, device=model.device)
+        runner.train_epoch(epoch, losses, lambda step: None)
+        losses = losses.cpu()
+        bad = first_bad_step(losses)
+        if bad is not None:
+            raise RecxError(f"the loss became {float(losses[bad - 1])} at epoch {epoch}, step {bad}; "
+                            f"try a smaller lr (now {config.lr}) or a higher temperature")
+        record = {"epoch": epoch, "loss": float(losses.mean()), "seconds": time.perf_counter() - started}
         status = f"loss {record['loss']:.4f}"
         if dataset.valid is not None and epoch % config.eval_every == 0:
             score = evaluate(model, dataset, "valid", [metric_k], config.eval_batch_size).values[(metric, metric_k, "all")]

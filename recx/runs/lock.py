@@ -1,0 +1,38 @@
+"""An OS file lock (fcntl.flock) around work on a run folder or a dataset: the kernel releases it when its holder
+dies, even by kill -9, so a crashed holder never blocks the next process."""
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+from pathlib import Path
+from typing import Iterator
+
+from recx.errors import RecxError
+
+
+def _holder(path: Path) -> str:
+    try:
+        return path.read_text().strip() or "unknown"
+    except OSError:
+        return "unknown"
+
+
+@contextlib.contextmanager
+def exclusive(lock_path: Path, what: str) -> Iterator[None]:
+    """Hold `lock_path` exclusively (created if missing; its content is the holder's pid) or fail at once with
+    "<what> is being written by process N"."""
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise RecxError(f"{what} is being written by process {_holder(lock_path)}") from None
+    try:
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)

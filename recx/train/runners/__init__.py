@@ -1,0 +1,14 @@
+"""Training kinds: how one epoch is run for a kind of model, found by the model class's `training` attribute.
+
+- `interactions` (MF, LightGCN): shuffled training interactions in batches; sampler, loss and optimizer per step.
+- `users` (Mult-VAE / FastVAE): shuffled users in batches, each with its training-history row.
+- `alternating` (WRMF, RG², RG×): one pass of closed-form user and item solves; no optimizer.
+- `none` (MostPop): nothing to train.
+The trainer (recx.train.trainer) owns the epoch loop, validation, early stopping and the run records; a runner
+owns what happens inside an epoch.
+"""
+from recx.registry import Registry
+
+RUNNERS: Registry = Registry("training kind")
+
+from recx.train.runners import interactions  # noqa: E402,F401  (registration)
