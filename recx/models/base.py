@@ -10,7 +10,7 @@ class Model(nn.Module):
 
     n_users: int
     n_items: int
-    training: str = "interactions"  # the training kind (recx.train.runners) that fits this model
+    training_kind: str = "interactions"  # the training kind (recx.train.runners) that fits this model
 
     def representations(self, users: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(query [len(users), d], item table [n_items, d]); score(u, i) = query[u] · items[i]."""

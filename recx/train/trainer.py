@@ -53,7 +53,7 @@ def fit(config: RunConfig, dataset: Dataset, model, folder: Path, progress: Prog
     device during the epoch and are read once at its end.
     """
     generator = torch.Generator(device=model.device).manual_seed(config.seed)
-    runner = RUNNERS.get(model.training)(config, dataset, model, generator)
+    runner = RUNNERS.get(model.training_kind)(config, dataset, model, generator)
     metric, metric_k = config.valid_metric_name
     best_score, best_epoch, best_state, waited = -math.inf, 0, None, 0
     task = progress.add_task(f"{config.loss}+{config.sampler}", total=config.epochs, status="")

@@ -1,4 +1,4 @@
-"""Training kinds: how one epoch is run for a kind of model, found by the model class's `training` attribute.
+"""Training kinds: how one epoch is run for a kind of model, found by the model class's `training_kind` attribute.
 
 - `interactions` (MF, LightGCN): shuffled training interactions in batches; sampler, loss and optimizer per step.
 - `users` (Mult-VAE / FastVAE): shuffled users in batches, each with its training-history row.
