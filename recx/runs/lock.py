@@ -11,6 +11,10 @@ from typing import Iterator
 from recx.errors import RecxError
 
 
+class LockedError(RecxError):
+    """Another live process holds the lock (a sweep may skip that run and come back to it)."""
+
+
 def _holder(path: Path) -> str:
     try:
         return path.read_text().strip() or "unknown"
@@ -20,15 +24,16 @@ def _holder(path: Path) -> str:
 
 @contextlib.contextmanager
 def exclusive(lock_path: Path, what: str) -> Iterator[None]:
-    """Hold `lock_path` exclusively (created if missing; its content is the holder's pid) or fail at once with
-    "<what> is being written by process N"."""
+    """Hold `lock_path` exclusively (created if missing; its content is the holder's pid) or raise LockedError at
+    once: "<what> is being written by process N". Locks are per open file: a process that holds a lock and asks for
+    it again is refused too, so take each lock at one level only."""
     lock_path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         os.close(fd)
-        raise RecxError(f"{what} is being written by process {_holder(lock_path)}") from None
+        raise LockedError(f"{what} is being written by process {_holder(lock_path)}") from None
     try:
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()}\n".encode())
