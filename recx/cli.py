@@ -1,8 +1,17 @@
-"""The `recx` command line: prepare, train, eval, sweep. Thin: parse, validate, call; user errors exit 1 cleanly."""
+"""The `recx` command line: prepare, train, eval, sweep, list. Thin: parse, validate, call.
+
+A user error (RecxError) prints one line and exits 1; Ctrl-C prints what was interrupted and what was kept and
+exits 130; an unexpected internal error prints one line and where its full traceback was saved (`--debug`
+anywhere on the command line shows the traceback instead).
+"""
 from __future__ import annotations
 
+import functools
 import json
+import os
 import sys
+import tempfile
+import traceback
 from pathlib import Path
 from typing import Optional
 
@@ -11,13 +20,40 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
+from recx import catalog
+from recx.config import RunConfig
 from recx.errors import RecxError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Experiment runner for negative sampling, softmax approximation and losses in "
-                       "implicit-feedback recommendation.")
-console = Console()
+                       "implicit-feedback recommendation. `recx list` shows every sampler, loss, model, metric, "
+                       "format and experiment by name.")
+# Piped output is not wrapped at 80 columns: tables stay one row per line.
+console = Console() if Console().is_terminal else Console(width=10_000)
 DATA_ROOT_HELP = "Folder of prepared datasets (default: $RECX_DATA, else ./data)."
+DEFAULTS = RunConfig()
+
+
+def _names(kind: str) -> str:
+    return ", ".join(catalog.names(kind))
+
+
+def _default(key: str) -> str:
+    return f"(default: {getattr(DEFAULTS, key)})"
+
+
+def _handles_interrupts(command):
+    """Ctrl-C inside a command: say what was interrupted and what was kept, exit 130."""
+    @functools.wraps(command)
+    def run(*args, **kwargs):
+        try:
+            return command(*args, **kwargs)
+        except KeyboardInterrupt as interrupt:
+            what = str(interrupt) or (f"recx {command.__name__.replace('_run', '')}; nothing half-written was kept "
+                                      "(datasets and run folders are swapped in only when complete)")
+            Console(stderr=True).print(f"interrupted: {what}", highlight=False, soft_wrap=True)
+            raise typer.Exit(130) from None
+    return run
 
 
 def _data_root(value: Optional[Path]) -> Path:
@@ -47,7 +83,12 @@ def _parse_assignments(pairs: list[str]) -> dict:
         *parents, leaf = key.split(".")
         for parent in parents:
             target = target.setdefault(parent, {})
-        target[leaf] = yaml.safe_load(value)
+            if not isinstance(target, dict):
+                raise RecxError(f"--set {pair!r}: {parent} is set to a value, not a mapping, by another --set")
+        try:
+            target[leaf] = yaml.safe_load(value)
+        except yaml.YAMLError:
+            raise RecxError(f"--set {pair!r}: the value is not valid YAML") from None
     return out
 
 
@@ -66,95 +107,130 @@ def metrics_table(values: dict, title: str) -> Table:
     return table
 
 
+@app.callback()
+def options(debug: bool = typer.Option(False, "--debug", help="Show the full traceback of an internal error "
+                                                               "(accepted anywhere on the command line).")):
+    """Experiment runner for implicit-feedback recommendation."""
+
+
 @app.command()
+@_handles_interrupts
 def prepare(
-    name: str = typer.Argument(..., help="Name of the prepared dataset (a folder under the data root); a known "
-                                         "name (ml1m, ml10m, ml20m, ml25m, gowalla-snap, ...) is downloaded."),
-    format: Optional[str] = typer.Option(None, "--format", "-f",
-                                         help="Source format: lightgcn, mat, triplets, synthetic, movielens, netflix, "
-                                              "amazon-ratings, amazon-reviews, yelp, gowalla-checkins."),
+    name: str = typer.Argument(..., help="Name of the prepared dataset, a folder under the data root (letters, "
+                                         "digits, '.', '_', '-'); a known name (ml1m, ml10m, ml20m, ml25m, "
+                                         "gowalla-snap, ...) is downloaded."),
+    format: Optional[str] = typer.Option(None, "--format", "-f", help=f"Source format: {_names('formats')}."),
     source: Optional[Path] = typer.Option(None, help="Source file or folder already on disk (skips the download)."),
     data_root: Optional[Path] = typer.Option(None, help=DATA_ROOT_HELP),
     preset: Optional[str] = typer.Option(None, help="A paper's protocol: fastvae, rg, prism (options below override)."),
-    rating: Optional[str] = typer.Option(None, help="Which ratings are positives: all, >=4, >3.5 ..."),
+    rating: Optional[str] = typer.Option(None, help="Which ratings are positives: all, >=4, >3.5 ... (default: all)"),
     min_rating: Optional[float] = typer.Option(None, help="Same as --rating '>=X'."),
-    kcore: Optional[int] = typer.Option(None, help="Iterative k-core on users and items (0: off)."),
+    kcore: Optional[int] = typer.Option(None, help="Iterative k-core on users and items (0: off). (default: 0)"),
     split: Optional[str] = typer.Option(None, help="per-user-random, per-user-temporal, global-random, "
-                                                   "leave-one-out-random or leave-one-out-latest."),
-    ratios: Optional[str] = typer.Option(None, help="Split ratios, train/test or train/valid/test (default 80/20)."),
+                                                   "leave-one-out-random or leave-one-out-latest. "
+                                                   "(default: per-user-random)"),
+    ratios: Optional[str] = typer.Option(None, help="Split ratios summing to 100 (or 1), train/test or "
+                                                    "train/valid/test. (default: 80/20)"),
     seed: int = typer.Option(0, help="Seed of the split (and of the synthetic generator)."),
     skip_bad_lines: bool = typer.Option(False, help="Count malformed lines in the card instead of failing."),
     dataset: Optional[str] = typer.Option(None, help="Download spec to use (default: NAME)."),
+    force: bool = typer.Option(False, "--force", help="Replace an existing dataset of that name (the new one is "
+                                                      "written aside and swapped in when complete)."),
 ):
-    """Turn a source into a prepared dataset: Parquet splits, id maps and card.json."""
+    """Turn a source into a prepared dataset: Parquet splits, id maps and card.json (refuses an existing name)."""
     from recx.data.prepare import PrepareOptions, prepare as run_prepare
+    from recx.names import check_name
 
+    check_name(name, "dataset name")
     options = PrepareOptions(format=format, source=source, ratios=ratios, seed=seed, min_rating=min_rating,
                              rating=rating, kcore=kcore, split=split, preset=preset, skip_bad_lines=skip_bad_lines,
                              dataset=dataset)
-    folder = run_prepare(name, options, _data_root(data_root))
+    folder = run_prepare(name, options, _data_root(data_root), force)
     card = json.loads((folder / "card.json").read_text())
     counts = " / ".join(f"{part} {card['counts'][part]:,}" for part in ("train", "valid", "test") if part in card["counts"])
     console.print(f"prepared [bold]{name}[/] in {folder}: {card['n_users']:,} users, {card['n_items']:,} items, "
-                  f"{counts} interactions")
+                  f"{counts} interactions", soft_wrap=True)
 
 
 @app.command()
+@_handles_interrupts
 def train(
     config_file: Optional[Path] = typer.Option(None, "--config", help="YAML run config; options below override it."),
-    dataset: Optional[str] = typer.Option(None, help="Prepared dataset name."),
-    model: Optional[str] = typer.Option(None, help="Model name, e.g. mf."),
-    loss: Optional[str] = typer.Option(None, help="Loss name: bpr, softmax (sampled, logQ-corrected), full_softmax."),
-    sampler: Optional[str] = typer.Option(None, help="Negative sampler: uniform, popularity, full, ..."),
-    dim: Optional[int] = typer.Option(None, help="Embedding dimension."),
-    epochs: Optional[int] = typer.Option(None, help="Maximum number of epochs."),
-    batch_size: Optional[int] = typer.Option(None, help="Training interactions per step."),
-    negatives: Optional[int] = typer.Option(None, "--negatives", help="Negatives per query (or shared per batch)."),
-    lr: Optional[float] = typer.Option(None, help="Adam learning rate."),
-    weight_decay: Optional[float] = typer.Option(None, help="Weight decay strength."),
-    weight_decay_mode: Optional[str] = typer.Option(None, help="none, full (every row, every step) or batch."),
-    seed: Optional[int] = typer.Option(None, help="Seed of initialisation, shuffling and sampling."),
-    device: Optional[str] = typer.Option(None, help="auto, cpu or cuda."),
-    kernels: Optional[str] = typer.Option(None, help="Sampler kernels: auto (CuPy on CUDA when installed), torch or cupy."),
-    patience: Optional[int] = typer.Option(None, help="Epochs without validation improvement before stopping."),
-    set_: list[str] = typer.Option([], "--set", help="Any config key, KEY=VALUE; nested: sampler_args.variant=log."),
+    dataset: Optional[str] = typer.Option(None, help=f"Prepared dataset name. {_default('dataset')}"),
+    model: Optional[str] = typer.Option(None, help=f"Model: {_names('models')}. {_default('model')}"),
+    loss: Optional[str] = typer.Option(None, help=f"Loss: {_names('losses')}. {_default('loss')}"),
+    sampler: Optional[str] = typer.Option(None, help=f"Negative sampler: {_names('samplers')}. {_default('sampler')}"),
+    dim: Optional[int] = typer.Option(None, help=f"Embedding dimension (key dim). {_default('dim')}"),
+    epochs: Optional[int] = typer.Option(None, help=f"Maximum number of epochs. {_default('epochs')}"),
+    batch_size: Optional[int] = typer.Option(None, help=f"Training interactions per step. {_default('batch_size')}"),
+    n_negatives: Optional[int] = typer.Option(None, "--n-negatives", "--negatives",
+                                              help="Negatives per query (or shared per batch), key n_negatives. "
+                                                   f"{_default('n_negatives')}"),
+    lr: Optional[float] = typer.Option(None, help=f"Learning rate, > 0. {_default('lr')}"),
+    weight_decay: Optional[float] = typer.Option(None, help=f"Weight decay strength, >= 0. {_default('weight_decay')}"),
+    weight_decay_mode: Optional[str] = typer.Option(None, help="none, full (every row, every step) or batch. "
+                                                               f"{_default('weight_decay_mode')}"),
+    seed: Optional[int] = typer.Option(None, help=f"Seed of initialisation, shuffling and sampling. {_default('seed')}"),
+    device: Optional[str] = typer.Option(None, help=f"auto, cpu or cuda. {_default('device')}"),
+    kernels: Optional[str] = typer.Option(None, help="Sampler kernels: auto (CuPy on CUDA when installed), torch or "
+                                                     f"cupy. {_default('kernels')}"),
+    patience: Optional[int] = typer.Option(None, help="Validations without improvement before stopping, >= 1. "
+                                                      f"{_default('patience')}"),
+    set_: list[str] = typer.Option([], "--set", help="Any config key, KEY=VALUE; nested: sampler_args.variant=log "
+                                                     "(`recx list samplers` shows each one's arguments)."),
     run_dir: Optional[Path] = typer.Option(None, help="Run folder (default: runs/<run id>)."),
     data_root: Optional[Path] = typer.Option(None, help=DATA_ROOT_HELP),
-    quiet: bool = typer.Option(False, help="No progress bar."),
+    force: bool = typer.Option(False, "--force", help="Train again over a completed run (or an unfinished run of "
+                                                      "another configuration); the old one is replaced only when "
+                                                      "the new one is complete."),
+    diagnostics: bool = typer.Option(False, "--diagnostics", help="Also write diagnostics.json (item-norm/popularity "
+                                                                  "correlation, NDCG by dot vs cosine: four more "
+                                                                  "full evaluations)."),
+    quiet: bool = typer.Option(False, help="No progress bar and no per-epoch lines."),
 ):
-    """Train one run and evaluate it; the run folder holds config, per-epoch metrics, results and weights."""
+    """Train one run and evaluate it; the run folder holds config, per-epoch metrics, results and weights.
+
+    An interrupted run is kept: after training it can be evaluated (`recx eval`) and the same command finishes it; during training it is marked incomplete and the same command restarts it. A completed run is refused unless --force.
+    """
     from recx.config import deep_merge, load_config_file, resolve
+    from recx.config_schema import check_values
     from recx.data.dataset import load_dataset
+    from recx.names import check_name
     from recx.train.trainer import make_progress, train_run
 
     raw = load_config_file(config_file) if config_file else {}
+    check_values(raw, DEFAULTS, str(config_file))
     options = {"dataset": dataset, "model": model, "loss": loss, "sampler": sampler, "dim": dim, "epochs": epochs,
-               "batch_size": batch_size, "n_negatives": negatives, "lr": lr, "weight_decay": weight_decay,
+               "batch_size": batch_size, "n_negatives": n_negatives, "lr": lr, "weight_decay": weight_decay,
                "weight_decay_mode": weight_decay_mode, "seed": seed, "device": device, "kernels": kernels,
                "patience": patience}
-    raw = deep_merge(deep_merge(raw, {k: v for k, v in options.items() if v is not None}), _parse_assignments(set_))
-    config = resolve(raw, where=str(config_file) if config_file else "options")
+    given = deep_merge({k: v for k, v in options.items() if v is not None}, _parse_assignments(set_))
+    check_values(given, DEFAULTS, "command line")
+    config = resolve(deep_merge(raw, given), where=str(config_file) if config_file else "command line")
     folder = run_dir or Path("runs") / config.run_id()
+    check_name(folder.name, "run folder name (--run-dir)")
     data = load_dataset(_data_root(data_root), config.dataset)
-    outcome = train_run(config, data, folder, progress=make_progress(quiet) if quiet else None)
+    outcome = train_run(config, data, folder, progress=make_progress(quiet), force=force, diagnostics=diagnostics)
     test = outcome.results[outcome.results.split == "test"]
     values = {(r.metric, r.k, r.stratum): r.value for r in test.itertuples()}
     console.print(metrics_table(values, f"{config.dataset} test (epoch {outcome.best_epoch}) — {folder}"))
 
 
 @app.command("eval")
+@_handles_interrupts
 def evaluate_run(
-    run_dir: Path = typer.Argument(..., help="A completed run folder."),
+    run_dir: Path = typer.Argument(..., help="A trained or completed run folder."),
     split: str = typer.Option("test", help="valid or test."),
     k: str = typer.Option("10,20,50", "--k", help="Cut-offs, comma separated."),
     dump_topk: Optional[Path] = typer.Option(None, help="Write each user's top-K (user, rank, item) as Parquet."),
-    batch_size: int = typer.Option(1024, help="Users per evaluation batch (results do not depend on it)."),
+    batch_size: int = typer.Option(1024, help="Users per evaluation batch, >= 1 (results do not depend on it)."),
     device: str = typer.Option("auto", help="auto, cpu or cuda."),
     data_root: Optional[Path] = typer.Option(None, help=DATA_ROOT_HELP + " Default: where the run's data was."),
     auc: bool = typer.Option(False, "--auc", help="Also AUC and OPAUC(beta) over each user's full ranking."),
     opauc_beta: float = typer.Option(0.1, help="beta of OPAUC: positives against the top beta-fraction of negatives."),
     show_diagnostics: bool = typer.Option(False, "--diagnostics",
                                           help="Also item-norm/popularity correlation and NDCG by dot vs cosine."),
+    quiet: bool = typer.Option(False, help="No progress bar."),
 ):
     """Full-ranking evaluation of a trained run: NDCG, Recall, Precision, MRR, HitRate, per popularity stratum."""
     from recx.eval.run_eval import evaluate_saved_run
@@ -163,17 +239,26 @@ def evaluate_run(
         raise RecxError(f"--split {split!r}: expected valid or test")
     if not 0 < opauc_beta <= 1:
         raise RecxError(f"--opauc-beta {opauc_beta}: expected a fraction in (0, 1]")
-    values, found = evaluate_saved_run(run_dir, split, _parse_ks(k), batch_size, device, data_root, dump_topk,
-                                       opauc_beta if auc else None, show_diagnostics)
+    if batch_size < 1:
+        raise RecxError(f"--batch-size {batch_size}: expected an integer >= 1")
+    ks = _parse_ks(k)
+    values, found = evaluate_saved_run(run_dir, split, ks, batch_size, device, data_root, dump_topk,
+                                       opauc_beta if auc else None, show_diagnostics, quiet)
     console.print(metrics_table(values, f"{run_dir} — {split}"))
+    console.print(f"results: {run_dir / f'eval_{split}.parquet'}", soft_wrap=True, highlight=False)
+    if dump_topk is not None:
+        console.print(f"top-{max(ks)} lists (user, rank, item) of every user with a {split} item: {dump_topk}",
+                      soft_wrap=True, highlight=False)
     if found is not None:
         console.print_json(data=found, sort_keys=True)
 
 
 @app.command()
+@_handles_interrupts
 def sweep(
     experiments_file: Path = typer.Argument(..., help="experiments.yaml"),
-    experiment: str = typer.Option(..., "--experiment", "-e", help="Name of the experiment to run."),
+    experiment: str = typer.Option(..., "--experiment", "-e", help="Name of the experiment to run "
+                                                                   "(`recx list experiments`)."),
     out: Optional[Path] = typer.Option(None, help="Output folder (default: results/<experiment>)."),
     data_root: Optional[Path] = typer.Option(None, help=DATA_ROOT_HELP),
     dry_run: bool = typer.Option(False, help="List the runs and exit."),
@@ -182,7 +267,10 @@ def sweep(
     set_: list[str] = typer.Option([], "--set", help="Force a config key in every run, KEY=VALUE (e.g. epochs=5); "
                                                      "wins over the experiment's defaults and methods."),
 ):
-    """Run every (dataset, method, grid point, seed) of an experiment, skipping completed runs; write tables."""
+    """Run every (dataset, method, grid point, seed) of an experiment, skipping completed runs; write tables.
+
+    Every run is validated before the first one starts. An interrupted sweep loses at most the run in progress: the same command skips completed runs, finishes trained ones and restarts incomplete ones.
+    """
     from recx.sweep import SweepOverrides, run_sweep
 
     try:
@@ -194,12 +282,52 @@ def sweep(
               console, overrides)
 
 
+@app.command("list")
+def list_names(
+    kind: Optional[str] = typer.Argument(None, help=f"One of {', '.join(catalog.KINDS)} (default: all)."),
+    experiments_file: Path = typer.Option(Path("experiments.yaml"), "--file",
+                                          help="The experiments file whose experiments are listed."),
+):
+    """Every name recx accepts, with its module, arguments (defaults) and summary, read from the registries."""
+    if kind is not None and kind not in catalog.KINDS:
+        raise RecxError(f"recx list {kind!r}: expected one of {', '.join(catalog.KINDS)}")
+    for each in [kind] if kind else catalog.KINDS:
+        if each == "experiments" and kind is None and not experiments_file.is_file():
+            continue
+        table = Table(title=each, title_justify="left")
+        for column in ("name", "module", "arguments (defaults)", "summary"):
+            table.add_column(column, overflow="fold")
+        for entry in catalog.entries(each, experiments_file):
+            table.add_row(entry.name, entry.module, entry.args, entry.summary)
+        console.print(table)
+
+
+def _internal_error(error: Exception) -> None:
+    log = getattr(error, "recx_log", None)
+    if log is None:
+        log = Path(tempfile.gettempdir()) / f"recx-error-{os.getpid()}.log"
+        try:
+            log.write_text("".join(traceback.format_exception(error)))
+        except OSError:
+            log = None
+    where = f"full traceback in {log}" if log else "the traceback could not be saved"
+    Console(stderr=True).print(f"[bold red]internal error:[/] {type(error).__name__}: {error} ({where}; rerun with "
+                               "--debug to show it)", highlight=False, soft_wrap=True)
+
+
 def main() -> None:
+    debug = "--debug" in sys.argv[1:] or os.environ.get("RECX_DEBUG") == "1"
+    sys.argv = [sys.argv[0]] + [arg for arg in sys.argv[1:] if arg != "--debug"]
     try:
         app()
     except RecxError as error:
-        Console(stderr=True).print(f"[bold red]error:[/] {error}", highlight=False, soft_wrap=True)
+        Console(stderr=True).print(f"[bold red]error:[/] {error}", highlight=False, soft_wrap=True, markup=True)
         sys.exit(1)
     except KeyboardInterrupt:
         Console(stderr=True).print("interrupted")
         sys.exit(130)
+    except Exception as error:
+        if debug:
+            raise
+        _internal_error(error)
+        sys.exit(1)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import yaml
 
+from recx import config_schema
 from recx.errors import RecxError
 from recx.losses import LOSSES
 from recx.models import MODELS
@@ -63,29 +64,21 @@ def _fill_args(kind: str, args_class, given: dict, where: str) -> dict:
     unknown = sorted(set(given) - known)
     if unknown:
         raise RecxError(f"{where}: unknown key {unknown[0]!r} for {kind}; valid: {', '.join(sorted(known)) or '(none)'}")
+    config_schema.check_args(args_class, given, where)
     try:
         return dataclasses.asdict(args_class(**given))
     except TypeError as exc:
         raise RecxError(f"{where}: {exc}") from None
 
 
-def _coerce(name: str, value, default):
-    if isinstance(default, bool) or isinstance(default, dict) or default is None:
-        return value
-    try:
-        return type(default)(value)
-    except (TypeError, ValueError):
-        raise RecxError(f"config key {name!r}: expected {type(default).__name__}, got {value!r}") from None
-
-
 def resolve(raw: dict, where: str = "config") -> RunConfig:
-    """Validate keys and names, coerce types, fill method defaults. Errors name the key at fault."""
+    """Validate keys, names and ranges (recx.config_schema), fill method defaults. Errors name the key at fault."""
     known = {f.name: f for f in fields(RunConfig)}
     unknown = sorted(set(raw) - set(known))
     if unknown:
         raise RecxError(f"{where}: unknown key {unknown[0]!r}; valid keys: {', '.join(known)}")
     defaults = RunConfig()
-    values = {k: _coerce(k, v, getattr(defaults, k)) for k, v in raw.items()}
+    values = {k: config_schema.coerce(k, v, getattr(defaults, k), where) for k, v in raw.items()}
     config = RunConfig(**values)
     loss_class = LOSSES.get(config.loss)
     if loss_class.required_sampler is not None:
@@ -107,9 +100,6 @@ def resolve(raw: dict, where: str = "config") -> RunConfig:
     metric, _, k = config.valid_metric.partition("@")
     if metric not in ("ndcg", "recall", "precision", "mrr", "hitrate") or not k.isdigit():
         raise RecxError(f"{where}: valid_metric {config.valid_metric!r}; expected e.g. ndcg@20 or recall@50")
-    for key in ("epochs", "batch_size", "dim", "eval_every", "eval_batch_size"):
-        if getattr(config, key) < 1:
-            raise RecxError(f"{where}: {key} must be at least 1")
     return config
 
 

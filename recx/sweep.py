@@ -9,6 +9,7 @@ A method's own keys override the grid's: a method that fixes every grid key is p
 from __future__ import annotations
 
 import itertools
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,7 +23,7 @@ from recx.eval import tables
 from recx.runs import store
 from recx.train.trainer import train_run
 
-EXPERIMENT_KEYS = {"description", "datasets", "methods", "seeds", "defaults", "grid", "ks", "table"}
+EXPERIMENT_KEYS = {"description", "datasets", "methods", "seeds", "defaults", "grid", "ks", "table", "diagnostics"}
 
 
 @dataclass
@@ -80,12 +81,31 @@ def plan(spec: dict, name: str, path: Path, forced: dict | None = None) -> list[
                 for seed in spec.get("seeds", [0]):
                     raw = deep_merge({**(spec.get("defaults") or {}), **point}, overrides or {})
                     raw = {**deep_merge(raw, forced or {}), "dataset": dataset, "seed": seed}
-                    config = resolve(raw, where=f"{path}: experiments.{name}.methods.{method}")
+                    where = f"{path}: experiment {name!r}, method {method!r} (experiments.{name}.methods.{method})"
+                    config = resolve(raw, where=f"{where}, dataset {dataset!r}, seed {seed}{_point(point)}")
                     if (method, config.run_id()) not in planned:
                         planned.add((method, config.run_id()))
                         own = {key: value for key, value in point.items() if key not in (overrides or {})}
                         runs.append(PlannedRun(method, own, config))
     return runs
+
+
+def _point(point: dict) -> str:
+    return f", grid point {point}" if point else ""
+
+
+def check_planned(runs: list[PlannedRun], data_root: Path, ks: list[int], name: str, path: Path) -> None:
+    """Before the first run: each run's settings against its dataset's catalogue (datasets already prepared)."""
+    from recx.config_schema import check_against_dataset
+
+    default_negatives = RunConfig().n_negatives
+    for run in runs:
+        card = data_root / run.config.dataset / "card.json"
+        if card.is_file():
+            n_items = int(json.loads(card.read_text())["n_items"])
+            valid_k = run.config.valid_metric_name[1]
+            check_against_dataset(run.config, n_items, list(ks) + [valid_k], default_negatives,
+                                  f"{path}: experiment {name!r}, method {run.method!r}, dataset {run.config.dataset!r}")
 
 
 def ensure_dataset(content: dict, dataset: str, data_root: Path, base: Path) -> None:
@@ -169,6 +189,7 @@ def run_sweep(path: Path, name: str, out: Path, data_root: Path, dry_run: bool, 
                           f"seed={run.config.seed} {run.grid_point or ''}")
         return None
     ks = spec.get("ks", [10, 20, 50])
+    check_planned(pending, data_root, ks, name, path)
     with make_progress() as progress:
         overall = progress.add_task(f"sweep {name}", total=len(runs), completed=len(runs) - len(pending), status="")
         loaded: dict = {}
@@ -178,7 +199,8 @@ def run_sweep(path: Path, name: str, out: Path, data_root: Path, dry_run: bool, 
                 ensure_dataset(content, dataset_name, data_root, path.parent)
                 loaded = {dataset_name: load_dataset(data_root, dataset_name)}
             progress.update(overall, status=f"{dataset_name} {run.method} seed {run.config.seed}")
-            train_run(run.config, loaded[dataset_name], runs_dir / run.config.run_id(), progress=progress, ks=ks)
+            train_run(run.config, loaded[dataset_name], runs_dir / run.config.run_id(), progress=progress, ks=ks,
+                      diagnostics=bool(spec.get("diagnostics")))
             progress.advance(overall)
     results = select_grid_points(collect(runs, runs_dir), runs)
     out.mkdir(parents=True, exist_ok=True)

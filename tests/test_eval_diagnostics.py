@@ -36,7 +36,7 @@ def test_cosine_view_ignores_magnitudes(tiny):
 def test_run_writes_diagnostics_and_eval_reports_auc(tiny_root, tmp_path, recx_cli):
     run = tmp_path / "run"
     result = recx_cli("train", "--dataset", "tiny", "--data-root", tiny_root, "--run-dir", run, "--dim", "8",
-                      "--epochs", "1", "--negatives", "10", "--quiet", "--device", "cpu")
+                      "--epochs", "1", "--negatives", "10", "--quiet", "--device", "cpu", "--diagnostics")
     assert result.code == 0, result.err
     written = json.loads((run / "diagnostics.json").read_text())
     assert set(written["ndcg"]) == {"valid", "test"} and -1 <= written["item_norm_popularity_spearman"] <= 1

@@ -41,7 +41,7 @@ def test_strata_follow_the_cutoffs_and_tie_rule():
 
 
 def reference_metrics(scores, train_sets, test_sets, ks, stratum):
-    """Plain per-user Python/numpy implementation of DESIGN.md's conventions."""
+    """Plain per-user Python/numpy implementation of the conventions in docs/design.md."""
     rows = {}
     for user, relevant in test_sets.items():
         s = scores[user].copy()

@@ -20,7 +20,7 @@ CASES = {
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_trains_two_epochs(tiny, tmp_path, case):
     raw = {"dataset": "tiny", "dim": 8, "epochs": 2, "batch_size": 256, "lr": 0.01, "device": "cpu", **CASES[case]}
-    outcome = train_run(resolve(raw), tiny, tmp_path / case, progress=make_progress(quiet=True))
+    outcome = train_run(resolve(raw), tiny, tmp_path / case.replace("+", "-"), progress=make_progress(quiet=True))
     assert (outcome.folder / "COMPLETE").is_file()
     assert outcome.results["value"].notna().all()
     losses = [json.loads(line)["loss"] for line in (outcome.folder / "epochs.jsonl").read_text().splitlines()]

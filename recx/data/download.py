@@ -61,8 +61,9 @@ def _fetch(url: str, target: Path) -> None:
             return
         raise RecxError(f"downloading {url}: HTTP {exc.code} {exc.reason}") from None
     except (urllib.error.URLError, HTTPException, OSError) as exc:
-        raise RecxError(f"downloading {url} was interrupted ({exc}); run the same command again to resume "
-                        f"({part} is kept)") from None
+        kept = (f"to resume ({part} is kept, {part.stat().st_size:,} bytes)" if part.is_file()
+                else "(nothing was downloaded; check the network connection)")
+        raise RecxError(f"downloading {url} failed ({exc}); run the same command again {kept}") from None
     size = part.stat().st_size
     if expected_total is not None and size < expected_total:
         raise RecxError(f"downloading {url} stopped at {size} of {expected_total} bytes; run the same command again "

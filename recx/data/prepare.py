@@ -14,8 +14,11 @@ from recx.data.presets import dataset_spec, preset
 from recx.data.rating_filter import RatingRule
 from recx.data.raw import RawInteractions
 from recx.data.split import parse_ratios, split_rows
-from recx.data.store import Interactions, sha256_of, write_dataset
+from recx.data.store import Interactions, check_target, sha256_of, write_dataset
 from recx.errors import RecxError
+from recx.folders import writable_folder
+from recx.names import check_name
+from recx.runs.lock import exclusive
 
 DEFAULTS = {"rating": "all", "kcore": 0, "split": "per-user-random", "ratios": "80/20"}
 
@@ -49,7 +52,19 @@ def resolve(options: PrepareOptions) -> dict:
     params.update({key: value for key, value in explicit.items() if value is not None})
     if int(params["kcore"]) < 0:
         raise RecxError(f"--kcore {params['kcore']}: expected 0 (off) or a positive integer")
+    _check_ratio_total(str(params["ratios"]))
     return params
+
+
+def _check_ratio_total(text: str) -> None:
+    """Ratios are percentages summing to 100 or fractions summing to 1 (80/30 is a typo, not a rescaling)."""
+    try:
+        total = sum(float(part) for part in text.replace(",", "/").split("/") if part.strip())
+    except ValueError:
+        return  # parse_ratios names the malformed part
+    if not (abs(total - 100) < 1e-6 or abs(total - 1) < 1e-9):
+        raise RecxError(f"--ratios {text!r}: the parts sum to {total:g}; expected percentages summing to 100 "
+                        "(e.g. 80/10/10) or fractions summing to 1")
 
 
 def _locate(name: str, options: PrepareOptions) -> tuple[str, Path | None, dict]:
@@ -94,7 +109,16 @@ def _contiguous(parts: dict[str, RawInteractions]) -> tuple[dict[str, Interactio
     return out, user_ids, item_ids
 
 
-def prepare(name: str, options: PrepareOptions, data_root: Path) -> Path:
+def prepare(name: str, options: PrepareOptions, data_root: Path, force: bool = False) -> Path:
+    """Prepare dataset `name` under `data_root`, holding its lock; an existing one is refused unless `force`."""
+    check_name(name, "dataset name")
+    data_root = writable_folder(Path(data_root), "data root")
+    with exclusive(data_root / f".{name}.lock", f"dataset {name}"):
+        check_target(data_root, name, force)
+        return _prepare_locked(name, options, data_root, force)
+
+
+def _prepare_locked(name: str, options: PrepareOptions, data_root: Path, force: bool) -> Path:
     params = resolve(options)
     fmt, source, download = _locate(name, options)
     reader = FORMATS.get(fmt)
@@ -128,4 +152,4 @@ def prepare(name: str, options: PrepareOptions, data_root: Path) -> Path:
             card["rows"]["malformed_examples"] = report.malformed_examples
     if sum(len(p) for p in splits.values()) == 0:
         raise RecxError(f"{label}: the dataset is empty")
-    return write_dataset(Path(data_root), name, splits, user_ids, item_ids, card)
+    return write_dataset(data_root, name, splits, user_ids, item_ids, card, force)

@@ -1,11 +1,10 @@
-"""Prepared datasets on disk (DESIGN.md "Data on disk"): Parquet splits, id maps and card.json, written atomically."""
+"""Prepared datasets on disk (docs/design.md "Data on disk"): Parquet splits, id maps and card.json, written atomically."""
 from __future__ import annotations
 
 import hashlib
 import json
 import os
 import shutil
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,6 +14,8 @@ import pyarrow.parquet as pq
 
 from recx import __version__
 from recx.errors import RecxError
+from recx.folders import clean_stale, swap_in, temp_sibling, writable_folder
+from recx.names import check_name
 
 SPLITS = ("train", "valid", "test")
 
@@ -62,6 +63,17 @@ def _write_parquet(table: pa.Table, path: Path) -> None:
     pq.write_table(table, path, compression="zstd", use_dictionary=False, write_statistics=True, store_schema=False)
 
 
+def check_target(root: Path, name: str, force: bool) -> Path:
+    """`<root>/<name>` after checking the name and the root; refuses an existing dataset unless `force`."""
+    check_name(name, "dataset name")
+    writable_folder(root, "data root")
+    final = root / name
+    if final.exists() and not force:
+        what = "dataset" if (final / "card.json").is_file() else "folder (not a prepared dataset)"
+        raise RecxError(f"{final}: a {what} of that name exists; pass --force to replace it, or choose another name")
+    return final
+
+
 def write_dataset(
     root: Path,
     name: str,
@@ -69,13 +81,15 @@ def write_dataset(
     user_ids: np.ndarray,
     item_ids: np.ndarray,
     card: dict,
+    force: bool = False,
 ) -> Path:
-    """Write `<root>/<name>/` under a temporary name, then rename it: an interrupted write leaves no dataset."""
-    root.mkdir(parents=True, exist_ok=True)
-    final = root / name
-    tmp = root / f".{name}.tmp-{uuid.uuid4().hex[:8]}"
-    tmp.mkdir()
+    """Write `<root>/<name>/` under a temporary name, then swap it in: an interrupted write leaves no dataset, and
+    with `force` an existing one is replaced whole. The caller holds the dataset's lock."""
+    final = check_target(root, name, force)
+    clean_stale(final)
+    tmp = temp_sibling(final)
     try:
+        tmp.mkdir()
         for split, inter in splits.items():
             _write_parquet(inter.table(), tmp / f"{split}.parquet")
         _write_parquet(pa.table({"id": pa.array(np.asarray(user_ids).astype(str))}), tmp / "users.parquet")
@@ -93,9 +107,10 @@ def write_dataset(
             "recx_version": __version__,
         }
         (tmp / "card.json").write_text(json.dumps(full_card, indent=2, sort_keys=True) + "\n")
-        if final.exists():
-            shutil.rmtree(final)
-        os.replace(tmp, final)
+        swap_in(tmp, final)
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise RecxError(f"writing dataset {name!r} under {root} failed: {exc.strerror or exc}") from None
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

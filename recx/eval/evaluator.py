@@ -1,4 +1,4 @@
-"""Full-ranking evaluation, batched on the device (DESIGN.md "Evaluation conventions").
+"""Full-ranking evaluation, batched on the device (docs/design.md "Evaluation conventions").
 
 Every item is ranked; items seen in training are excluded (and validation items when testing). Per-user values are
 computed row by row and averaged in float64 at the end in user order, so results do not depend on the batch size.
@@ -6,6 +6,7 @@ computed row by row and averaged in float64 at the end in user order, so results
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import torch
 
@@ -53,8 +54,10 @@ def masked_scores(query: torch.Tensor, items: torch.Tensor, users: torch.Tensor,
 
 @torch.no_grad()
 def evaluate(model, dataset: Dataset, split: str, ks: list[int], batch_size: int = 1024,
-             keep_topk: bool = False, auc_beta: float | None = None) -> Evaluation:
-    """`auc_beta` given: also AUC and OPAUC(β) (recx.eval.auc), from each batch's full score matrix."""
+             keep_topk: bool = False, auc_beta: float | None = None,
+             after_batch: Callable[[int, int], None] | None = None) -> Evaluation:
+    """`auc_beta` given: also AUC and OPAUC(β) (recx.eval.auc), from each batch's full score matrix.
+    `after_batch(users done, users in all)` is called after each batch (progress display)."""
     target = dataset.split(split)
     max_k = max(ks)
     if max_k > dataset.n_items:
@@ -80,6 +83,8 @@ def evaluate(model, dataset: Dataset, split: str, ks: list[int], batch_size: int
             parts.setdefault(key, []).append(value)
         if keep_topk:
             tops.append(topk)
+        if after_batch is not None:
+            after_batch(start + users.numel(), users_all.numel())
     averages = {key: float(torch.cat(chunks).mean()) for key, chunks in parts.items()}
     return Evaluation(averages, int(users_all.numel()), users_all if keep_topk else None,
                       torch.cat(tops) if keep_topk else None)

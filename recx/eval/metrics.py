@@ -1,4 +1,4 @@
-"""Ranking metrics from the hit matrix of each user's top-K list (DESIGN.md "Evaluation conventions").
+"""Ranking metrics from the hit matrix of each user's top-K list (docs/design.md "Evaluation conventions").
 
 - NDCG@K: binary relevance, DCG = Σ_{r<K} hit_r / log2(r + 2), IDCG over min(K, |T_u|) ideal hits.
 - Recall@K = hits in the top K / |T_u|;  Precision@K = hits / K;  HitRate@K = 1[any hit];

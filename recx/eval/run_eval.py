@@ -1,7 +1,9 @@
-"""`recx eval`: evaluate a completed run's saved weights, write long-format results and optionally the top-K lists."""
+"""`recx eval`: evaluate a trained run's saved weights, write long-format results and optionally the top-K lists."""
 from __future__ import annotations
 
 import json
+import pickle
+import zipfile
 from pathlib import Path
 
 import pyarrow as pa
@@ -15,6 +17,7 @@ from recx.eval.evaluator import evaluate
 from recx.runs import store
 from recx.train.build import build_model
 from recx.train.device import resolve_device
+from recx.train.trainer import make_progress, shown_task
 
 
 def write_topk(path: Path, users: torch.Tensor, topk: torch.Tensor) -> None:
@@ -29,12 +32,36 @@ def write_topk(path: Path, users: torch.Tensor, topk: torch.Tensor) -> None:
     pq.write_table(table, path)
 
 
+def _environment(folder: Path) -> dict:
+    path = folder / "environment.json"
+    try:
+        environment = json.loads(path.read_text())
+        environment["data_folder"], environment["data_hash"]
+    except FileNotFoundError:
+        raise RecxError(f"{path}: missing; the run folder is damaged (train it again with --force)") from None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise RecxError(f"{path}: unreadable ({type(exc).__name__}); train the run again with --force") from None
+    return environment
+
+
+def _load_weights(model, path: Path, device) -> None:
+    try:
+        state = torch.load(path, map_location=device)
+        model.load_state_dict(state)
+    except FileNotFoundError:
+        raise RecxError(f"{path}: missing; the run folder is damaged (train it again with --force)") from None
+    except (OSError, RuntimeError, EOFError, ValueError, KeyError, TypeError, AttributeError,
+            pickle.UnpicklingError, zipfile.BadZipFile) as exc:
+        raise RecxError(f"{path}: truncated, corrupt or from another configuration ({type(exc).__name__}); "
+                        "train the run again with --force") from None
+
+
 def evaluate_saved_run(folder: Path, split: str, ks: list[int], batch_size: int, device_name: str,
                        data_root: Path | None, dump_topk: Path | None, auc_beta: float | None = None,
-                       with_diagnostics: bool = False) -> tuple[dict, dict | None]:
+                       with_diagnostics: bool = False, quiet: bool = False) -> tuple[dict, dict | None]:
     """(metric values, embedding diagnostics when asked); `auc_beta` adds AUC and OPAUC(β)."""
-    config = store.open_completed_run(folder)
-    environment = json.loads((folder / "environment.json").read_text())
+    config = store.open_trained_run(folder)
+    environment = _environment(folder)
     if data_root is not None:
         dataset = load_dataset(data_root, config.dataset)
     else:
@@ -45,9 +72,16 @@ def evaluate_saved_run(folder: Path, split: str, ks: list[int], batch_size: int,
     device = resolve_device(device_name)
     dataset = dataset.to(device)
     model = build_model(config, dataset, device)
-    model.load_state_dict(torch.load(folder / "model.pt", map_location=device))
-    result = evaluate(model, dataset, split, ks, batch_size, keep_topk=dump_topk is not None, auc_beta=auc_beta)
+    _load_weights(model, folder / "model.pt", device)
+    found = None
+    with make_progress(quiet) as progress:
+        with shown_task(progress, f"evaluating {split}") as advance:
+            result = evaluate(model, dataset, split, ks, batch_size, keep_topk=dump_topk is not None,
+                              auc_beta=auc_beta, after_batch=advance)
+        if with_diagnostics:
+            with shown_task(progress, "diagnostics"):
+                found = diagnostics(model, dataset, [split], ks, batch_size)
     store.write_results(folder, store.results_frame(config, split, result.values), f"eval_{split}.parquet")
     if dump_topk is not None:
         write_topk(dump_topk, result.users, result.topk)
-    return result.values, diagnostics(model, dataset, [split], ks, batch_size) if with_diagnostics else None
+    return result.values, found

@@ -1,4 +1,4 @@
-"""The loss contract (DESIGN.md "Samplers and losses")."""
+"""The loss contract (docs/design.md "Samplers and losses")."""
 from __future__ import annotations
 
 from dataclasses import dataclass

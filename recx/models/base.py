@@ -1,4 +1,4 @@
-"""The model contract (DESIGN.md "Models"): representations whose inner product is the score."""
+"""The model contract (docs/design.md "Models"): representations whose inner product is the score."""
 from __future__ import annotations
 
 import torch

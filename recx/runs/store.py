@@ -1,11 +1,18 @@
-"""A run folder (DESIGN.md "Runs and results").
+"""A run folder (docs/design.md "Runs and results").
 
+    INCOMPLETE        written first: training started and has not finished
     config.yaml       the fully resolved configuration (its hash is the run id)
     environment.json  seed, data hash, device, package versions
     epochs.jsonl      one line per epoch: loss, seconds, validation metric
     model.pt          the weights of the selected epoch
+    TRAINED           written after model.pt: {"best_epoch": n}; evaluation may still be missing
     results.parquet   long format: run_id, dataset, model, loss, sampler, seed, split, metric, k, stratum, value
+    diagnostics.json  embedding diagnostics (only with --diagnostics)
+    error.log         the traceback of an unexpected internal error
     COMPLETE          written last; a folder without it is not a completed run
+
+States (`state`): absent, empty, incomplete (a later train restarts it), trained (`recx eval` works; a later train
+finishes the evaluation), complete (a later train refuses it unless --force), foreign (not a run folder: refused).
 """
 from __future__ import annotations
 
@@ -22,6 +29,9 @@ from recx.config import RunConfig, resolve
 from recx.errors import RecxError
 
 MARKER = "COMPLETE"
+TRAINED = "TRAINED"
+INCOMPLETE = "INCOMPLETE"
+RUN_FILES = (MARKER, TRAINED, "epochs.jsonl", "model.pt", "results.parquet", "diagnostics.json", "error.log")
 RESULT_COLUMNS = ["run_id", "dataset", "model", "loss", "sampler", "seed", "split", "metric", "k", "stratum", "value"]
 PACKAGES = ("recx", "torch", "numpy", "pandas", "pyarrow", "scipy")
 
@@ -40,10 +50,27 @@ def is_complete(folder: Path) -> bool:
     return (folder / MARKER).is_file()
 
 
+def state(folder: Path) -> str:
+    """absent, empty, incomplete, trained, complete, or foreign (a folder recx did not write as a run)."""
+    if not folder.exists():
+        return "absent"
+    if not folder.is_dir():
+        return "foreign"
+    if is_complete(folder):
+        return "complete"
+    if (folder / TRAINED).is_file() and (folder / "model.pt").is_file():
+        return "trained"
+    if (folder / INCOMPLETE).is_file() or (folder / "config.yaml").is_file():
+        return "incomplete"
+    return "empty" if not any(folder.iterdir()) else "foreign"
+
+
 def start_run(folder: Path, config: RunConfig, environment: dict) -> None:
+    """Mark the folder incomplete, clear what an earlier attempt left, write config and environment."""
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / MARKER).unlink(missing_ok=True)
-    (folder / "epochs.jsonl").unlink(missing_ok=True)
+    (folder / INCOMPLETE).write_text("training started; not finished\n")
+    for name in RUN_FILES:
+        (folder / name).unlink(missing_ok=True)
     (folder / "config.yaml").write_text(yaml.safe_dump(config.to_dict(), sort_keys=True))
     (folder / "environment.json").write_text(json.dumps(environment, indent=2, sort_keys=True) + "\n")
 
@@ -65,13 +92,46 @@ def write_results(folder: Path, frame: pd.DataFrame, name: str = "results.parque
     frame.to_parquet(folder / name, index=False)
 
 
+def mark_trained(folder: Path, best_epoch: int) -> None:
+    (folder / TRAINED).write_text(json.dumps({"best_epoch": best_epoch}) + "\n")
+
+
+def trained_epoch(folder: Path) -> int:
+    try:
+        return int(json.loads((folder / TRAINED).read_text())["best_epoch"])
+    except (OSError, ValueError, KeyError, TypeError):
+        raise RecxError(f"{folder / TRAINED}: unreadable; train the run again with --force") from None
+
+
 def mark_complete(folder: Path) -> None:
     (folder / MARKER).write_text("ok\n")
+    (folder / INCOMPLETE).unlink(missing_ok=True)
 
 
-def open_completed_run(folder: Path) -> RunConfig:
+def epochs_recorded(folder: Path) -> int:
+    path = folder / "epochs.jsonl"
+    return len(path.read_text().splitlines()) if path.is_file() else 0
+
+
+def read_config(folder: Path) -> dict:
+    """The raw mapping of the run's config.yaml; errors name the file."""
+    path = folder / "config.yaml"
+    try:
+        content = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise RecxError(f"{path}: missing; the run folder is damaged (train it again with --force)") from None
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise RecxError(f"{path}: unreadable or not valid YAML ({type(exc).__name__}); "
+                        "train the run again with --force") from None
+    if not isinstance(content, dict):
+        raise RecxError(f"{path}: expected a mapping of config keys; train the run again with --force")
+    return content
+
+
+def open_trained_run(folder: Path) -> RunConfig:
+    """The config of a complete or trained run (weights saved); errors name the folder or file at fault."""
     if not folder.is_dir():
         raise RecxError(f"{folder}: no such run folder")
-    if not is_complete(folder):
-        raise RecxError(f"{folder} is not a completed run (no {MARKER} marker); train it first")
-    return resolve(yaml.safe_load((folder / "config.yaml").read_text()), where=str(folder / "config.yaml"))
+    if state(folder) not in ("complete", "trained"):
+        raise RecxError(f"{folder} is not a completed run (no {MARKER} or {TRAINED} marker); train it first")
+    return resolve(read_config(folder), where=str(folder / "config.yaml"))

@@ -1,4 +1,4 @@
-"""The sampler contract (DESIGN.md "Samplers and losses")."""
+"""The sampler contract (docs/design.md "Samplers and losses")."""
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -1,29 +1,37 @@
-"""The training loop: Adam over shuffled training interactions, validation with early stopping, a run folder."""
+"""The training loop (epochs, validation, early stopping) and `train_run`: one run folder, locked, resumable."""
 from __future__ import annotations
 
 import contextlib
 import copy
 import math
 import shutil
+import sys
 import time
-from dataclasses import dataclass
+import traceback
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 import pandas as pd
 import torch
+from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from recx.config import RunConfig
+from recx.config_schema import check_against_dataset
 from recx.data.dataset import Dataset
-from recx.errors import RecxError
+from recx.errors import Interrupted, RecxError
 from recx.eval.diagnostics import write_diagnostics
 from recx.eval.evaluator import evaluate
+from recx.folders import clean_stale, swap_in, temp_sibling, writable_folder
+from recx.names import check_name
 from recx.runs import store
+from recx.runs.lock import exclusive
 from recx.train.build import build_model
 from recx.train.device import resolve_device
 from recx.train.runners import RUNNERS
 
 DEFAULT_KS = [10, 20, 50]
+LOSS_REFRESH_S = 1.0  # the bar's running loss is read from the device at most this often (one host sync)
 
 
 @dataclass
@@ -33,11 +41,36 @@ class RunOutcome:
     results: pd.DataFrame
 
 
-def make_progress(quiet: bool = False) -> Progress:
-    """The progress display shared by training (epochs) and sweeps (runs)."""
-    return Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                    TextColumn("{task.fields[status]}"), TimeElapsedColumn(), TimeRemainingColumn(),
-                    disable=quiet, transient=False)
+class RunProgress(Progress):
+    """Progress bars on a terminal; on a pipe or file (or with `quiet`) no bar, and `line` prints one plain line
+    per epoch unless `quiet`."""
+
+    def __init__(self, quiet: bool = False, console: Console | None = None):
+        console = console or Console(stderr=False)
+        self.plain = not quiet and not console.is_terminal
+        super().__init__(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                         TextColumn("{task.fields[status]}"), TimeElapsedColumn(), TimeRemainingColumn(),
+                         console=console, disable=quiet or self.plain, transient=False)
+
+    def line(self, text: str) -> None:
+        if self.plain:
+            self.console.print(text, highlight=False, soft_wrap=True)
+            self.console.file.flush()
+
+
+def make_progress(quiet: bool = False) -> RunProgress:
+    """The progress display shared by training (steps within epochs), evaluation and sweeps (runs)."""
+    return RunProgress(quiet)
+
+
+@contextlib.contextmanager
+def shown_task(progress: Progress, description: str, total: int | None = None):
+    """A task on the display for the duration of a phase; yields a callback `(done, total)` that advances it."""
+    task = progress.add_task(description, total=total, status="")
+    try:
+        yield lambda done, total=None: progress.update(task, completed=done, total=total)
+    finally:
+        progress.remove_task(task)
 
 
 def first_bad_step(losses: torch.Tensor) -> int | None:
@@ -50,19 +83,32 @@ def fit(config: RunConfig, dataset: Dataset, model, folder: Path, progress: Prog
     """Train `model` in place; returns the selected epoch (best validation metric, else the last epoch).
 
     The epoch's steps are the runner's (recx.train.runners, by the model's training kind); losses stay on the
-    device during the epoch and are read once at its end.
+    device during the epoch and are read once at its end (and for the bar's running loss at most once a second).
     """
     generator = torch.Generator(device=model.device).manual_seed(config.seed)
     runner = RUNNERS.get(model.training_kind)(config, dataset, model, generator)
     metric, metric_k = config.valid_metric_name
     best_score, best_epoch, best_state, waited = -math.inf, 0, None, 0
-    task = progress.add_task(f"{config.loss}+{config.sampler}", total=config.epochs, status="")
+    name = f"{config.loss}+{config.sampler}"
+    task = progress.add_task(name, total=max(runner.n_steps, 1), status="")
     epoch = 0
     for epoch in range(1, config.epochs + 1 if runner.n_steps else 1):
         model.train()
         started = time.perf_counter()
         losses = torch.zeros(runner.n_steps, device=model.device)
-        runner.train_epoch(epoch, losses, lambda step: None)
+        progress.update(task, description=f"{name} epoch {epoch}/{config.epochs}", completed=0)
+        shown = {"at": started}
+
+        def after_step(step: int) -> None:
+            now = time.perf_counter()
+            if now - shown["at"] >= LOSS_REFRESH_S:
+                shown["at"] = now
+                progress.update(task, completed=step, status=f"{step / (now - started):.1f} steps/s  "
+                                                             f"loss {float(losses[:step].mean()):.4f}")
+            else:
+                progress.update(task, completed=step)
+
+        runner.train_epoch(epoch, losses, after_step)
         losses = losses.cpu()
         bad = first_bad_step(losses)
         if bad is not None:
@@ -71,6 +117,7 @@ def fit(config: RunConfig, dataset: Dataset, model, folder: Path, progress: Prog
         record = {"epoch": epoch, "loss": float(losses.mean()), "seconds": time.perf_counter() - started}
         status = f"loss {record['loss']:.4f}"
         if dataset.valid is not None and epoch % config.eval_every == 0:
+            progress.update(task, status=f"{status}  validating")
             score = evaluate(model, dataset, "valid", [metric_k], config.eval_batch_size).values[(metric, metric_k, "all")]
             record[f"valid_{config.valid_metric}"] = score
             status += f"  valid {config.valid_metric} {score:.4f}"
@@ -79,7 +126,9 @@ def fit(config: RunConfig, dataset: Dataset, model, folder: Path, progress: Prog
             else:
                 waited += 1
         store.log_epoch(folder, record)
-        progress.update(task, advance=1, status=status)
+        progress.update(task, status=status)
+        if isinstance(progress, RunProgress):
+            progress.line(f"{name} epoch {epoch}/{config.epochs}: {status}  ({record['seconds']:.1f} s)")
         if waited >= config.patience:
             break
     progress.remove_task(task)
@@ -90,31 +139,121 @@ def fit(config: RunConfig, dataset: Dataset, model, folder: Path, progress: Prog
 
 
 def train_run(config: RunConfig, dataset: Dataset, folder: Path, progress: Progress | None = None,
-              ks: list[int] | None = None) -> RunOutcome:
-    """Train, evaluate on valid and test, mark complete. A failed run leaves no folder it created."""
+              ks: list[int] | None = None, force: bool = False, diagnostics: bool = False) -> RunOutcome:
+    """Train, evaluate on valid and test, mark complete, holding the run's lock throughout.
+
+    By the folder's state (recx.runs.store): absent/empty or incomplete: train from scratch; trained: finish the
+    evaluation from the saved weights; complete: refused unless `force`. With `force` an existing run is replaced
+    whole: the new one is written under a temporary name and swapped in at the end. A failed run leaves no folder
+    it created; Ctrl-C raises `Interrupted` saying what was kept.
+    """
+    check_name(folder.name, "run name")
+    writable_folder(folder.parent, "runs folder")
+    with exclusive(folder.parent / f".{folder.name}.lock", f"run {folder.name}"):
+        return _train_locked(config, dataset, folder, progress, ks, force, diagnostics)
+
+
+def _check_folder(config: RunConfig, folder: Path, force: bool) -> str:
+    current = store.state(folder)
+    if current == "foreign":
+        raise RecxError(f"{folder} exists and is not a run folder (no config.yaml); choose another --run-dir")
+    if current == "complete" and not force:
+        raise RecxError(f"run {folder.name} is already complete in {folder}; pass --force to train it again")
+    if current in ("incomplete", "trained") and not force and store.read_config(folder) != config.to_dict():
+        raise RecxError(f"{folder} holds an unfinished run of another configuration; pass --force to replace it "
+                        "or choose another --run-dir")
+    return current
+
+
+def _train_locked(config, dataset, folder, progress, ks, force, with_diagnostics) -> RunOutcome:
+    ks = sorted(set((ks or DEFAULT_KS) + [config.valid_metric_name[1]]))
+    default_negatives = next(f.default for f in fields(RunConfig) if f.name == "n_negatives")
+    check_against_dataset(config, dataset.n_items, ks, default_negatives, f"run {folder.name}")
+    clean_stale(folder)
+    current = _check_folder(config, folder, force)
     device = resolve_device(config.device)
     dataset = dataset.to(device)
-    ks = sorted(set((ks or DEFAULT_KS) + [config.valid_metric_name[1]]))
-    if max(ks) > dataset.n_items:
-        raise RecxError(f"K={max(ks)} is larger than the number of items ({dataset.n_items})")
-    created = not folder.exists()
+    replacing = force and current not in ("absent", "empty")
+    target = temp_sibling(folder) if replacing else folder
+    created = current in ("absent", "empty")
+    finish_only = current == "trained" and not force
+    phase = "evaluation" if finish_only else "training"
     try:
-        store.start_run(folder, config, {"seed": config.seed, "data_hash": dataset.data_hash, "device": str(device),
-                                         "data_folder": str(dataset.folder), "dataset_card": dataset.card,
-                                         "packages": store.package_versions()})
-        model = build_model(config, dataset, device)
         with make_progress() if progress is None else contextlib.nullcontext(progress) as shown:
-            best_epoch = fit(config, dataset, model, folder, shown)
-        torch.save(model.state_dict(), folder / "model.pt")
-        splits = ("valid", "test") if dataset.valid is not None else ("test",)
-        results = pd.concat([store.results_frame(config, split, evaluate(model, dataset, split, ks,
-                                                                         config.eval_batch_size).values)
-                             for split in splits], ignore_index=True)
-        store.write_results(folder, results)
-        write_diagnostics(folder, model, dataset, ks, config.eval_batch_size)
-        store.mark_complete(folder)
-    except BaseException:
-        if created:
-            shutil.rmtree(folder, ignore_errors=True)
+            if finish_only:
+                model = build_model(config, dataset, device)
+                model.load_state_dict(torch.load(folder / "model.pt", map_location=device))
+                best_epoch = store.trained_epoch(folder)
+            else:
+                store.start_run(target, config, {"seed": config.seed, "data_hash": dataset.data_hash,
+                                                 "device": str(device), "data_folder": str(dataset.folder),
+                                                 "dataset_card": dataset.card, "packages": store.package_versions()})
+                model = _built(config, dataset, device)
+                best_epoch = fit(config, dataset, model, target, shown)
+                torch.save(model.state_dict(), target / "model.pt")
+                store.mark_trained(target, best_epoch)
+            phase = "evaluation"
+            results = _evaluate_splits(config, dataset, model, ks, shown)
+            store.write_results(target, results)
+            if with_diagnostics:
+                with shown_task(shown, "diagnostics"):
+                    write_diagnostics(target, model, dataset, ks, config.eval_batch_size)
+            store.mark_complete(target)
+        if replacing:
+            swap_in(target, folder)
+    except KeyboardInterrupt:
+        if replacing:
+            shutil.rmtree(target, ignore_errors=True)
+        raise Interrupted(_interrupted(folder, phase, replacing)) from None
+    except RecxError:
+        if replacing or (created and phase == "training"):
+            shutil.rmtree(target, ignore_errors=True)
+        raise
+    except Exception as exc:
+        if replacing:
+            shutil.rmtree(target, ignore_errors=True)
+        if folder.is_dir():
+            exc.recx_log = _save_traceback(folder)
         raise
     return RunOutcome(folder, best_epoch, results)
+
+
+def _built(config: RunConfig, dataset: Dataset, device: torch.device):
+    try:
+        return build_model(config, dataset, device)
+    except (MemoryError, RuntimeError) as exc:
+        if isinstance(exc, RuntimeError) and "memory" not in str(exc).lower() and "alloc" not in str(exc).lower():
+            raise
+        gib = (dataset.n_users + dataset.n_items) * config.dim * 4 / 2**30
+        raise RecxError(f"dim = {config.dim}: the embedding tables alone need about {gib:,.1f} GiB on {device}, "
+                        "more than is available; choose a smaller dim") from None
+
+
+def _evaluate_splits(config: RunConfig, dataset: Dataset, model, ks: list[int], progress: Progress) -> pd.DataFrame:
+    splits = ("valid", "test") if dataset.valid is not None else ("test",)
+    frames = []
+    for split in splits:
+        with shown_task(progress, f"evaluating {split}") as advance:
+            values = evaluate(model, dataset, split, ks, config.eval_batch_size, after_batch=advance).values
+        frames.append(store.results_frame(config, split, values))
+    return pd.concat(frames, ignore_index=True)
+
+
+def _interrupted(folder: Path, phase: str, replacing: bool) -> str:
+    if replacing:
+        return f"{phase} of run {folder.name} (--force); the previous run in {folder} is unchanged"
+    if phase == "evaluation":
+        return (f"evaluation of run {folder.name}; kept its weights and {store.epochs_recorded(folder)} epochs in "
+                f"{folder} (trained): `recx eval {folder}` works, and the same train (or sweep) finishes the evaluation")
+    return (f"training of run {folder.name} after {store.epochs_recorded(folder)} epochs; {folder} is kept and "
+            "marked incomplete: the same train (or sweep) restarts it from the first epoch")
+
+
+def _save_traceback(folder: Path) -> Path | None:
+    """The full traceback of the exception being handled, in the run folder's error.log."""
+    log = folder / "error.log"
+    try:
+        log.write_text("".join(traceback.format_exception(*sys.exc_info())))
+    except OSError:
+        return None
+    return log
