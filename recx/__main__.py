@@ -1,3 +1,3 @@
-from recx.cli import main
+from recx.launcher import main
 
 main()

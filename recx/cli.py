@@ -92,11 +92,13 @@ def _parse_assignments(pairs: list[str]) -> dict:
     return out
 
 
-def metrics_table(values: dict, title: str) -> Table:
-    """Rows metric@k (metric alone for k = 0: AUC, OPAUC), columns overall and per popularity stratum."""
+def print_metrics(values: dict, title: str) -> None:
+    """The title on its own line (never wrapped), then rows metric@k (metric alone for k = 0: AUC, OPAUC) and
+    columns overall and per popularity stratum."""
     from recx.eval.strata import STRATA
 
-    table = Table(title=title)
+    console.print(title, soft_wrap=True, highlight=False, markup=False)
+    table = Table()
     table.add_column("metric")
     for column in ("all",) + STRATA:
         table.add_column(column, justify="right")
@@ -104,7 +106,7 @@ def metrics_table(values: dict, title: str) -> Table:
     for metric, k in keys:
         cells = [f"{values[(metric, k, s)]:.4f}" if (metric, k, s) in values else "" for s in ("all",) + STRATA]
         table.add_row(f"{metric}@{k}" if k else metric, *cells)
-    return table
+    console.print(table)
 
 
 @app.callback()
@@ -209,11 +211,13 @@ def train(
     config = resolve(deep_merge(raw, given), where=str(config_file) if config_file else "command line")
     folder = run_dir or Path("runs") / config.run_id()
     check_name(folder.name, "run folder name (--run-dir)")
-    data = load_dataset(_data_root(data_root), config.dataset)
-    outcome = train_run(config, data, folder, progress=make_progress(quiet), force=force, diagnostics=diagnostics)
+    with console.status(f"loading dataset {config.dataset}"):
+        data = load_dataset(_data_root(data_root), config.dataset)
+    with make_progress(quiet) as progress:
+        outcome = train_run(config, data, folder, progress=progress, force=force, diagnostics=diagnostics)
     test = outcome.results[outcome.results.split == "test"]
     values = {(r.metric, r.k, r.stratum): r.value for r in test.itertuples()}
-    console.print(metrics_table(values, f"{config.dataset} test (epoch {outcome.best_epoch}) — {folder}"))
+    print_metrics(values, f"{config.dataset} test (epoch {outcome.best_epoch}) — {folder}")
 
 
 @app.command("eval")
@@ -244,7 +248,7 @@ def evaluate_run(
     ks = _parse_ks(k)
     values, found = evaluate_saved_run(run_dir, split, ks, batch_size, device, data_root, dump_topk,
                                        opauc_beta if auc else None, show_diagnostics, quiet)
-    console.print(metrics_table(values, f"{run_dir} — {split}"))
+    print_metrics(values, f"{run_dir} — {split}")
     console.print(f"results: {run_dir / f'eval_{split}.parquet'}", soft_wrap=True, highlight=False)
     if dump_topk is not None:
         console.print(f"top-{max(ks)} lists (user, rank, item) of every user with a {split} item: {dump_topk}",

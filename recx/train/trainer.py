@@ -117,8 +117,11 @@ def fit(config: RunConfig, dataset: Dataset, model, folder: Path, progress: Prog
         record = {"epoch": epoch, "loss": float(losses.mean()), "seconds": time.perf_counter() - started}
         status = f"loss {record['loss']:.4f}"
         if dataset.valid is not None and epoch % config.eval_every == 0:
-            progress.update(task, status=f"{status}  validating")
-            score = evaluate(model, dataset, "valid", [metric_k], config.eval_batch_size).values[(metric, metric_k, "all")]
+            def validated(done: int, total: int) -> None:
+                progress.update(task, status=f"{status}  validating {done:,}/{total:,} users")
+
+            score = evaluate(model, dataset, "valid", [metric_k], config.eval_batch_size,
+                             after_batch=validated).values[(metric, metric_k, "all")]
             record[f"valid_{config.valid_metric}"] = score
             status += f"  valid {config.valid_metric} {score:.4f}"
             if score > best_score:

@@ -1,0 +1,89 @@
+"""Longest stretch a user waits with no new information on screen, for any recx command.
+
+Runs the command in a pseudo-terminal (so the progress display is the one a user sees), timestamps every chunk of
+output, and drops what changes without telling anything: elapsed/remaining timers and spinner frames. The longest
+gap between two chunks that differ otherwise (from the start to the first output, and from the last change to the
+exit, included) is the figure. The baseline is the same command with its output piped (one plain line per epoch),
+run in the same process after the terminal run.
+
+    python bench/silent_stretch.py [--terminal-only] -- python3 -m recx train --dataset gowalla --epochs 1 --force
+"""
+from __future__ import annotations
+
+import fcntl
+import os
+import pty
+import re
+import struct
+import subprocess
+import sys
+import termios
+import time
+
+ANSI = re.compile(rb"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][0-9A-Za-z]|\r")
+TIMERS = re.compile(rb"-?\d+:\d\d:\d\d|-:--:--|[\xe2\xa0-\xe2\xa3][\x80-\xbf]{1,2}|[\xe2\x94\x80-\xe2\x95\xbf]")
+
+
+def _normalised(chunk: bytes) -> bytes:
+    text = TIMERS.sub(b"", ANSI.sub(b"", chunk))
+    return re.sub(rb"[ \t\n]+", b" ", text).strip()
+
+
+def longest_silence(events: list[tuple[float, bytes]], end: float) -> tuple[float, float, str]:
+    """(longest gap, when it started, the text shown during it)."""
+    last_time, last_text, best = 0.0, b"", (0.0, 0.0, "")
+    for at, chunk in events:
+        text = _normalised(chunk)
+        if not text or text == last_text:
+            continue
+        if at - last_time > best[0]:
+            best = (at - last_time, last_time, last_text.decode(errors="replace")[-160:])
+        last_time, last_text = at, text
+    if end - last_time > best[0]:
+        best = (end - last_time, last_time, last_text.decode(errors="replace")[-160:])
+    return best
+
+
+def in_terminal(command: list[str], columns: int = 150) -> tuple[list[tuple[float, bytes]], float, int]:
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execvp(command[0], command)
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
+    start, events = time.perf_counter(), []
+    while True:
+        try:
+            data = os.read(fd, 1 << 16)
+        except OSError:
+            break
+        if not data:
+            break
+        events.append((time.perf_counter() - start, data))
+    _, status = os.waitpid(pid, 0)
+    return events, time.perf_counter() - start, os.waitstatus_to_exitcode(status)
+
+
+def piped(command: list[str]) -> tuple[list[tuple[float, bytes]], float, int]:
+    start, events = time.perf_counter(), []
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    for line in process.stdout:
+        events.append((time.perf_counter() - start, line))
+    return events, time.perf_counter() - start, process.wait()
+
+
+def main() -> None:
+    command = sys.argv[sys.argv.index("--") + 1:]
+    modes = [("terminal", in_terminal)] + ([] if "--terminal-only" in sys.argv[:sys.argv.index("--")] else
+                                           [("piped (baseline)", piped)])
+    for name, run in modes:
+        events, total, code = run(command)
+        gap, at, shown = longest_silence(events, total)
+        print(f"{name}: exit {code}, {total:.1f} s in all; longest silent stretch {gap:.2f} s from t = {at:.1f} s, "
+              f"after: {shown!r}", flush=True)
+        if name == "terminal":
+            terminal_gap = gap
+    if len(modes) == 2:
+        print(f"ratio piped / terminal: {gap / max(terminal_gap, 1e-9):.1f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,18 @@
+"""The `recx` entry point: on a terminal, a spinner while torch and the registries load (seconds on a busy
+machine), then the command line of recx.cli. The spinner is erased before the command shows anything."""
+from __future__ import annotations
+
+import sys
+
+
+def main() -> None:
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    asks_help = any(arg in ("--help", "-h") for arg in sys.argv[1:]) or len(sys.argv) == 1
+    if console.is_terminal and not asks_help:
+        with console.status("starting recx (loading torch)", spinner="dots"):
+            from recx.cli import main as run
+    else:
+        from recx.cli import main as run
+    run()
