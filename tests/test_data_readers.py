@@ -143,7 +143,7 @@ def test_truncated_gzip(tmp_path):
 
 
 def test_yelp_reviews(tmp_path):
-    path = write(tmp_path / "yelp_academic_dataset_review.json",
+    write(tmp_path / "yelp_academic_dataset_review.json",
                  '{"review_id":"r1","user_id":"q-ü","business_id":"b1","stars":4.0,"useful":0,'
                  '"text":"Good, \\"really\\"\\nfood","date":"2016-03-09 00:00:00"}\n'
                  '{"review_id":"r2","user_id":"q2","business_id":"b1","stars":1,"date":"2016-03-10 12:00:00"}\n')
@@ -156,7 +156,7 @@ def test_gowalla_checkins(tmp_path):
     rows = ["0\t2010-10-19T23:55:27Z\t30.2359091167\t-97.7951395833\t22847",
             "0\t2010-10-18T22:17:43Z\t30.2691029532\t-97.7493953705\t420315",
             "0\t2010-10-17T23:42:03Z\t30.2557309927\t-97.7633857727\t22847", "1\t2010-10-12T00:21:28Z\t40.6438845363\t-73.7828063965\t23261"]
-    path = write(tmp_path / "loc-gowalla_totalCheckins.txt.gz", "\n".join(rows) + "\n", gz=True)
+    write(tmp_path / "loc-gowalla_totalCheckins.txt.gz", "\n".join(rows) + "\n", gz=True)
     raw, _ = read("gowalla-checkins", tmp_path)
     assert raw.user.tolist() == [0, 0, 0, 1] and raw.item.tolist() == [22847, 420315, 22847, 23261]
     assert raw.rating is None and raw.timestamp[0] == 1287532527

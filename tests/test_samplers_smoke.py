@@ -23,7 +23,7 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("sampler, loss, sampler_args", CASES, ids=[f"{s}-{l}" for s, l, _ in CASES])
+@pytest.mark.parametrize("sampler, loss, sampler_args", CASES, ids=[f"{s}-{loss}" for s, loss, _ in CASES])
 def test_sampler_trains_mf(tiny, tmp_path, sampler, loss, sampler_args):
     config = resolve({"dataset": "tiny", "model": "mf", "loss": loss, "sampler": sampler, "sampler_args": sampler_args,
                       "dim": 8, "epochs": 2, "batch_size": 64, "n_negatives": 8, "lr": 0.01, "device": "cpu",
