@@ -49,8 +49,9 @@ def _handles_interrupts(command):
         try:
             return command(*args, **kwargs)
         except KeyboardInterrupt as interrupt:
-            what = str(interrupt) or (f"recx {command.__name__.replace('_run', '')}; nothing half-written was kept "
-                                      "(datasets and run folders are swapped in only when complete)")
+            name = {"evaluate_run": "eval"}.get(command.__name__, command.__name__)
+            what = str(interrupt) or (f"recx {name}; nothing half-written was kept (datasets and run folders are "
+                                      "swapped in only when complete)")
             Console(stderr=True).print(f"interrupted: {what}", highlight=False, soft_wrap=True)
             raise typer.Exit(130) from None
     return run

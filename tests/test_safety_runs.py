@@ -247,3 +247,13 @@ def test_second_train_is_refused_and_a_killed_holder_leaves_a_restartable_run(ti
         first.wait()
     assert store.state(run) == "incomplete"
     assert recx_cli(*args).code == 0 and store.state(run) == "complete" and store.epochs_recorded(run) == 2
+
+
+def test_failed_download_does_not_claim_a_kept_part(tmp_path):
+    from recx.data.download import _fetch
+    from recx.errors import RecxError
+
+    with pytest.raises(RecxError) as error:
+        _fetch("http://127.0.0.1:9/ml-1m.zip", tmp_path / "ml-1m.zip")
+    assert "nothing was downloaded; check the network connection" in str(error.value)
+    assert ".part" not in str(error.value) and not any(tmp_path.iterdir())

@@ -151,6 +151,9 @@ def train_run(config: RunConfig, dataset: Dataset, folder: Path, progress: Progr
     it created; Ctrl-C raises `Interrupted` saying what was kept.
     """
     check_name(folder.name, "run name")
+    ks = sorted(set((ks or DEFAULT_KS) + [config.valid_metric_name[1]]))
+    default_negatives = next(f.default for f in fields(RunConfig) if f.name == "n_negatives")
+    check_against_dataset(config, dataset.n_items, ks, default_negatives, f"run {folder.name}")
     writable_folder(folder.parent, "runs folder")
     with exclusive(folder.parent / f".{folder.name}.lock", f"run {folder.name}"):
         return _train_locked(config, dataset, folder, progress, ks, force, diagnostics)
@@ -169,9 +172,6 @@ def _check_folder(config: RunConfig, folder: Path, force: bool) -> str:
 
 
 def _train_locked(config, dataset, folder, progress, ks, force, with_diagnostics) -> RunOutcome:
-    ks = sorted(set((ks or DEFAULT_KS) + [config.valid_metric_name[1]]))
-    default_negatives = next(f.default for f in fields(RunConfig) if f.name == "n_negatives")
-    check_against_dataset(config, dataset.n_items, ks, default_negatives, f"run {folder.name}")
     clean_stale(folder)
     current = _check_folder(config, folder, force)
     device = resolve_device(config.device)
