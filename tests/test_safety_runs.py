@@ -256,3 +256,12 @@ def test_failed_download_does_not_claim_a_kept_part(tmp_path):
         _fetch("http://127.0.0.1:9/ml-1m.zip", tmp_path / "ml-1m.zip")
     assert "nothing was downloaded; check the network connection" in str(error.value)
     assert ".part" not in str(error.value) and not any(tmp_path.iterdir())
+
+
+def test_a_failed_run_in_a_folder_it_did_not_create_leaves_the_folder_as_it_was(tiny_root, tmp_path, recx_cli):
+    run = tmp_path / "mine"
+    run.mkdir()
+    result = recx_cli("train", "--dataset", "tiny", "--data-root", tiny_root, "--run-dir", run, "--lr", "1e30",
+                      "--epochs", "3", "--quiet", "--device", "cpu")
+    assert_user_error(result, "the loss became nan")
+    assert run.is_dir() and not any(run.iterdir())

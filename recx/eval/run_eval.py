@@ -2,8 +2,6 @@
 from __future__ import annotations
 
 import json
-import pickle
-import zipfile
 from pathlib import Path
 
 import pyarrow as pa
@@ -44,18 +42,6 @@ def _environment(folder: Path) -> dict:
     return environment
 
 
-def _load_weights(model, path: Path, device) -> None:
-    try:
-        state = torch.load(path, map_location=device)
-        model.load_state_dict(state)
-    except FileNotFoundError:
-        raise RecxError(f"{path}: missing; the run folder is damaged (train it again with --force)") from None
-    except (OSError, RuntimeError, EOFError, ValueError, KeyError, TypeError, AttributeError,
-            pickle.UnpicklingError, zipfile.BadZipFile) as exc:
-        raise RecxError(f"{path}: truncated, corrupt or from another configuration ({type(exc).__name__}); "
-                        "train the run again with --force") from None
-
-
 def evaluate_saved_run(folder: Path, split: str, ks: list[int], batch_size: int, device_name: str,
                        data_root: Path | None, dump_topk: Path | None, auc_beta: float | None = None,
                        with_diagnostics: bool = False, quiet: bool = False) -> tuple[dict, dict | None]:
@@ -72,7 +58,7 @@ def evaluate_saved_run(folder: Path, split: str, ks: list[int], batch_size: int,
     device = resolve_device(device_name)
     dataset = dataset.to(device)
     model = build_model(config, dataset, device)
-    _load_weights(model, folder / "model.pt", device)
+    store.load_weights(model, folder, device)
     found = None
     with make_progress(quiet) as progress:
         with shown_task(progress, f"evaluating {split}") as advance:

@@ -17,12 +17,15 @@ finishes the evaluation), complete (a later train refuses it unless --force), fo
 from __future__ import annotations
 
 import json
+import pickle
 import platform
 import sys
+import zipfile
 from importlib import metadata
 from pathlib import Path
 
 import pandas as pd
+import torch
 import yaml
 
 from recx.config import RunConfig, resolve
@@ -32,6 +35,7 @@ MARKER = "COMPLETE"
 TRAINED = "TRAINED"
 INCOMPLETE = "INCOMPLETE"
 RUN_FILES = (MARKER, TRAINED, "epochs.jsonl", "model.pt", "results.parquet", "diagnostics.json", "error.log")
+STARTED_FILES = (INCOMPLETE, "config.yaml", "environment.json")
 RESULT_COLUMNS = ["run_id", "dataset", "model", "loss", "sampler", "seed", "split", "metric", "k", "stratum", "value"]
 PACKAGES = ("recx", "torch", "numpy", "pandas", "pyarrow", "scipy")
 
@@ -90,6 +94,25 @@ def results_frame(config: RunConfig, split: str, values: dict[tuple[str, int, st
 
 def write_results(folder: Path, frame: pd.DataFrame, name: str = "results.parquet") -> None:
     frame.to_parquet(folder / name, index=False)
+
+
+def clear_run(folder: Path) -> None:
+    """Remove every file a run writes (for a folder that was empty before the run started)."""
+    for name in RUN_FILES + STARTED_FILES:
+        (folder / name).unlink(missing_ok=True)
+
+
+def load_weights(model, folder: Path, device) -> None:
+    """model.pt into `model`; a missing, truncated or mismatched file is named."""
+    path = folder / "model.pt"
+    try:
+        model.load_state_dict(torch.load(path, map_location=device))
+    except FileNotFoundError:
+        raise RecxError(f"{path}: missing; the run folder is damaged (train it again with --force)") from None
+    except (OSError, RuntimeError, EOFError, ValueError, KeyError, TypeError, AttributeError,
+            pickle.UnpicklingError, zipfile.BadZipFile) as exc:
+        raise RecxError(f"{path}: truncated, corrupt or from another configuration ({type(exc).__name__}); "
+                        "train the run again with --force") from None
 
 
 def mark_trained(folder: Path, best_epoch: int) -> None:

@@ -178,14 +178,14 @@ def _train_locked(config, dataset, folder, progress, ks, force, with_diagnostics
     dataset = dataset.to(device)
     replacing = force and current not in ("absent", "empty")
     target = temp_sibling(folder) if replacing else folder
-    created = current in ("absent", "empty")
+    created = current == "absent"
     finish_only = current == "trained" and not force
     phase = "evaluation" if finish_only else "training"
     try:
         with make_progress() if progress is None else contextlib.nullcontext(progress) as shown:
             if finish_only:
                 model = build_model(config, dataset, device)
-                model.load_state_dict(torch.load(folder / "model.pt", map_location=device))
+                store.load_weights(model, folder, device)
                 best_epoch = store.trained_epoch(folder)
             else:
                 store.start_run(target, config, {"seed": config.seed, "data_hash": dataset.data_hash,
@@ -211,6 +211,8 @@ def _train_locked(config, dataset, folder, progress, ks, force, with_diagnostics
     except RecxError:
         if replacing or (created and phase == "training"):
             shutil.rmtree(target, ignore_errors=True)
+        elif current == "empty" and phase == "training":
+            store.clear_run(folder)
         raise
     except Exception as exc:
         if replacing:
