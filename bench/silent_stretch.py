@@ -6,7 +6,9 @@ gap between two chunks that differ otherwise (from the start to the first output
 exit, included) is the figure. The baseline is the same command with its output piped (one plain line per epoch),
 run in the same process after the terminal run.
 
-    python bench/silent_stretch.py [--terminal-only] -- python3 -m recx train --dataset gowalla --epochs 1 --force
+    python bench/silent_stretch.py [--terminal-only] [--limit S] -- python3 -m recx train --dataset gowalla --epochs 1
+
+`--limit S` sends the command Ctrl-C after S seconds (its interrupt message is part of the record).
 """
 from __future__ import annotations
 
@@ -14,10 +16,13 @@ import fcntl
 import os
 import pty
 import re
+import select
+import signal
 import struct
 import subprocess
 import sys
 import termios
+import threading
 import time
 
 ANSI = re.compile(rb"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][0-9A-Za-z]|\r")
@@ -44,13 +49,19 @@ def longest_silence(events: list[tuple[float, bytes]], end: float) -> tuple[floa
     return best
 
 
-def in_terminal(command: list[str], columns: int = 150) -> tuple[list[tuple[float, bytes]], float, int]:
+def in_terminal(command: list[str], limit_s: float, columns: int = 150) -> tuple[list[tuple[float, bytes]], float, int]:
+    """Output chunks with their times; after `limit_s` the command gets SIGINT (Ctrl-C) and its reply is kept."""
     pid, fd = pty.fork()
     if pid == 0:
         os.execvp(command[0], command)
     fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
-    start, events = time.perf_counter(), []
+    start, events, interrupted = time.perf_counter(), [], False
     while True:
+        if not interrupted and time.perf_counter() - start > limit_s:
+            os.kill(pid, signal.SIGINT)
+            interrupted = True
+        if not select.select([fd], [], [], 0.5)[0]:
+            continue
         try:
             data = os.read(fd, 1 << 16)
         except OSError:
@@ -62,20 +73,26 @@ def in_terminal(command: list[str], columns: int = 150) -> tuple[list[tuple[floa
     return events, time.perf_counter() - start, os.waitstatus_to_exitcode(status)
 
 
-def piped(command: list[str]) -> tuple[list[tuple[float, bytes]], float, int]:
+def piped(command: list[str], limit_s: float) -> tuple[list[tuple[float, bytes]], float, int]:
     start, events = time.perf_counter(), []
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    timer = threading.Timer(limit_s, process.send_signal, [signal.SIGINT]) if limit_s < float("inf") else None
+    if timer is not None:
+        timer.start()
     for line in process.stdout:
         events.append((time.perf_counter() - start, line))
-    return events, time.perf_counter() - start, process.wait()
+    code = process.wait()
+    if timer is not None:
+        timer.cancel()
+    return events, time.perf_counter() - start, code
 
 
 def main() -> None:
-    command = sys.argv[sys.argv.index("--") + 1:]
-    modes = [("terminal", in_terminal)] + ([] if "--terminal-only" in sys.argv[:sys.argv.index("--")] else
-                                           [("piped (baseline)", piped)])
+    command, options = sys.argv[sys.argv.index("--") + 1:], sys.argv[1:sys.argv.index("--")]
+    limit_s = float(options[options.index("--limit") + 1]) if "--limit" in options else float("inf")
+    modes = [("terminal", in_terminal)] + ([] if "--terminal-only" in options else [("piped (baseline)", piped)])
     for name, run in modes:
-        events, total, code = run(command)
+        events, total, code = run(command, limit_s)
         gap, at, shown = longest_silence(events, total)
         print(f"{name}: exit {code}, {total:.1f} s in all; longest silent stretch {gap:.2f} s from t = {at:.1f} s, "
               f"after: {shown!r}", flush=True)
