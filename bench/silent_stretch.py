@@ -34,19 +34,17 @@ def _normalised(chunk: bytes) -> bytes:
     return re.sub(rb"[ \t\n]+", b" ", text).strip()
 
 
-def longest_silence(events: list[tuple[float, bytes]], end: float) -> tuple[float, float, str]:
-    """(longest gap, when it started, the text shown during it)."""
-    last_time, last_text, best = 0.0, b"", (0.0, 0.0, "")
+def silences(events: list[tuple[float, bytes]], end: float) -> list[tuple[float, float, str]]:
+    """Every stretch without new information: (length, start, the text shown during it), longest first."""
+    last_time, last_text, found = 0.0, b"", []
     for at, chunk in events:
         text = _normalised(chunk)
         if not text or text == last_text:
             continue
-        if at - last_time > best[0]:
-            best = (at - last_time, last_time, last_text.decode(errors="replace")[-160:])
+        found.append((at - last_time, last_time, last_text.decode(errors="replace")[-160:]))
         last_time, last_text = at, text
-    if end - last_time > best[0]:
-        best = (end - last_time, last_time, last_text.decode(errors="replace")[-160:])
-    return best
+    found.append((end - last_time, last_time, last_text.decode(errors="replace")[-160:]))
+    return sorted(found, reverse=True)
 
 
 def in_terminal(command: list[str], limit_s: float, columns: int = 150) -> tuple[list[tuple[float, bytes]], float, int]:
@@ -93,13 +91,15 @@ def main() -> None:
     modes = [("terminal", in_terminal)] + ([] if "--terminal-only" in options else [("piped (baseline)", piped)])
     for name, run in modes:
         events, total, code = run(command, limit_s)
-        gap, at, shown = longest_silence(events, total)
-        print(f"{name}: exit {code}, {total:.1f} s in all; longest silent stretch {gap:.2f} s from t = {at:.1f} s, "
-              f"after: {shown!r}", flush=True)
+        longest = silences(events, total)
+        print(f"{name}: exit {code}, {total:.1f} s in all; first output after {events[0][0] if events else total:.2f} s",
+              flush=True)
+        for gap, at, shown in longest[:3]:
+            print(f"  silent {gap:.2f} s from t = {at:.1f} s, showing: {shown!r}", flush=True)
         if name == "terminal":
-            terminal_gap = gap
+            terminal_gap = longest[0][0]
     if len(modes) == 2:
-        print(f"ratio piped / terminal: {gap / max(terminal_gap, 1e-9):.1f}x")
+        print(f"longest silent stretch, piped / terminal: {longest[0][0] / max(terminal_gap, 1e-9):.1f}x")
 
 
 if __name__ == "__main__":
