@@ -265,3 +265,26 @@ def test_a_failed_run_in_a_folder_it_did_not_create_leaves_the_folder_as_it_was(
                       "--epochs", "3", "--quiet", "--device", "cpu")
     assert_user_error(result, "the loss became nan")
     assert run.is_dir() and not any(run.iterdir())
+
+
+def test_sweep_interrupted_in_evaluation_finishes_that_run_without_training_it_again(tmp_path, recx_cli,
+                                                                                    monkeypatch):
+    import yaml
+
+    spec = {"datasets": {"tiny": {"format": "synthetic", "ratios": "80/10/10",
+                                  "synthetic": {"n_users": 60, "n_items": 40, "mean_length": 8}}},
+            "experiments": {"two": {"datasets": ["tiny"], "seeds": [0, 1], "ks": [5],
+                                    "defaults": {"dim": 4, "epochs": 2, "batch_size": 64, "device": "cpu"},
+                                    "methods": {"bpr": {"loss": "bpr", "n_negatives": 2}}}}}
+    path = tmp_path / "experiments.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    args = ["sweep", path, "-e", "two", "--out", tmp_path / "out", "--data-root", tmp_path / "data"]
+    with monkeypatch.context() as patch:
+        _interrupt_at(patch, "_evaluate_splits")
+        assert_user_error(recx_cli(*args), "interrupted: evaluation of run", "kept its weights", code=130)
+    (trained,) = [p for p in (tmp_path / "out" / "runs").iterdir() if p.is_dir()]
+    epochs = (trained / "epochs.jsonl").read_text()
+    assert store.state(trained) == "trained"
+    result = recx_cli(*args)
+    assert result.code == 0 and "2 runs, 0 already complete" in result.out
+    assert store.state(trained) == "complete" and (trained / "epochs.jsonl").read_text() == epochs
