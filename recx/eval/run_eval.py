@@ -15,7 +15,7 @@ from recx.eval.evaluator import evaluate
 from recx.runs import store
 from recx.train.build import build_model
 from recx.train.device import resolve_device
-from recx.train.trainer import make_progress, shown_task
+from recx.train.progress import make_progress, shown_task
 
 
 def write_topk(path: Path, users: torch.Tensor, topk: torch.Tensor) -> None:
