@@ -13,7 +13,7 @@ import pandas as pd
 import torch
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from recx.config import RunConfig
+from recx.config import RunConfig, non_default_settings
 from recx.data.dataset import Dataset
 from recx.errors import RecxError
 from recx.eval.diagnostics import write_diagnostics
@@ -21,6 +21,7 @@ from recx.eval.evaluator import evaluate
 from recx.runs import store
 from recx.train.build import build_model
 from recx.train.device import resolve_device
+from recx.train.nonfinite import NonFiniteWatch, non_finite_error
 from recx.train.runners import RUNNERS
 
 DEFAULT_KS = [10, 20, 50]
@@ -40,12 +41,6 @@ def make_progress(quiet: bool = False) -> Progress:
                     disable=quiet, transient=False)
 
 
-def first_bad_step(losses: torch.Tensor) -> int | None:
-    """1-based index of the first non-finite loss in `losses` (host tensor), or None."""
-    bad = torch.nonzero(~torch.isfinite(losses))
-    return int(bad[0]) + 1 if bad.numel() else None
-
-
 def fit(config: RunConfig, dataset: Dataset, model, folder: Path, progress: Progress) -> int:
     """Train `model` in place; returns the selected epoch (best validation metric, else the last epoch).
 
@@ -62,12 +57,11 @@ def fit(config: RunConfig, dataset: Dataset, model, folder: Path, progress: Prog
         model.train()
         started = time.perf_counter()
         losses = torch.zeros(runner.n_steps, device=model.device)
-        runner.train_epoch(epoch, losses, lambda step: None)
+        runner.train_epoch(epoch, losses, NonFiniteWatch(losses, epoch, config.lr).after_step)
         losses = losses.cpu()
-        bad = first_bad_step(losses)
-        if bad is not None:
-            raise RecxError(f"the loss became {float(losses[bad - 1])} at epoch {epoch}, step {bad}; "
-                            f"try a smaller lr (now {config.lr}) or a higher temperature")
+        error = non_finite_error(losses, epoch, config.lr)
+        if error is not None:
+            raise error
         record = {"epoch": epoch, "loss": float(losses.mean()), "seconds": time.perf_counter() - started}
         status = f"loss {record['loss']:.4f}"
         if dataset.valid is not None and epoch % config.eval_every == 0:
@@ -104,6 +98,7 @@ def train_run(config: RunConfig, dataset: Dataset, folder: Path, progress: Progr
                                          "packages": store.package_versions()})
         model = build_model(config, dataset, device)
         with make_progress() if progress is None else contextlib.nullcontext(progress) as shown:
+            shown.console.print(f"[bold]{config.run_id()}[/bold] {non_default_settings(config)}", highlight=False)
             best_epoch = fit(config, dataset, model, folder, shown)
         torch.save(model.state_dict(), folder / "model.pt")
         splits = ("valid", "test") if dataset.valid is not None else ("test",)

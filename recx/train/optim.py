@@ -1,0 +1,139 @@
+"""Optimizers, chosen by the run config's `optimizer` key.
+
+- `adam`: exact dense Adam (Kingma & Ba 2015; the papers' optimizer): every row of every table moves every step
+  (moments decay on rows without gradient), and `weight_decay_mode: full` decays every row every step.
+- `lazy_adam`: Adam on the rows a step touches only (TensorFlow's LazyAdam, torch's SparseAdam): for touched rows r,
+      m_r ← β1 m_r + (1-β1) g_r,  v_r ← β2 v_r + (1-β2) g_r²,  θ_r ← θ_r - lr m̂_r / (√v̂_r + ε),
+  m̂ = m / (1 - β1^t), v̂ = v / (1 - β2^t), t the number of steps taken; untouched rows and their moments stay.
+- `adagrad` (Duchi et al. 2011), touched rows only: s_r ← s_r + g_r², θ_r ← θ_r - lr g_r / (√s_r + ε).
+- `sgd`, touched rows only: θ_r ← θ_r - lr g_r (equal to dense SGD on those rows; other rows have zero gradient).
+
+A row-sparse gradient is a sparse COO tensor (embedding tables read with `F.embedding(..., sparse=True)`); its
+touched rows are its indices (duplicates summed). A dense gradient touches every row. On CUDA the row-sparse updates
+never read the number of distinct rows, so a step issues no host sync (see `RowSparseOptimizer._touched_rows`).
+"""
+from __future__ import annotations
+
+import torch
+
+from recx.errors import RecxError
+
+OPTIMIZERS = ("adam", "lazy_adam", "adagrad", "sgd")
+ROW_SPARSE = ("lazy_adam", "adagrad", "sgd")
+
+
+class DenseAdam(torch.optim.Adam):
+    """torch's Adam (fused kernel where the device has one); sparse gradients are made dense first."""
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        for group in self.param_groups:
+            for param in group["params"]:
+                if param.grad is not None and param.grad.is_sparse:
+                    param.grad = param.grad.to_dense()
+        return super().step(closure)
+
+
+class RowSparseOptimizer(torch.optim.Optimizer):
+    """Applies `update(param, rows, grad, state, group)` to the rows a gradient touches (rows None: all rows)."""
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        for group in self.param_groups:
+            for param in group["params"]:
+                if param.grad is None:
+                    continue
+                state = self.state[param]
+                if param.grad.is_sparse:
+                    rows, grad = self._touched_rows(param, state)
+                else:
+                    rows, grad = None, param.grad
+                self.update(param, rows, grad, state, group)
+
+    @staticmethod
+    def _touched_rows(param: torch.Tensor, state: dict) -> tuple[torch.Tensor, torch.Tensor]:
+        """(row ids, their summed gradient rows). Off CUDA the gradient is coalesced (distinct rows); on CUDA, where
+        the number of distinct rows would need a host sync, rows are summed in a zero buffer that is reset after, and
+        a row listed twice carries the same summed gradient both times."""
+        sparse = param.grad
+        if not param.is_cuda:
+            sparse = sparse.coalesce()
+            return sparse.indices()[0], sparse.values()
+        rows, values = sparse._indices()[0], sparse._values()
+        if "buffer" not in state:
+            state["buffer"] = torch.zeros_like(param)
+        buffer = state["buffer"]
+        buffer.index_add_(0, rows, values)
+        grad = buffer.index_select(0, rows)
+        buffer.index_fill_(0, rows, 0.0)
+        return rows, grad
+
+    def update(self, param, rows, grad, state, group) -> None:
+        raise NotImplementedError
+
+
+def read_rows(tensor: torch.Tensor, rows: torch.Tensor | None) -> torch.Tensor:
+    return tensor if rows is None else tensor.index_select(0, rows)
+
+
+def write_rows(tensor: torch.Tensor, rows: torch.Tensor | None, values: torch.Tensor) -> None:
+    if rows is None:
+        tensor.copy_(values)
+    else:
+        tensor.index_copy_(0, rows, values)
+
+
+class RowSparseSGD(RowSparseOptimizer):
+    def __init__(self, params, lr: float):
+        super().__init__(params, {"lr": lr})
+
+    def update(self, param, rows, grad, state, group) -> None:
+        write_rows(param, rows, read_rows(param, rows) - group["lr"] * grad)
+
+
+class RowSparseAdagrad(RowSparseOptimizer):
+    def __init__(self, params, lr: float, eps: float = 1e-10):
+        super().__init__(params, {"lr": lr, "eps": eps})
+
+    def update(self, param, rows, grad, state, group) -> None:
+        if "sum" not in state:
+            state["sum"] = torch.zeros_like(param)
+        squares = read_rows(state["sum"], rows) + grad * grad
+        write_rows(state["sum"], rows, squares)
+        write_rows(param, rows, read_rows(param, rows) - group["lr"] * grad / (squares.sqrt() + group["eps"]))
+
+
+class LazyAdam(RowSparseOptimizer):
+    def __init__(self, params, lr: float, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8):
+        super().__init__(params, {"lr": lr, "betas": betas, "eps": eps})
+
+    def update(self, param, rows, grad, state, group) -> None:
+        if "step" not in state:
+            state.update(step=0, exp_avg=torch.zeros_like(param), exp_avg_sq=torch.zeros_like(param))
+        state["step"] += 1
+        beta1, beta2 = group["betas"]
+        first = read_rows(state["exp_avg"], rows).mul_(beta1).add_(grad, alpha=1 - beta1)
+        second = read_rows(state["exp_avg_sq"], rows).mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+        write_rows(state["exp_avg"], rows, first)
+        write_rows(state["exp_avg_sq"], rows, second)
+        step_size = group["lr"] / (1 - beta1 ** state["step"])
+        denominator = (second / (1 - beta2 ** state["step"])).sqrt_().add_(group["eps"])
+        write_rows(param, rows, read_rows(param, rows) - step_size * first / denominator)
+
+
+def make_optimizer(name: str, params: list[torch.nn.Parameter], lr: float, weight_decay: float = 0.0,
+                   extra_params: list[torch.nn.Parameter] = ()) -> torch.optim.Optimizer:
+    """The optimizer `name` over `params` (decayed by `weight_decay` every step, dense Adam only) and
+    `extra_params` (never decayed: a loss's own parameters)."""
+    if name not in OPTIMIZERS:
+        raise RecxError(f"optimizer {name!r}; valid: {', '.join(OPTIMIZERS)}")
+    if name == "adam":
+        groups = [{"params": list(params), "weight_decay": weight_decay}]
+        if extra_params:
+            groups.append({"params": list(extra_params), "weight_decay": 0.0})
+        return DenseAdam(groups, lr=lr, fused=True)
+    if weight_decay:
+        raise RecxError(f"optimizer {name!r} updates only the rows a step touches, so it cannot decay every row "
+                        f"every step (weight_decay_mode 'full'); use optimizer 'adam' or weight_decay_mode 'batch'")
+    everything = list(params) + list(extra_params)
+    return {"lazy_adam": LazyAdam, "adagrad": RowSparseAdagrad, "sgd": RowSparseSGD}[name](everything, lr=lr)
