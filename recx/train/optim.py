@@ -35,7 +35,11 @@ class DenseAdam(torch.optim.Adam):
 
 
 class RowSparseOptimizer(torch.optim.Optimizer):
-    """Applies `update(param, rows, grad, state, group)` to the rows a gradient touches (rows None: all rows)."""
+    """Applies `update(param, rows, grad, state, group)` to the rows a gradient touches (rows None: all rows).
+
+    `sync_free` (default: on CUDA) sums repeated rows without learning how many distinct rows there are."""
+
+    sync_free: bool | None = None
 
     @torch.no_grad()
     def step(self, closure=None):
@@ -45,18 +49,19 @@ class RowSparseOptimizer(torch.optim.Optimizer):
                     continue
                 state = self.state[param]
                 if param.grad.is_sparse:
-                    rows, grad = self._touched_rows(param, state)
+                    sync_free = param.is_cuda if self.sync_free is None else self.sync_free
+                    rows, grad = self._touched_rows(param, state, sync_free)
                 else:
                     rows, grad = None, param.grad
                 self.update(param, rows, grad, state, group)
 
     @staticmethod
-    def _touched_rows(param: torch.Tensor, state: dict) -> tuple[torch.Tensor, torch.Tensor]:
-        """(row ids, their summed gradient rows). Off CUDA the gradient is coalesced (distinct rows); on CUDA, where
-        the number of distinct rows would need a host sync, rows are summed in a zero buffer that is reset after, and
-        a row listed twice carries the same summed gradient both times."""
+    def _touched_rows(param: torch.Tensor, state: dict, sync_free: bool) -> tuple[torch.Tensor, torch.Tensor]:
+        """(row ids, their summed gradient rows). Coalesced (distinct rows) unless `sync_free`; then, since the
+        number of distinct rows would need a host sync, rows are summed in a zero buffer that is reset after, and a
+        row listed twice carries the same summed gradient both times (and is written twice with the same value)."""
         sparse = param.grad
-        if not param.is_cuda:
+        if not sync_free:
             sparse = sparse.coalesce()
             return sparse.indices()[0], sparse.values()
         rows, values = sparse._indices()[0], sparse._values()
