@@ -109,21 +109,24 @@ class RowSparseAdagrad(RowSparseOptimizer):
 
 
 class LazyAdam(RowSparseOptimizer):
+    """The touched rows of the parameter and its moments are gathered, updated by torch's fused Adam kernel (the one
+    `torch.optim.Adam(fused=True)` runs; one pass instead of a dozen elementwise operations), and written back."""
+
     def __init__(self, params, lr: float, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8):
         super().__init__(params, {"lr": lr, "betas": betas, "eps": eps})
 
     def update(self, param, rows, grad, state, group) -> None:
         if "step" not in state:
-            state.update(step=0, exp_avg=torch.zeros_like(param), exp_avg_sq=torch.zeros_like(param))
+            state.update(step=torch.zeros((), dtype=torch.float32, device=param.device),
+                         exp_avg=torch.zeros_like(param), exp_avg_sq=torch.zeros_like(param))
         state["step"] += 1
+        values, first, second = (read_rows(tensor, rows) for tensor in (param, state["exp_avg"], state["exp_avg_sq"]))
         beta1, beta2 = group["betas"]
-        first = read_rows(state["exp_avg"], rows).mul_(beta1).add_(grad, alpha=1 - beta1)
-        second = read_rows(state["exp_avg_sq"], rows).mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-        write_rows(state["exp_avg"], rows, first)
-        write_rows(state["exp_avg_sq"], rows, second)
-        step_size = group["lr"] / (1 - beta1 ** state["step"])
-        denominator = (second / (1 - beta2 ** state["step"])).sqrt_().add_(group["eps"])
-        write_rows(param, rows, read_rows(param, rows) - step_size * first / denominator)
+        torch._fused_adam_([values], [grad], [first], [second], [], [state["step"]], lr=group["lr"], beta1=beta1,
+                           beta2=beta2, weight_decay=0.0, eps=group["eps"], amsgrad=False, maximize=False)
+        if rows is not None:
+            for tensor, new in ((param, values), (state["exp_avg"], first), (state["exp_avg_sq"], second)):
+                tensor.index_copy_(0, rows, new)
 
 
 def make_optimizer(name: str, params: list[torch.nn.Parameter], lr: float, weight_decay: float = 0.0,
