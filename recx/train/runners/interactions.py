@@ -38,7 +38,8 @@ class InteractionEpochs(EpochRunner):
         order = torch.randperm(self.items_of.numel(), generator=self.generator, device=model.device)
         for step in range(self.n_steps):
             index = order[step * config.batch_size:(step + 1) * config.batch_size]
-            loss = training_loss(model, self.sampler, self.loss_fn, config, self.users_of[index], self.items_of[index])
+            users, positives = self.users_of.index_select(0, index), self.items_of.index_select(0, index)
+            loss = training_loss(model, self.sampler, self.loss_fn, config, users, positives)
             self.optimizer.zero_grad(set_to_none=True)
             loss.backward()
             self.optimizer.step()
