@@ -41,12 +41,13 @@ def synchronize(device: torch.device) -> None:
 
 def epoch_seconds(raw: dict, dataset, device: torch.device, epochs: int, count_syncs: bool = False
                   ) -> tuple[float, int | None]:
-    """(mean seconds per epoch after one warm-up epoch, host syncs inside the last epoch on CUDA)."""
+    """(mean seconds per epoch (on CUDA after a warm-up epoch), host syncs inside an epoch on CUDA)."""
     config = resolve({"model": "mf", "dim": 64, "batch_size": 2048, "device": device.type, **raw})
     model = build_model(config, dataset, device)
     runner = InteractionEpochs(config, dataset, model, torch.Generator(device=device).manual_seed(0))
     losses = torch.zeros(runner.n_steps, device=device)
-    runner.train_epoch(0, losses, lambda step: None)
+    if device.type == "cuda":
+        runner.train_epoch(0, losses, lambda step: None)
     synchronize(device)
     started = time.perf_counter()
     for epoch in range(epochs):
@@ -103,7 +104,7 @@ def main() -> None:
     parser.add_argument("--data-root", type=Path, default=Path("data"))
     parser.add_argument("--dataset", default="gowalla")
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--epochs", type=int, default=1, help="timed epochs per case, after one warm-up epoch")
+    parser.add_argument("--epochs", type=int, default=1, help="timed epochs per case")
     parser.add_argument("--optimizer", default="auto")
     parser.add_argument("--device", default="cpu")
     options = parser.parse_args()
@@ -116,7 +117,7 @@ def main() -> None:
           f"optimizer {options.optimizer}")
     reference = implicit_bpr_seconds(dataset, options.threads, options.epochs) if device.type == "cpu" else None
     print(f"implicit BPR (64 factors): {reference:.3f} s/epoch" if reference else
-          "implicit BPR: not installed (pip install implicit) or not on CPU; skipped")
+          "implicit BPR: not installed (pip install implicit) or not on CPU; skipped", flush=True)
     floors = {"bpr": floor_seconds(n_steps, 2048, 64, None, device),
               "softmax": floor_seconds(n_steps, 2048, 64, 2000, device)}
     print(f"{'case':32s} {'s/epoch':>8s} {'floor':>8s} {'/floor':>7s} {'/implicit':>10s}")
@@ -124,7 +125,7 @@ def main() -> None:
         seconds, _ = epoch_seconds({**raw, "optimizer": options.optimizer}, dataset, device, options.epochs)
         floor = floors[raw["loss"]]
         versus = f"{seconds / reference:10.2f}" if reference else f"{'-':>10s}"
-        print(f"{name:32s} {seconds:8.3f} {floor:8.3f} {seconds / floor:7.2f} {versus}")
+        print(f"{name:32s} {seconds:8.3f} {floor:8.3f} {seconds / floor:7.2f} {versus}", flush=True)
     if device.type == "cuda":
         for name, raw in CASES.items():
             seconds, syncs = epoch_seconds({**raw, "optimizer": options.optimizer}, dataset, device, 1, True)

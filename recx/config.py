@@ -179,20 +179,22 @@ def resolve_optimizer(config: RunConfig) -> str:
 
 
 def non_default_settings(config: RunConfig) -> str:
-    """The resolved configuration's keys that differ from the plain defaults, `key=value`, with per-loss defaults
-    marked `(default for <loss>)`; the optimizer is always named."""
+    """The resolved configuration's keys that differ from the plain defaults, as `set: k=v, ...; defaults for
+    <loss>: k=v, ...; optimizer <name>` (the per-loss defaults listed apart, the optimizer always named)."""
     plain, applied = RunConfig(), getattr(config, "loss_defaults_applied", {})
-    shown = []
+    changed = []
     for f in fields(RunConfig):
         value = getattr(config, f.name)
         if f.name.endswith("_args"):
-            owner = getattr(config, f.name[:-len("_args")])
-            reference = dataclasses.asdict(_args_class(f.name, owner)())
-            pairs = [(f"{f.name}.{k}", v) for k, v in value.items() if reference.get(k) != v]
-        else:
-            pairs = [(f.name, value)] if value != getattr(plain, f.name) or f.name == "optimizer" else []
-        shown += [f"{key}={val}" + (f" (default for {config.loss})" if key in applied else "") for key, val in pairs]
-    return ", ".join(shown)
+            reference = dataclasses.asdict(_args_class(f.name, getattr(config, f.name[:-len("_args")]))())
+            changed += [(f"{f.name}.{k}", v) for k, v in value.items() if reference.get(k) != v]
+        elif f.name != "optimizer" and value != getattr(plain, f.name):
+            changed.append((f.name, value))
+    given = ", ".join(f"{k}={v}" for k, v in changed if k not in applied) or "(nothing)"
+    parts = [f"set: {given}"]
+    if applied:
+        parts.append(f"defaults for {config.loss}: " + ", ".join(f"{k}={v}" for k, v in changed if k in applied))
+    return "; ".join(parts + [f"optimizer {config.optimizer}"])
 
 
 def deep_merge(base: dict, extra: dict) -> dict:

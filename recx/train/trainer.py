@@ -98,7 +98,7 @@ def train_run(config: RunConfig, dataset: Dataset, folder: Path, progress: Progr
                                          "packages": store.package_versions()})
         model = build_model(config, dataset, device)
         with make_progress() if progress is None else contextlib.nullcontext(progress) as shown:
-            shown.console.print(f"[bold]{config.run_id()}[/bold] {non_default_settings(config)}", highlight=False)
+            shown.console.print(f"run {config.run_id()}: {non_default_settings(config)}", highlight=False)
             best_epoch = fit(config, dataset, model, folder, shown)
         torch.save(model.state_dict(), folder / "model.pt")
         splits = ("valid", "test") if dataset.valid is not None else ("test",)
