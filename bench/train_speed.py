@@ -9,6 +9,7 @@ bench dependency: `pip install implicit`), and the floor: forward and backward o
 On CUDA it also counts host syncs inside an epoch with torch's sync debug mode (each synchronising call warns).
 
     python bench/train_speed.py --data-root /tmp/speed-data [--threads 1] [--epochs 1] [--optimizer lazy_adam]
+                                [--cases bpr,dns,softmax] [--device cuda]
 """
 from __future__ import annotations
 
@@ -27,10 +28,10 @@ from recx.train.device import resolve_device
 from recx.train.runners.interactions import InteractionEpochs
 
 CASES = {
-    "bpr, uniform, 1 negative": {"loss": "bpr", "sampler": "uniform", "n_negatives": 1},
-    "bpr, dns(5 of 100)": {"loss": "bpr", "sampler": "dns", "sampler_args": {"m": 5, "n_candidates": 100}},
-    "softmax, uniform, 2000 shared": {"loss": "softmax", "sampler": "uniform", "n_negatives": 2000,
-                                      "sampler_args": {"shared": True}},
+    "bpr": ("bpr, uniform, 1 negative", {"loss": "bpr", "sampler": "uniform", "n_negatives": 1}),
+    "dns": ("bpr, dns(5 of 100)", {"loss": "bpr", "sampler": "dns", "sampler_args": {"m": 5, "n_candidates": 100}}),
+    "softmax": ("softmax, uniform, 2000 shared", {"loss": "softmax", "sampler": "uniform", "n_negatives": 2000,
+                                                 "sampler_args": {"shared": True}}),
 }
 
 
@@ -107,6 +108,7 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=1, help="timed epochs per case")
     parser.add_argument("--optimizer", default="auto")
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--cases", default=",".join(CASES), help=f"comma-separated, of: {', '.join(CASES)}")
     options = parser.parse_args()
     torch.set_num_threads(options.threads)
     device = resolve_device(options.device)
@@ -121,13 +123,14 @@ def main() -> None:
     floors = {"bpr": floor_seconds(n_steps, 2048, 64, None, device),
               "softmax": floor_seconds(n_steps, 2048, 64, 2000, device)}
     print(f"{'case':32s} {'s/epoch':>8s} {'floor':>8s} {'/floor':>7s} {'/implicit':>10s}")
-    for name, raw in CASES.items():
+    cases = [CASES[key] for key in options.cases.split(",")]
+    for name, raw in cases:
         seconds, _ = epoch_seconds({**raw, "optimizer": options.optimizer}, dataset, device, options.epochs)
         floor = floors[raw["loss"]]
         versus = f"{seconds / reference:10.2f}" if reference else f"{'-':>10s}"
         print(f"{name:32s} {seconds:8.3f} {floor:8.3f} {seconds / floor:7.2f} {versus}", flush=True)
     if device.type == "cuda":
-        for name, raw in CASES.items():
+        for name, raw in cases:
             seconds, syncs = epoch_seconds({**raw, "optimizer": options.optimizer}, dataset, device, 1, True)
             print(f"cuda {name:27s} {seconds:8.3f} s/epoch, host syncs inside an epoch: {syncs}")
 
