@@ -57,14 +57,14 @@ class RowSparseOptimizer(torch.optim.Optimizer):
 
     @staticmethod
     def _touched_rows(param: torch.Tensor, state: dict, sync_free: bool) -> tuple[torch.Tensor, torch.Tensor]:
-        """(row ids, their summed gradient rows). Coalesced (distinct rows) unless `sync_free`; then, since the
+        """(row ids, their summed gradient rows). Distinct rows unless `sync_free`; then, since the
         number of distinct rows would need a host sync, rows are summed in a zero buffer that is reset after, and a
         row listed twice carries the same summed gradient both times (and is written twice with the same value)."""
         sparse = param.grad
-        if not sync_free:
-            sparse = sparse.coalesce()
-            return sparse.indices()[0], sparse.values()
         rows, values = sparse._indices()[0], sparse._values()
+        if not sync_free:  # torch.unique + index_add_: the same sums as coalesce(), in about half its time on a CPU
+            distinct, position = torch.unique(rows, return_inverse=True)
+            return distinct, values.new_zeros((distinct.numel(), *values.shape[1:])).index_add_(0, position, values)
         if "buffer" not in state:
             state["buffer"] = torch.zeros_like(param)
         buffer = state["buffer"]
