@@ -135,7 +135,11 @@ LOSS_DEFAULTS: dict[str, list[tuple[dict, tuple[str, ...]]]] = {
                 ({"model_args.scoring": "cosine", "model_args.temperature": 0.1}, ("loss_args.temperature",))],
     "full_softmax": [({"model_args.scoring": "cosine", "model_args.temperature": 0.1}, ("loss_args.temperature",))],
 }
-DEFAULT_OPTIMIZER = "lazy_adam"
+# `optimizer: auto` by measurement on Gowalla (MF dim 64, batch 2048, lr 5e-3, seed 0; docs in README): sampled
+# softmax (2000 shared negatives touch a tenth of the item rows per step) learns much faster per epoch with dense
+# Adam (valid NDCG@20 after 4 epochs 0.0960 vs 0.0861 with lazy Adam); BPR with lazy Adam reaches within 2% of dense
+# Adam (test NDCG@20 after 6 epochs 0.0984 vs 0.1002) with epochs about 35% shorter.
+DENSE_ADAM_LOSSES = ("softmax", "full_softmax")
 
 
 def _args_class(kind: str, name: str):
@@ -172,10 +176,12 @@ def apply_loss_defaults(raw: dict) -> tuple[dict, dict]:
 
 
 def resolve_optimizer(config: RunConfig) -> str:
-    """`auto`: dense Adam when weight_decay_mode 'full' decays every row every step, else DEFAULT_OPTIMIZER."""
+    """`auto`: dense Adam when weight_decay_mode 'full' decays every row every step or the loss is a softmax over
+    many items (DENSE_ADAM_LOSSES), else lazy Adam."""
     if config.optimizer != "auto":
         return config.optimizer
-    return "adam" if config.weight_decay_mode == "full" and config.weight_decay > 0 else DEFAULT_OPTIMIZER
+    full_decay = config.weight_decay_mode == "full" and config.weight_decay > 0
+    return "adam" if full_decay or config.loss in DENSE_ADAM_LOSSES else "lazy_adam"
 
 
 def non_default_settings(config: RunConfig) -> str:

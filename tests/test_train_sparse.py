@@ -83,7 +83,7 @@ def test_full_decay_with_a_row_sparse_optimizer_is_a_config_error():
     with pytest.raises(RecxError, match="optimizer 'lazy_adam'.*weight_decay_mode 'full'"):
         resolve({"optimizer": "lazy_adam", "weight_decay": 1e-4, "weight_decay_mode": "full"})
     assert resolve({"weight_decay": 1e-4, "weight_decay_mode": "full"}).optimizer == "adam"
-    assert resolve({"weight_decay": 1e-4, "weight_decay_mode": "batch"}).optimizer == "lazy_adam"
+    assert resolve({"loss": "bpr", "weight_decay": 1e-4, "weight_decay_mode": "batch"}).optimizer == "lazy_adam"
 
 
 def test_non_finite_watch_names_epoch_and_first_bad_step_within_the_interval():
