@@ -15,6 +15,7 @@ from recx.losses import LOSSES
 from recx.models import MODELS
 from recx.samplers import SAMPLERS
 from recx.samplers.kernels.backend import KERNELS
+from recx.train.optim import OPTIMIZERS
 
 WEIGHT_DECAY_MODES = ("none", "full", "batch")
 DEVICES = ("auto", "cpu", "cuda")
@@ -32,7 +33,8 @@ class RunConfig:
     epochs: int = 30
     batch_size: int = 2048
     n_negatives: int = 100
-    lr: float = 1e-3
+    lr: float = 5e-3
+    optimizer: str = "auto"  # adam (dense), lazy_adam, adagrad, sgd; auto: see `resolve_optimizer`
     weight_decay: float = 0.0
     weight_decay_mode: str = "full"
     seed: int = 0
@@ -78,8 +80,10 @@ def resolve(raw: dict, where: str = "config") -> RunConfig:
     if unknown:
         raise RecxError(f"{where}: unknown key {unknown[0]!r}; valid keys: {', '.join(known)}")
     defaults = RunConfig()
+    raw, applied = apply_loss_defaults(raw)
     values = {k: config_schema.coerce(k, v, getattr(defaults, k), where) for k, v in raw.items()}
     config = RunConfig(**values)
+    config.loss_defaults_applied = applied
     loss_class = LOSSES.get(config.loss)
     if loss_class.required_sampler is not None:
         if "sampler" in raw and raw["sampler"] != loss_class.required_sampler:
@@ -93,6 +97,13 @@ def resolve(raw: dict, where: str = "config") -> RunConfig:
                                      config.sampler_args, f"{where}: sampler_args")
     if config.weight_decay_mode not in WEIGHT_DECAY_MODES:
         raise RecxError(f"{where}: weight_decay_mode {config.weight_decay_mode!r}; valid: {', '.join(WEIGHT_DECAY_MODES)}")
+    if config.optimizer not in ("auto",) + OPTIMIZERS:
+        raise RecxError(f"{where}: optimizer {config.optimizer!r}; valid: auto, {', '.join(OPTIMIZERS)}")
+    config.optimizer = resolve_optimizer(config)
+    if config.optimizer != "adam" and config.weight_decay_mode == "full" and config.weight_decay > 0:
+        raise RecxError(f"{where}: optimizer {config.optimizer!r} updates only the rows a step touches, so it cannot "
+                        f"apply weight_decay_mode 'full' (every row, every step); use optimizer 'adam' or "
+                        f"weight_decay_mode 'batch'")
     if config.device not in DEVICES:
         raise RecxError(f"{where}: device {config.device!r}; valid: {', '.join(DEVICES)}")
     if config.kernels not in KERNELS:
@@ -101,6 +112,85 @@ def resolve(raw: dict, where: str = "config") -> RunConfig:
     if metric not in ("ndcg", "recall", "precision", "mrr", "hitrate") or not k.isdigit():
         raise RecxError(f"{where}: valid_metric {config.valid_metric!r}; expected e.g. ndcg@20 or recall@50")
     return config
+
+
+# Per-loss defaults: bundles of settings that go together, applied to a run that sets none of a bundle's keys nor
+# its `blocked_by` keys, and only where the model and sampler have those keys (dotted: nested *_args keys).
+# BPR: one negative per positive (the paper's setting; 100 cost 100x for little gain). Sampled softmax: 2000 uniform
+# candidates shared by the batch (one [B, 2000] matrix product) and cosine scores at temperature 0.1 (with dot
+# products and Adam the softmax losses overfit early on Gowalla).
+LOSS_DEFAULTS: dict[str, list[tuple[dict, tuple[str, ...]]]] = {
+    "bpr": [({"n_negatives": 1}, ())],
+    "softmax": [({"n_negatives": 2000, "sampler_args.shared": True}, ()),
+                ({"model_args.scoring": "cosine", "model_args.temperature": 0.1}, ("loss_args.temperature",))],
+    "full_softmax": [({"model_args.scoring": "cosine", "model_args.temperature": 0.1}, ("loss_args.temperature",))],
+}
+# `optimizer: auto` by measurement on Gowalla (MF dim 64, batch 2048, lr 5e-3, seed 0; docs in README): sampled
+# softmax (2000 shared negatives touch a tenth of the item rows per step) learns much faster per epoch with dense
+# Adam (valid NDCG@20 after 4 epochs 0.0960 vs 0.0861 with lazy Adam); BPR with lazy Adam reaches within 2% of dense
+# Adam (test NDCG@20 after 6 epochs 0.0984 vs 0.1002) with epochs about 35% shorter.
+DENSE_ADAM_LOSSES = ("softmax", "full_softmax")
+
+
+def _args_class(kind: str, name: str):
+    registry = {"model_args": MODELS, "sampler_args": SAMPLERS, "loss_args": LOSSES}[kind]
+    return registry.get(name).Args if name in registry.names() else None
+
+
+def _has_key(raw: dict, dotted: str) -> bool:
+    head, _, tail = dotted.partition(".")
+    return head in raw and (not tail or tail in (raw[head] or {}))
+
+
+def _can_take(raw: dict, dotted: str) -> bool:
+    head, _, tail = dotted.partition(".")
+    if not tail:
+        return True
+    owner = {"model_args": "model", "sampler_args": "sampler", "loss_args": "loss"}[head]
+    args_class = _args_class(head, raw.get(owner, getattr(RunConfig, owner)))
+    return args_class is not None and tail in {f.name for f in fields(args_class)}
+
+
+def apply_loss_defaults(raw: dict) -> tuple[dict, dict]:
+    """(`raw` with its loss's default bundles filled in, the dotted keys and values that were filled)."""
+    applied = {}
+    for values, blocked_by in LOSS_DEFAULTS.get(raw.get("loss", RunConfig.loss), []):
+        if any(_has_key(raw, key) for key in (*values, *blocked_by)) or not all(_can_take(raw, k) for k in values):
+            continue
+        applied.update(values)
+    filled = raw
+    for dotted, value in applied.items():
+        head, _, tail = dotted.partition(".")
+        filled = deep_merge(filled, {head: {tail: value}} if tail else {head: value})
+    return filled, applied
+
+
+def resolve_optimizer(config: RunConfig) -> str:
+    """`auto`: dense Adam when weight_decay_mode 'full' decays every row every step or the loss is a softmax over
+    many items (DENSE_ADAM_LOSSES), else lazy Adam."""
+    if config.optimizer != "auto":
+        return config.optimizer
+    full_decay = config.weight_decay_mode == "full" and config.weight_decay > 0
+    return "adam" if full_decay or config.loss in DENSE_ADAM_LOSSES else "lazy_adam"
+
+
+def non_default_settings(config: RunConfig) -> str:
+    """The resolved configuration's keys that differ from the plain defaults, as `set: k=v, ...; defaults for
+    <loss>: k=v, ...; optimizer <name>` (the per-loss defaults listed apart, the optimizer always named)."""
+    plain, applied = RunConfig(), getattr(config, "loss_defaults_applied", {})
+    changed = []
+    for f in fields(RunConfig):
+        value = getattr(config, f.name)
+        if f.name.endswith("_args"):
+            reference = dataclasses.asdict(_args_class(f.name, getattr(config, f.name[:-len("_args")]))())
+            changed += [(f"{f.name}.{k}", v) for k, v in value.items() if reference.get(k) != v]
+        elif f.name != "optimizer" and value != getattr(plain, f.name):
+            changed.append((f.name, value))
+    given = ", ".join(f"{k}={v}" for k, v in changed if k not in applied) or "(nothing)"
+    parts = [f"set: {given}"]
+    if applied:
+        parts.append(f"defaults for {config.loss}: " + ", ".join(f"{k}={v}" for k, v in changed if k in applied))
+    return "; ".join(parts + [f"optimizer {config.optimizer}"])
 
 
 def deep_merge(base: dict, extra: dict) -> dict:

@@ -119,9 +119,12 @@ def check_args(args_class, given: dict, where: str) -> None:
 
 
 def check_against_dataset(config, n_items: int, ks: list[int], default_negatives: int, where: str) -> None:
-    """Settings that depend on the data: cut-offs and an explicitly raised n_negatives within the catalogue."""
+    """Settings that depend on the data: cut-offs, and an n_negatives the user set (not a default, nor a loss's
+    default bundle) within the catalogue."""
     if max(ks) > n_items:
         raise RecxError(f"{where}: K={max(ks)} is larger than the number of items ({n_items})")
-    if config.n_negatives > n_items and config.n_negatives != default_negatives:
+    explicit = (config.n_negatives != default_negatives
+                and "n_negatives" not in getattr(config, "loss_defaults_applied", {}))
+    if config.n_negatives > n_items and explicit:
         raise RecxError(f"{where}: n_negatives = {config.n_negatives} is larger than the catalogue of dataset "
                         f"{config.dataset!r} ({n_items} items); expected at most {n_items}")

@@ -109,7 +109,7 @@ def test_eval_rejects_incomplete_runs_and_large_k(tiny_root, tmp_path, recx_cli)
 def test_nan_loss_stops_with_epoch_and_step(tiny_root, tmp_path, recx_cli):
     run = tmp_path / "nan"
     result = recx_cli("train", "--dataset", "tiny", "--data-root", tiny_root, "--run-dir", run, "--lr", "1e30",
-                      "--epochs", "3", "--quiet", "--device", "cpu")
+                      "--loss", "bpr", "--epochs", "3", "--quiet", "--device", "cpu")
     assert result.code == 1
     message = result.err.replace("\n", " ")
     assert "the loss became nan at epoch" in message and ", step " in message and "Traceback" not in message

@@ -13,7 +13,7 @@ from recx.train.build import build_model
 
 
 def test_prism_norms_rank_exactly_like_popularity(tiny):
-    model = build_model(resolve({"model": "mf", "dim": 8, "model_args": {"init": "prism"}}), tiny, torch.device("cpu"))
+    model = build_model(resolve({"loss": "bpr", "model": "mf", "dim": 8, "model_args": {"init": "prism"}}), tiny, torch.device("cpu"))
     found = diagnostics(model, tiny, ["test"], [10])
     assert found["item_norm_popularity_spearman"] > 0.99  # 1 up to float32 ties among equal degrees
     norms = found["item_norm_by_stratum"]
@@ -24,7 +24,7 @@ def test_prism_norms_rank_exactly_like_popularity(tiny):
 
 
 def test_cosine_view_ignores_magnitudes(tiny):
-    model = build_model(resolve({"model": "mf", "dim": 8}), tiny, torch.device("cpu"))
+    model = build_model(resolve({"loss": "bpr", "model": "mf", "dim": 8}), tiny, torch.device("cpu"))
     before = diagnostics(model, tiny, ["test"], [10])["ndcg"]["test"]["cosine"]["10"]
     with torch.no_grad():
         model.item_embedding.mul_(torch.rand(tiny.n_items, 1) * 5 + 0.1)

@@ -25,7 +25,7 @@ def _dense_reference(tiny, user_table, item_table, n_layers):
 
 def test_lightgcn_propagation_equals_dense_reference(tiny):
     for n_layers in (0, 1, 3):
-        config = resolve({"model": "lightgcn", "dim": 8, "model_args": {"n_layers": n_layers, "init": "xavier"}})
+        config = resolve({"loss": "bpr", "model": "lightgcn", "dim": 8, "model_args": {"n_layers": n_layers, "init": "xavier"}})
         model = build_model(config, tiny, torch.device("cpu"))
         users = torch.arange(tiny.n_users)
         query, items = model.representations(users)
@@ -36,7 +36,7 @@ def test_lightgcn_propagation_equals_dense_reference(tiny):
 
 
 def test_lightgcn_gradients_reach_the_tables_and_the_eval_cache_follows_updates(tiny):
-    model = build_model(resolve({"model": "lightgcn", "dim": 8}), tiny, torch.device("cpu"))
+    model = build_model(resolve({"loss": "bpr", "model": "lightgcn", "dim": 8}), tiny, torch.device("cpu"))
     query, items = model.representations(torch.tensor([0, 1]))
     (query @ items.T).sum().backward()
     assert model.user_embedding.grad.abs().sum() > 0 and model.item_embedding.grad.abs().sum() > 0
@@ -49,7 +49,7 @@ def test_lightgcn_gradients_reach_the_tables_and_the_eval_cache_follows_updates(
 
 
 def test_nonlinear_mf_applies_an_mlp_on_each_side(tiny):
-    model = build_model(resolve({"model": "nonlinear_mf", "dim": 8}), tiny, torch.device("cpu"))
+    model = build_model(resolve({"loss": "bpr", "model": "nonlinear_mf", "dim": 8}), tiny, torch.device("cpu"))
     users = torch.tensor([2, 4])
     query, items = model.representations(users)
     expected = model.user_mlp(model.user_embedding[users])

@@ -6,7 +6,7 @@ from recx.train.build import build_model
 
 
 def _model(tiny, model, **model_args):
-    return build_model(resolve({"model": model, "dim": 8, "model_args": model_args}), tiny, torch.device("cpu"))
+    return build_model(resolve({"loss": "bpr", "model": model, "dim": 8, "model_args": model_args}), tiny, torch.device("cpu"))
 
 
 def test_cosine_scoring_equals_cosine_over_temperature(tiny):

@@ -261,7 +261,7 @@ def test_failed_download_does_not_claim_a_kept_part(tmp_path):
 def test_a_failed_run_in_a_folder_it_did_not_create_leaves_the_folder_as_it_was(tiny_root, tmp_path, recx_cli):
     run = tmp_path / "mine"
     run.mkdir()
-    result = recx_cli("train", "--dataset", "tiny", "--data-root", tiny_root, "--run-dir", run, "--lr", "1e30",
+    result = recx_cli("train", "--dataset", "tiny", "--data-root", tiny_root, "--run-dir", run, "--loss", "bpr", "--lr", "1e30",
                       "--epochs", "3", "--quiet", "--device", "cpu")
     assert_user_error(result, "the loss became nan")
     assert run.is_dir() and not any(run.iterdir())

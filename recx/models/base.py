@@ -16,6 +16,13 @@ class Model(nn.Module):
         """(query [len(users), d], item table [n_items, d]); score(u, i) = query[u] · items[i]."""
         raise NotImplementedError
 
+    def rows(self, users: torch.Tensor, items: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(query [len(users), d], item representations [len(items), d]) of the given ids only: a training step
+        asks for the rows it scores, so gradients (and row-sparse optimizer updates) touch only those rows where the
+        model allows it. This default computes the whole item table and picks the rows."""
+        query, table = self.representations(users)
+        return query, table[items]
+
     def embedding_tables(self) -> list[nn.Parameter]:
         """The per-user / per-item parameter tables (rows indexed by id), for weight decay modes."""
         raise NotImplementedError
@@ -27,7 +34,7 @@ class Model(nn.Module):
 
     @torch.no_grad()
     def query(self, users: torch.Tensor) -> torch.Tensor:
-        return self.representations(users)[0].detach()
+        return self.rows(users, users.new_zeros(0))[0].detach()
 
     @property
     def device(self) -> torch.device:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from recx.errors import RecxError
@@ -21,7 +22,7 @@ PRISM_SCOPES = ("items", "both")
 
 @dataclass
 class EmbeddingArgs:
-    """scoring dot|cosine with `temperature`; init normal (std `init_std`) | xavier | prism (`prism_alpha`).
+    """scoring dot|cosine with `temperature`; init xavier (default) | normal (std `init_std`) | prism (`prism_alpha`).
 
     PRISM scales item rows by their training popularity (the paper's Eq. 4 is stated for items); `prism_scope: both`
     also scales user rows by their training interaction count.
@@ -29,7 +30,7 @@ class EmbeddingArgs:
 
     scoring: str = "dot"
     temperature: float = 1.0
-    init: str = "normal"
+    init: str = "xavier"
     init_std: float = 0.1
     prism_alpha: float = 1.0
     prism_scope: str = "items"
@@ -63,8 +64,24 @@ class EmbeddingModel(Model):
         """(query [len(users), d], items [n_items, d]) before scoring."""
         raise NotImplementedError
 
+    def encode_rows(self, users: torch.Tensor, items: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(query [len(users), d], items [len(items), d]) before scoring; by default through `encode`."""
+        query, table = self.encode(users)
+        return query, table[items]
+
     def representations(self, users: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return apply_scoring(*self.encode(users), self.args.scoring, self.args.temperature)
+
+    def rows(self, users: torch.Tensor, items: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Scoring is row-wise (dot, cosine), so it applies to the requested rows alone."""
+        return apply_scoring(*self.encode_rows(users, items), self.args.scoring, self.args.temperature)
+
+    def user_rows(self, users: torch.Tensor) -> torch.Tensor:
+        """Rows of the user table with a row-sparse gradient (only these rows get one)."""
+        return F.embedding(users, self.user_embedding, sparse=True)
+
+    def item_rows(self, items: torch.Tensor) -> torch.Tensor:
+        return F.embedding(items, self.item_embedding, sparse=True)
 
     def embedding_tables(self) -> list[nn.Parameter]:
         return [self.user_embedding, self.item_embedding]

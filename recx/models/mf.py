@@ -20,3 +20,6 @@ class MatrixFactorization(EmbeddingModel):
 
     def encode(self, users: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return self.user_embedding[users], self.item_embedding
+
+    def encode_rows(self, users: torch.Tensor, items: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.user_rows(users), self.item_rows(items)

@@ -32,3 +32,7 @@ class NonlinearMF(EmbeddingModel):
 
     def encode(self, users: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return self.user_mlp(self.user_embedding[users]), self.item_mlp(self.item_embedding)
+
+    def encode_rows(self, users: torch.Tensor, items: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The MLPs act row by row, so only the requested rows are read."""
+        return self.user_mlp(self.user_rows(users)), self.item_mlp(self.item_rows(items))

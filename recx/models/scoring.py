@@ -29,4 +29,5 @@ def per_query_scores(query: torch.Tensor, items_table: torch.Tensor, items: torc
     """
     if items_table.shape[0] <= 8 * items.shape[1]:
         return (query @ items_table.T).gather(1, items)
-    return torch.einsum("bd,bkd->bk", query, items_table[items])
+    rows = items_table.index_select(0, items.reshape(-1)).view(*items.shape, -1)  # index_select: a fast CPU gather
+    return torch.einsum("bd,bkd->bk", query, rows)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import torch
 
@@ -30,12 +31,29 @@ class Negatives:
         return self.items.shape[0] == 1
 
 
-@dataclass
 class Batch:
-    users: torch.Tensor  # [B]
-    positives: torch.Tensor  # [B]
-    query: torch.Tensor  # [B, d], detached
-    item_table: torch.Tensor  # [n_items, d], detached
+    """A step's users [B] and positives [B], with the model's detached representations: `query` [B, d] and
+    `item_table` [n_items, d]. Each representation may be given as a tensor or as a function that computes it; it
+    is then computed on first use only, so samplers that never read it (uniform, popularity) cost the step no
+    whole-table computation."""
+
+    def __init__(self, users: torch.Tensor, positives: torch.Tensor,
+                 query: torch.Tensor | Callable[[], torch.Tensor],
+                 item_table: torch.Tensor | Callable[[], torch.Tensor]):
+        self.users, self.positives = users, positives
+        self._query, self._item_table = query, item_table
+
+    @property
+    def query(self) -> torch.Tensor:
+        if callable(self._query):
+            self._query = self._query()
+        return self._query
+
+    @property
+    def item_table(self) -> torch.Tensor:
+        if callable(self._item_table):
+            self._item_table = self._item_table()
+        return self._item_table
 
 
 class Sampler:

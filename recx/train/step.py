@@ -1,34 +1,71 @@
-"""One training step: representations, negatives, scores, loss (with batched weight decay when asked)."""
+"""One training step: negatives, the rows they need, scores, loss (with batched weight decay when asked).
+
+The step reads only the representations it scores (`model.rows`: the batch's users, its positives and candidates),
+so gradients and row-sparse optimizer updates touch only those rows. The whole item table is computed only where a
+method needs it: a sampler that scores every item (read lazily through `Batch.item_table`), a candidate set as large
+as the catalogue (full softmax), or per-query candidates on a catalogue small enough that one [B, n_items] product
+is cheaper than gathering rows.
+"""
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 
 from recx.config import RunConfig
 from recx.losses.base import LossInput
 from recx.models.scoring import per_query_scores
 from recx.samplers.base import Batch, Negatives
 
+FEW_CANDIDATES = 8  # per-query candidates up to which elementwise products beat a batched matrix product
 
-def gather_scores(query: torch.Tensor, item_table: torch.Tensor, positives: torch.Tensor,
-                  negatives: Negatives) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(positive scores [B], negative scores [B, n], positive representations [B, d]).
 
-    One gather of the positive and candidate rows (one backward scatter into the item table instead of two); a
-    shared candidate set is scored by one matrix product, per-query sets by a batched inner product, or, with a
-    small catalogue, by `per_query_scores`.
-    """
-    batch = positives.numel()
-    if not negatives.shared and item_table.shape[0] <= 8 * negatives.items.shape[1]:
-        positive_repr = item_table[positives]
-        return (query * positive_repr).sum(-1), per_query_scores(query, item_table, negatives.items), positive_repr
-    rows = item_table[torch.cat([positives, negatives.items.flatten()])]
+def whole_table_pays(n_items: int, negatives: Negatives) -> bool:
+    """True when scoring against the whole item table costs no more than gathering the candidates' rows."""
+    n_candidates = negatives.items.shape[1]
+    return n_candidates >= n_items if negatives.shared else n_items <= 8 * n_candidates
+
+
+def scores_from_table(query: torch.Tensor, item_table: torch.Tensor, positives: torch.Tensor,
+                      negatives: Negatives) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    positive_repr = item_table[positives]
+    if negatives.shared:
+        neg_scores = query @ item_table[negatives.items[0]].T
+    else:
+        neg_scores = per_query_scores(query, item_table, negatives.items)
+    return (query * positive_repr).sum(-1), neg_scores, positive_repr
+
+
+def scores_from_rows(query: torch.Tensor, rows: torch.Tensor, negatives: Negatives
+                     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """`rows` are the positives' [B] then the candidates' representations."""
+    batch = query.shape[0]
     positive_repr, candidate_repr = rows[:batch], rows[batch:]
-    pos_scores = (query * positive_repr).sum(-1)
     if negatives.shared:
         neg_scores = query @ candidate_repr.T
+    elif negatives.items.shape[1] <= FEW_CANDIDATES:
+        neg_scores = (query[:, None, :] * candidate_repr.view(batch, -1, query.shape[1])).sum(-1)
     else:
         neg_scores = torch.einsum("bd,bnd->bn", query, candidate_repr.view(batch, -1, query.shape[1]))
-    return pos_scores, neg_scores, positive_repr
+    return (query * positive_repr).sum(-1), neg_scores, positive_repr
+
+
+def step_scores(model, users: torch.Tensor, positives: torch.Tensor, negatives: Negatives
+                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(query [B, d], positive scores [B], negative scores [B, n], positive representations [B, d])."""
+    if whole_table_pays(model.n_items, negatives):
+        query, item_table = model.representations(users)
+        return (query, *scores_from_table(query, item_table, positives, negatives))
+    query, rows = model.rows(users, torch.cat([positives, negatives.items.flatten()]))
+    return (query, *scores_from_rows(query, rows, negatives))
+
+
+def distinct_rows_norm(table: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+    """½ Σ ‖row‖² over the distinct ids (each counted once), read with a row-sparse gradient. Sorting and masking
+    repeats instead of `torch.unique` keeps the step free of host syncs."""
+    ids = ids.sort().values
+    first = torch.ones_like(ids, dtype=torch.bool)
+    first[1:] = ids[1:] != ids[:-1]
+    return 0.5 * (F.embedding(ids, table, sparse=True).pow(2).sum(-1) * first).sum()
 
 
 def batched_decay(model, users: torch.Tensor, items: torch.Tensor) -> torch.Tensor:
@@ -38,13 +75,13 @@ def batched_decay(model, users: torch.Tensor, items: torch.Tensor) -> torch.Tens
     row every step: the PRISM paper's batched weight decay (§4.1.1), P(i ∈ B) = 1 in its Theorem 3.1.
     """
     user_table, item_table = model.embedding_tables()[:2]
-    return 0.5 * (user_table[torch.unique(users)].pow(2).sum() + item_table[torch.unique(items)].pow(2).sum())
+    return distinct_rows_norm(user_table, users) + distinct_rows_norm(item_table, items)
 
 
 def training_loss(model, sampler, loss_fn, config: RunConfig, users: torch.Tensor, positives: torch.Tensor) -> torch.Tensor:
-    query, item_table = model.representations(users)
-    negatives = sampler.sample(Batch(users, positives, query.detach(), item_table.detach()))
-    pos_scores, neg_scores, positive_repr = gather_scores(query, item_table, positives, negatives)
+    batch = Batch(users, positives, lambda: model.query(users), model.item_table)
+    negatives = sampler.sample(batch)
+    query, pos_scores, neg_scores, positive_repr = step_scores(model, users, positives, negatives)
     if loss_fn.mask_positive:
         neg_scores = neg_scores.masked_fill(negatives.items == positives[:, None], float("-inf"))
     loss = loss_fn(LossInput(pos_scores, neg_scores, negatives.positive_log_q, negatives.log_q, negatives.weights,

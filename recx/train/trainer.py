@@ -15,7 +15,7 @@ import pandas as pd
 import torch
 from rich.progress import Progress
 
-from recx.config import RunConfig
+from recx.config import RunConfig, non_default_settings
 from recx.config_schema import check_against_dataset
 from recx.data.dataset import Dataset
 from recx.errors import Interrupted, RecxError
@@ -27,6 +27,7 @@ from recx.runs import store
 from recx.runs.lock import exclusive
 from recx.train.build import build_model
 from recx.train.device import resolve_device
+from recx.train.nonfinite import NonFiniteWatch, non_finite_error
 from recx.train.progress import RunProgress, make_progress, shown_task
 from recx.train.runners import RUNNERS
 
@@ -41,10 +42,6 @@ class RunOutcome:
     results: pd.DataFrame
 
 
-def first_bad_step(losses: torch.Tensor) -> int | None:
-    """1-based index of the first non-finite loss in `losses` (host tensor), or None."""
-    bad = torch.nonzero(~torch.isfinite(losses))
-    return int(bad[0]) + 1 if bad.numel() else None
 
 
 def fit(config: RunConfig, dataset: Dataset, model, folder: Path, progress: Progress) -> int:
@@ -59,6 +56,7 @@ def fit(config: RunConfig, dataset: Dataset, model, folder: Path, progress: Prog
     best_score, best_epoch, best_state, waited = -math.inf, 0, None, 0
     name = f"{config.loss}+{config.sampler}"
     task = progress.add_task(name, total=max(runner.n_steps, 1), status="")
+    on_host = model.device.type == "cpu"  # the running loss is shown only where reading it costs no device sync
     epoch = 0
     for epoch in range(1, config.epochs + 1 if runner.n_steps else 1):
         model.train()
@@ -66,22 +64,23 @@ def fit(config: RunConfig, dataset: Dataset, model, folder: Path, progress: Prog
         losses = torch.zeros(runner.n_steps, device=model.device)
         progress.update(task, description=f"{name} epoch {epoch}/{config.epochs}", completed=0)
         shown = {"at": started}
+        watch = NonFiniteWatch(losses, epoch, config.lr)
 
         def after_step(step: int) -> None:
+            watch.after_step(step)
             now = time.perf_counter()
             if now - shown["at"] >= LOSS_REFRESH_S:
                 shown["at"] = now
-                progress.update(task, completed=step, status=f"{step / (now - started):.1f} steps/s  "
-                                                             f"loss {float(losses[:step].mean()):.4f}")
+                running = f"  loss {float(losses[:step].mean()):.4f}" if on_host else ""
+                progress.update(task, completed=step, status=f"{step / (now - started):.1f} steps/s{running}")
             else:
                 progress.update(task, completed=step)
 
         runner.train_epoch(epoch, losses, after_step)
         losses = losses.cpu()
-        bad = first_bad_step(losses)
-        if bad is not None:
-            raise RecxError(f"the loss became {float(losses[bad - 1])} at epoch {epoch}, step {bad}; "
-                            f"try a smaller lr (now {config.lr}) or a higher temperature")
+        error = non_finite_error(losses, epoch, config.lr)
+        if error is not None:
+            raise error
         record = {"epoch": epoch, "loss": float(losses.mean()), "seconds": time.perf_counter() - started}
         status = f"loss {record['loss']:.4f}"
         if dataset.valid is not None and epoch % config.eval_every == 0:
@@ -156,6 +155,7 @@ def _train_locked(config, dataset, folder, progress, ks, force, with_diagnostics
                 store.load_weights(model, folder, device)
                 best_epoch = store.trained_epoch(folder)
             else:
+                shown.console.print(f"run {config.run_id()}: {non_default_settings(config)}", highlight=False)
                 store.start_run(target, config, {"seed": config.seed, "data_hash": dataset.data_hash,
                                                  "device": str(device), "data_folder": str(dataset.folder),
                                                  "dataset_card": dataset.card, "packages": store.package_versions()})

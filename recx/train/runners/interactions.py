@@ -1,10 +1,13 @@
-"""Interaction batches (MF, LightGCN): Adam over shuffled training interactions, a sampler and a loss per step."""
+"""Interaction batches (MF, LightGCN): shuffled training interactions, a sampler, a loss and an optimizer step per
+batch. Shuffling, batching and sampling stay on the run's device; a step's loss is written into the device tensor
+`losses`, so no step waits for the host."""
 from __future__ import annotations
 
 import math
 
 import torch
 
+from recx.train import optim
 from recx.train.build import build_loss, build_sampler
 from recx.train.runners import RUNNERS
 from recx.train.runners.base import EpochRunner
@@ -12,13 +15,10 @@ from recx.train.step import training_loss
 
 
 def make_optimizer(model, loss_fn, config) -> torch.optim.Optimizer:
-    """Adam (fused kernel: several times faster than the per-tensor loop on large embedding tables); in `full`
-    weight-decay mode every parameter row decays every step (PyTorch's weight_decay)."""
+    """The run's `optimizer` (recx.train.optim) over the model's and the loss's parameters; in `full` weight-decay
+    mode every model parameter row decays every step (dense Adam's weight_decay)."""
     decay = config.weight_decay if config.weight_decay_mode == "full" else 0.0
-    groups = [{"params": list(model.parameters()), "weight_decay": decay}]
-    if loss_fn.parameters():
-        groups.append({"params": loss_fn.parameters(), "weight_decay": 0.0})
-    return torch.optim.Adam(groups, lr=config.lr, fused=True)
+    return optim.make_optimizer(config.optimizer, list(model.parameters()), config.lr, decay, loss_fn.parameters())
 
 
 @RUNNERS.register("interactions")
@@ -38,7 +38,8 @@ class InteractionEpochs(EpochRunner):
         order = torch.randperm(self.items_of.numel(), generator=self.generator, device=model.device)
         for step in range(self.n_steps):
             index = order[step * config.batch_size:(step + 1) * config.batch_size]
-            loss = training_loss(model, self.sampler, self.loss_fn, config, self.users_of[index], self.items_of[index])
+            users, positives = self.users_of.index_select(0, index), self.items_of.index_select(0, index)
+            loss = training_loss(model, self.sampler, self.loss_fn, config, users, positives)
             self.optimizer.zero_grad(set_to_none=True)
             loss.backward()
             self.optimizer.step()

@@ -1,0 +1,139 @@
+"""Benchmark: seconds per training epoch on Gowalla (MF, dim 64, batch 2048) next to implicit's BPR epoch and the
+bare matmul floor of the same shapes, all in this process with the same number of threads.
+
+Cases (the trainer's own epoch runner, optimizer as resolved unless --optimizer is given):
+  BPR, uniform, 1 negative;  BPR, DNS(5, 100);  sampled softmax, 2000 uniform negatives shared by the batch.
+Baselines: implicit 0.7.3's BPR (64 factors, one iteration = one epoch over the training interactions; an optional
+bench dependency: `pip install implicit`), and the floor: forward and backward of the step's score products alone
+(per-query dot products for BPR, the [B, d] x [d, 2000] product for sampled softmax) on random tensors, per epoch.
+On CUDA it also counts host syncs inside an epoch with torch's sync debug mode (each synchronising call warns).
+
+    python bench/train_speed.py --data-root /tmp/speed-data [--threads 1] [--epochs 1] [--optimizer lazy_adam]
+                                [--cases bpr,dns,softmax] [--device cuda]
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import time
+import warnings
+from pathlib import Path
+
+import torch
+
+from recx.config import resolve
+from recx.data.dataset import load_dataset
+from recx.train.build import build_model
+from recx.train.device import resolve_device
+from recx.train.runners.interactions import InteractionEpochs
+
+CASES = {
+    "bpr": ("bpr, uniform, 1 negative", {"loss": "bpr", "sampler": "uniform", "n_negatives": 1}),
+    "dns": ("bpr, dns(5 of 100)", {"loss": "bpr", "sampler": "dns", "sampler_args": {"m": 5, "n_candidates": 100}}),
+    "softmax": ("softmax, uniform, 2000 shared", {"loss": "softmax", "sampler": "uniform", "n_negatives": 2000,
+                                                 "sampler_args": {"shared": True}}),
+}
+
+
+def synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def epoch_seconds(raw: dict, dataset, device: torch.device, epochs: int, count_syncs: bool = False
+                  ) -> tuple[float, int | None]:
+    """(mean seconds per epoch (on CUDA after a warm-up epoch), host syncs inside an epoch on CUDA)."""
+    config = resolve({"model": "mf", "dim": 64, "batch_size": 2048, "device": device.type, **raw})
+    model = build_model(config, dataset, device)
+    runner = InteractionEpochs(config, dataset, model, torch.Generator(device=device).manual_seed(0))
+    losses = torch.zeros(runner.n_steps, device=device)
+    if device.type == "cuda":
+        runner.train_epoch(0, losses, lambda step: None)
+    synchronize(device)
+    started = time.perf_counter()
+    for epoch in range(epochs):
+        runner.train_epoch(epoch + 1, losses, lambda step: None)
+    synchronize(device)
+    seconds = (time.perf_counter() - started) / epochs
+    syncs = None
+    if count_syncs:
+        torch.cuda.set_sync_debug_mode("warn")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            runner.train_epoch(epochs + 1, losses, lambda step: None)
+        torch.cuda.set_sync_debug_mode("default")
+        syncs = sum("synchroniz" in str(w.message) for w in caught)
+    assert torch.isfinite(losses).all()
+    return seconds, syncs
+
+
+def floor_seconds(n_steps: int, batch: int, dim: int, n_shared: int | None, device: torch.device) -> float:
+    """Forward + backward of the score products alone, per epoch: B dot products (n_shared None) or [B, d] x [d, n]."""
+    query = torch.randn(batch, dim, device=device, requires_grad=True)
+    items = torch.randn(n_shared or 2 * batch, dim, device=device, requires_grad=True)
+    def step():
+        scores = query @ items.T if n_shared else (query * items[:batch]).sum(-1) - (query * items[batch:]).sum(-1)
+        scores.sum().backward()
+    step()
+    synchronize(device)
+    started = time.perf_counter()
+    for _ in range(n_steps):
+        step()
+    synchronize(device)
+    return time.perf_counter() - started
+
+
+def implicit_bpr_seconds(dataset, threads: int, epochs: int) -> float | None:
+    try:
+        import scipy.sparse
+        from implicit.cpu.bpr import BayesianPersonalizedRanking
+    except ImportError:
+        return None
+    train = dataset.train.to("cpu")
+    matrix = scipy.sparse.csr_matrix((torch.ones(train.nnz).numpy(), train.indices.numpy(), train.indptr.numpy()),
+                                     shape=(dataset.n_users, dataset.n_items))
+    BayesianPersonalizedRanking(factors=64, iterations=1, num_threads=threads, random_state=0).fit(
+        matrix, show_progress=False)  # warm-up
+    model = BayesianPersonalizedRanking(factors=64, iterations=epochs, num_threads=threads, random_state=0)
+    started = time.perf_counter()
+    model.fit(matrix, show_progress=False)
+    return (time.perf_counter() - started) / epochs
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data-root", type=Path, default=Path("data"))
+    parser.add_argument("--dataset", default="gowalla")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--epochs", type=int, default=1, help="timed epochs per case")
+    parser.add_argument("--optimizer", default="auto")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--cases", default=",".join(CASES), help=f"comma-separated, of: {', '.join(CASES)}")
+    options = parser.parse_args()
+    torch.set_num_threads(options.threads)
+    device = resolve_device(options.device)
+    dataset = load_dataset(options.data_root, options.dataset).to(device)
+    n_steps = math.ceil(dataset.train.nnz / 2048)
+    print(f"{options.dataset}: {dataset.n_users:,} users, {dataset.n_items:,} items, {dataset.train.nnz:,} training "
+          f"interactions; MF dim 64, batch 2048 ({n_steps} steps); {device}, {options.threads} thread(s); "
+          f"optimizer {options.optimizer}")
+    reference = implicit_bpr_seconds(dataset, options.threads, options.epochs) if device.type == "cpu" else None
+    print(f"implicit BPR (64 factors): {reference:.3f} s/epoch" if reference else
+          "implicit BPR: not installed (pip install implicit) or not on CPU; skipped", flush=True)
+    floors = {"bpr": floor_seconds(n_steps, 2048, 64, None, device),
+              "softmax": floor_seconds(n_steps, 2048, 64, 2000, device)}
+    print(f"{'case':32s} {'s/epoch':>8s} {'floor':>8s} {'/floor':>7s} {'/implicit':>10s}")
+    cases = [CASES[key] for key in options.cases.split(",")]
+    for name, raw in cases:
+        seconds, _ = epoch_seconds({**raw, "optimizer": options.optimizer}, dataset, device, options.epochs)
+        floor = floors[raw["loss"]]
+        versus = f"{seconds / reference:10.2f}" if reference else f"{'-':>10s}"
+        print(f"{name:32s} {seconds:8.3f} {floor:8.3f} {seconds / floor:7.2f} {versus}", flush=True)
+    if device.type == "cuda":
+        for name, raw in cases:
+            seconds, syncs = epoch_seconds({**raw, "optimizer": options.optimizer}, dataset, device, 1, True)
+            print(f"cuda {name:27s} {seconds:8.3f} s/epoch, host syncs inside an epoch: {syncs}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,27 @@
+"""Per-loss defaults (recx.config.LOSS_DEFAULTS) and the run-start summary of non-default settings."""
+from recx.config import non_default_settings, resolve
+
+
+def test_softmax_gets_shared_candidates_and_cosine_scores_unless_told_otherwise():
+    config = resolve({})
+    assert (config.loss, config.n_negatives, config.sampler_args["shared"]) == ("softmax", 2000, True)
+    assert (config.model_args["scoring"], config.model_args["temperature"], config.model_args["init"]) == \
+        ("cosine", 0.1, "xavier")
+    assert config.optimizer == "adam" and resolve({"loss": "bpr"}).optimizer == "lazy_adam"
+    summary = non_default_settings(config)
+    assert summary == ("set: (nothing); defaults for softmax: n_negatives=2000, model_args.scoring=cosine, "
+                       "model_args.temperature=0.1, sampler_args.shared=True; optimizer adam")
+
+
+def test_a_bundle_is_not_applied_when_any_of_its_keys_is_set():
+    config = resolve({"n_negatives": 10, "loss_args": {"temperature": 0.2}})
+    assert (config.n_negatives, config.sampler_args["shared"]) == (10, False)
+    assert (config.model_args["scoring"], config.model_args["temperature"]) == ("dot", 1.0)
+    assert non_default_settings(config) == "set: n_negatives=10, loss_args.temperature=0.2; optimizer adam"
+
+
+def test_bpr_gets_one_negative_and_samplers_without_shared_keep_their_args():
+    assert resolve({"loss": "bpr"}).n_negatives == 1
+    config = resolve({"sampler": "dns"})  # softmax with DNS: no `shared` key, so 2000 negatives are not imposed
+    assert config.n_negatives == 100 and "shared" not in config.sampler_args
+    assert config.model_args["scoring"] == "cosine"
