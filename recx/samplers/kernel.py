@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import torch
 
 from recx.errors import RecxError
+from recx.models.scoring import per_query_scores
 from recx.samplers import SAMPLERS
 from recx.samplers.base import Batch, Negatives, Sampler
 from recx.samplers.kernels.midx_draw import inverse_cdf
@@ -84,7 +85,7 @@ class QuadraticKernelSampler(Sampler):
 
     def log_probability(self, batch: Batch, items: torch.Tensor) -> torch.Tensor:
         self._ready(batch)
-        scores = torch.einsum("bd,bld->bl", batch.query, self.items[items])
+        scores = per_query_scores(batch.query, self.items, items)
         root = torch.ones(batch.query.shape[0], dtype=torch.int64, device=items.device)
         return torch.log(self.args.alpha * scores.pow(2) + 1) - torch.log(self._mass(batch.query, root))[:, None]
 
