@@ -111,6 +111,19 @@ def test_kernel_sampler_follows_the_quadratic_kernel(problem):
     check_draws_and_log_q(sampler, batch, torch.log(kernel / kernel.sum(1, keepdim=True)))
 
 
+def test_kernel_sampler_per_draw_descent_follows_the_kernel(problem):
+    """Few draws per query: node masses are computed per draw and level (the other path of `_draw`)."""
+    dataset, batch = problem
+    replicas = 5000
+    repeated = type(batch)(batch.users[:1].repeat(replicas), batch.positives[:1].repeat(replicas),
+                           batch.query[:1].repeat(replicas, 1), batch.item_table)
+    sampler = make_sampler("kernel", dataset, 4, alpha=3.0, leaf_size=2)
+    negatives = sampler.sample(repeated)
+    assert 4 * 2 * 5 < 2 * sampler.n_leaves  # the per-draw path was taken
+    kernel = 3.0 * (batch.query[0] @ batch.item_table.T) ** 2 + 1
+    assert_follows(negatives.items, (kernel / kernel.sum()).numpy())
+
+
 def test_kernel_sampler_handles_a_partial_last_leaf():
     dataset = random_dataset(10, 23, seed=2)
     batch = random_batch(dataset, batch_size=2, dim=3, seed=4)

@@ -7,7 +7,8 @@ Divide and conquer: items are cut into leaves of `leaf_size` consecutive ids; a 
 leaves stores S_node and the item count of every node (rebuilt before each epoch). A draw descends from the root,
 going left with probability mass(left) / (mass(left) + mass(right)) (O(D²) per level), then draws an item of the
 leaf by its kernel weight (O(leaf_size · D)): O(D² log(M / leaf_size) + leaf_size · D) per draw, memory
-O((M / leaf_size) D²). Draws are processed in chunks to bound memory. `log_q` is the closed form above, for the item
+O((M / leaf_size) D²). A query drawing many items gets all its node masses at once (one matrix product, O(M D² /
+leaf_size)) and then descends in O(log M) per draw; queries are processed in chunks to bound memory. `log_q` is the closed form above, for the item
 vectors the tree was built from (between rebuilds the proposal is the kernel of the epoch's starting vectors).
 """
 from __future__ import annotations
@@ -65,23 +66,44 @@ class QuadraticKernelSampler(Sampler):
         self.items, self.sums, self.counts, self.built = items, sums, counts, True
 
     def _mass(self, query: torch.Tensor, nodes: torch.Tensor) -> torch.Tensor:
-        """α zᵀ S_node z + |node| for each (query row, node) pair [N]."""
+        """α zᵀ S_node z + |node| for each (query row, node) pair [N]: O(D²) each."""
         quadratic = torch.einsum("nd,nde,ne->n", query, self.sums[nodes], query)
         return self.args.alpha * quadratic + self.counts[nodes]
 
-    def _draw(self, query: torch.Tensor, uniforms: torch.Tensor) -> torch.Tensor:
-        """Items [N] for query rows [N, D] and uniforms [N, depth + 1]."""
-        node = torch.ones(query.shape[0], dtype=torch.int64, device=query.device)
+    def _node_masses(self, query: torch.Tensor) -> torch.Tensor:
+        """[B, 2P] masses of every tree node for each query: one product of the z zᵀ with the node sums."""
+        outer = torch.einsum("bd,be->bde", query, query).flatten(1)
+        return self.args.alpha * outer @ self.sums.flatten(1).T + self.counts
+
+    def _leaves(self, mass, n_draws: int, uniforms: torch.Tensor) -> torch.Tensor:
+        """Leaf [N] reached by each draw; `mass(draws, nodes)` gives node masses for draw indices."""
+        draws = torch.arange(n_draws, device=uniforms.device)
+        node = torch.ones(n_draws, dtype=torch.int64, device=uniforms.device)
         for level in range(uniforms.shape[1] - 1):
-            left = self._mass(query, 2 * node)
-            right = self._mass(query, 2 * node + 1)
+            left, right = mass(draws, 2 * node), mass(draws, 2 * node + 1)
             node = 2 * node + (uniforms[:, level] * (left + right) >= left).long()
-        leaf = node - self.n_leaves
+        return node - self.n_leaves
+
+    def _leaf_items(self, query: torch.Tensor, leaf: torch.Tensor, uniforms: torch.Tensor) -> torch.Tensor:
+        """An item of each draw's leaf by its kernel weight (padding ids past the catalogue weigh 0)."""
         size = self.args.leaf_size
         scores = torch.einsum("nsd,nd->ns", self.leaf_items[leaf], query)
         ids = leaf[:, None] * size + torch.arange(size, device=query.device)
         weights = torch.where(ids < self.dataset.n_items, self.args.alpha * scores.pow(2) + 1, 0)
-        return ids.gather(1, inverse_cdf(weights, uniforms[:, -1])[:, None])[:, 0]
+        return ids.gather(1, inverse_cdf(weights, uniforms)[:, None])[:, 0]
+
+    def _draw(self, query: torch.Tensor, rows: torch.Tensor, uniforms: torch.Tensor) -> torch.Tensor:
+        """Items [N] for draws of query rows `rows` [N] (into `query` [B, D]) with uniforms [N, depth + 1].
+
+        When a query draws more than (tree nodes) / (2 depth) items, the masses of all nodes are computed once per
+        query (O(P D²) per query, then O(log P) per draw); otherwise per draw and level (O(D² log P) per draw)."""
+        depth = uniforms.shape[1] - 1
+        if rows.numel() * 2 * depth >= query.shape[0] * 2 * self.n_leaves:
+            table = self._node_masses(query)
+            leaf = self._leaves(lambda draws, nodes: table[rows[draws], nodes], rows.numel(), uniforms)
+        else:
+            leaf = self._leaves(lambda draws, nodes: self._mass(query[rows[draws]], nodes), rows.numel(), uniforms)
+        return self._leaf_items(query[rows], leaf, uniforms[:, -1])
 
     def log_probability(self, batch: Batch, items: torch.Tensor) -> torch.Tensor:
         self._ready(batch)
@@ -97,12 +119,15 @@ class QuadraticKernelSampler(Sampler):
         self._ready(batch)
         n_queries, dim = batch.query.shape
         depth = int(math.log2(self.n_leaves))
-        rows = torch.arange(n_queries, device=batch.query.device).repeat_interleave(self.n_negatives)
-        uniforms = torch.rand((rows.numel(), depth + 1), generator=self.generator, device=rows.device,
-                              dtype=batch.query.dtype)
-        chunk = max(1, CHUNK_ENTRIES // (dim * dim))
-        items = torch.cat([self._draw(batch.query[part], uniforms[start:start + chunk])
-                           for start, part in zip(range(0, rows.numel(), chunk), torch.split(rows, chunk))])
-        items = items.view(n_queries, self.n_negatives)
-        log_q = self.log_probability(batch, items)
-        return Negatives(items, log_q, self.log_probability(batch, batch.positives[:, None])[:, 0])
+        uniforms = torch.rand((n_queries, self.n_negatives, depth + 1), generator=self.generator,
+                              device=batch.query.device, dtype=batch.query.dtype)
+        per_chunk = max(1, CHUNK_ENTRIES // (self.n_negatives * max(dim * dim // 8, self.args.leaf_size * dim)))
+        items = []
+        for start in range(0, n_queries, per_chunk):
+            query = batch.query[start:start + per_chunk]
+            rows = torch.arange(query.shape[0], device=query.device).repeat_interleave(self.n_negatives)
+            chunk_uniforms = uniforms[start:start + per_chunk].reshape(-1, depth + 1)
+            items.append(self._draw(query, rows, chunk_uniforms).view(query.shape[0], self.n_negatives))
+        items = torch.cat(items)
+        return Negatives(items, self.log_probability(batch, items),
+                         self.log_probability(batch, batch.positives[:, None])[:, 0])

@@ -22,24 +22,27 @@ def inverse_cdf(weights: torch.Tensor, uniforms: torch.Tensor) -> torch.Tensor:
 
 def draw_torch(log_joint: torch.Tensor, cumulative: torch.Tensor, cell_ptr: torch.Tensor, order: torch.Tensor,
                uniforms: torch.Tensor) -> torch.Tensor:
-    """Items [B, n] for `uniforms` [B, n, 3] (float64); `cumulative` is [M + 1] (shared) or [B, M + 1]."""
-    batch, n, _ = uniforms.shape
+    """Items [B, n] for `uniforms` [B, n, 3] (float64); `cumulative` is [M + 1] (shared) or [B, M + 1].
+
+    Stages 1 and 2 are two binary searches in each query's cumulative joint weights over the K² cells (k1-major):
+    its values at row ends are stage 1's CDF, and within row k1 it is stage 2's CDF shifted by the rows before."""
+    batch, _, _ = uniforms.shape
     k = log_joint.shape[1]
     flat = log_joint.to(torch.float64).flatten(1)
-    joint = torch.exp(flat - flat.max(dim=1, keepdim=True).values).view(batch, k, k)
-    first = inverse_cdf(joint.sum(-1)[:, None, :].expand(batch, n, k), uniforms[..., 0])
-    rows = joint.gather(1, first[..., None].expand(batch, n, k))
-    second = inverse_cdf(rows, uniforms[..., 1])
-    cell = first * k + second
+    cells_cdf = torch.cumsum(torch.exp(flat - flat.max(dim=1, keepdim=True).values), dim=1)  # [B, K²]
+    row_end = cells_cdf[:, k - 1::k].contiguous()  # [B, K]
+    first = torch.searchsorted(row_end, uniforms[..., 0] * row_end[:, -1:], right=True).clamp_max(k - 1)
+    high = row_end.gather(1, first)
+    low = torch.where(first > 0, row_end.gather(1, (first - 1).clamp_min(0)), torch.zeros_like(high))
+    cell = torch.searchsorted(cells_cdf, low + uniforms[..., 1] * (high - low), right=True)
+    cell = torch.minimum(torch.maximum(cell, first * k), first * k + k - 1)
     start, end = cell_ptr[cell], cell_ptr[cell + 1]
     if cumulative.ndim == 1:
         low, high = cumulative[start], cumulative[end]
-        target = low + uniforms[..., 2] * (high - low)
-        position = torch.searchsorted(cumulative[1:], target, right=True)
+        position = torch.searchsorted(cumulative[1:], low + uniforms[..., 2] * (high - low), right=True)
     else:
         low, high = cumulative.gather(1, start), cumulative.gather(1, end)
-        target = low + uniforms[..., 2] * (high - low)
-        position = torch.searchsorted(cumulative[:, 1:].contiguous(), target, right=True)
+        position = torch.searchsorted(cumulative[:, 1:].contiguous(), low + uniforms[..., 2] * (high - low), right=True)
     return order[torch.minimum(torch.maximum(position, start), end - 1)]
 
 

@@ -10,7 +10,7 @@ reparameterisation drawn from the run's generator), decodes the queries, and sco
   the positives' log q come from `Sampler.log_probability`.
 The objective is Σ_u [nll_u + β_t KL_u] summed over the batch (the official FastVAE code's reduction, the scale at
 which Adam's weight decay of 0.01 was tuned); the recorded step loss is that sum divided by the batch's user count.
-Adam with `weight_decay` (mode `full`; `batch` mode is an MF notion and is refused).
+Adam (fused) with `weight_decay` (mode `full`; `batch` mode is an MF notion and is refused).
 """
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ class UserEpochs(EpochRunner):
         if config.weight_decay_mode == "batch":
             raise RecxError(f"weight_decay_mode 'batch' is not defined for model {config.model!r}; use full or none")
         decay = config.weight_decay if config.weight_decay_mode == "full" else 0.0
-        self.optimizer = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=decay)
+        self.optimizer = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=decay, fused=True)
         self.sampler = build_sampler(config, dataset, generator) if model.sampled_softmax else None
         self.users = torch.nonzero(dataset.train.row_lengths() > 0).flatten().to(model.device)
         self.n_steps = math.ceil(self.users.numel() / config.batch_size)
