@@ -8,7 +8,8 @@ reparameterisation drawn from the run's generator), decodes the queries, and sco
   user, shared by all of u's positives), o' = o - log q (logQ correction), and
       nll = Σ_{(u,i)} log(exp(o'_ui) + Σ_{j ∈ Φ_u} exp(o'_uj)) - o'_ui;
   the positives' log q come from `Sampler.log_probability`.
-The objective is Σ_u [nll_u + β_t KL_u] summed over the batch (the official FastVAE code's reduction, the scale at
+`loss_args` apply as for the softmax losses: logits o = s / temperature, `logq_correction: false` drops log q (an
+item a resampler did not draw, log q = +inf, stays out). The objective is Σ_u [nll_u + β_t KL_u] summed over the batch (the official FastVAE code's reduction, the scale at
 which Adam's weight decay of 0.01 was tuned); the recorded step loss is that sum divided by the batch's user count.
 Adam (fused) with `weight_decay` (mode `full`; `batch` mode is an MF notion and is refused).
 """
@@ -69,7 +70,7 @@ class UserEpochs(EpochRunner):
         model = self.model
         mu, log_var = model.posterior(users, self.generator)
         noise = torch.randn(mu.shape, generator=self.generator, device=mu.device, dtype=mu.dtype)
-        query = model.decode(mu + noise * torch.exp(0.5 * log_var))
+        query = model.decode(mu + noise * torch.exp(0.5 * log_var)) / self.config.loss_args["temperature"]
         rows, positives = model.history(users)
         item_table = model.items
         if self.sampler is None:
@@ -86,6 +87,9 @@ class UserEpochs(EpochRunner):
         negatives = self.sampler.sample(batch)
         per_positive = Batch(users[rows], positives, query.detach()[rows], batch.item_table)
         positive_log_q = self.sampler.log_probability(per_positive, positives[:, None])[:, 0]
+        if not self.config.loss_args["logq_correction"]:
+            positive_log_q = torch.zeros_like(positive_log_q)
+            negatives.log_q = torch.where(torch.isinf(negatives.log_q), negatives.log_q, 0.0)
         return sampled_softmax_nll(query, item_table, rows, positives, positive_log_q, negatives)
 
     def train_epoch(self, epoch, losses, after_step) -> None:
