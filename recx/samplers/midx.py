@@ -51,7 +51,7 @@ class Proposal:
     second: torch.Tensor  # [B, K]
     log_joint: torch.Tensor  # [B, K, K]: log W[k1, k2] + r¹_k1 + r²_k2
     log_norm: torch.Tensor  # [B]
-    cumulative: torch.Tensor  # [M + 1] or [B, M + 1], float64: cumulative stage-3 weights in cell order
+    cumulative: torch.Tensor | None  # [M + 1] or [B, M + 1] float64 cumulative stage-3 weights in cell order; None: equal
     residual_scores: torch.Tensor | None = None  # [B, M] z·q̃_i (exact variant only)
 
 
@@ -117,7 +117,10 @@ class InvertedMultiIndexSampler(Sampler):
 
 
 class StaticCellSampler(InvertedMultiIndexSampler):
-    """Stage 3 from a fixed per-item weight (uniform or popularity): O(KD + K²) per query, O(log M) per draw."""
+    """Stage 3 from a fixed per-item weight (uniform or popularity): O(KD + K²) per query, O(log K + log M) per
+    draw (O(log K) when the weights are equal: stage 3 is then start + floor(u3 · |cell|))."""
+
+    equal_weights = False
 
     def item_weights(self) -> torch.Tensor:
         raise NotImplementedError
@@ -127,8 +130,10 @@ class StaticCellSampler(InvertedMultiIndexSampler):
         self.log_weights = torch.log(weights).to(item_table.dtype)
         k = self.codebooks.k
         self.log_cell_weights = torch.log(self.codebooks.cell_sums(weights)).to(item_table.dtype).view(k, k)
-        self.cumulative = torch.zeros(weights.numel() + 1, dtype=torch.float64, device=weights.device)
-        self.cumulative[1:] = torch.cumsum(weights[self.codebooks.order], 0)
+        self.cumulative = None
+        if not self.equal_weights:
+            self.cumulative = torch.zeros(weights.numel() + 1, dtype=torch.float64, device=weights.device)
+            self.cumulative[1:] = torch.cumsum(weights[self.codebooks.order], 0)
 
     def proposal(self, query: torch.Tensor, item_table: torch.Tensor) -> Proposal:
         first, second = self.codebooks.codeword_scores(query)
@@ -141,6 +146,8 @@ class StaticCellSampler(InvertedMultiIndexSampler):
 
 @SAMPLERS.register("midx_uni")
 class MidxUniform(StaticCellSampler):
+    equal_weights = True
+
     def item_weights(self) -> torch.Tensor:
         return torch.ones(self.dataset.n_items)
 

@@ -116,6 +116,8 @@ def midx_draw(log_joint: torch.Tensor, cumulative: torch.Tensor, cell_ptr: torch
     k = log_joint.shape[1]
     flat = log_joint.to(torch.float64).flatten(1)
     joint = torch.exp(flat - flat.max(dim=1, keepdim=True).values)
+    if cumulative is None:  # equal stage-3 weights: the kernel's binary search over 0, 1, ..., M
+        cumulative = torch.arange(order.numel() + 1, dtype=torch.float64, device=order.device)
     cumulative = cumulative.to(torch.float64).contiguous()
     row_stride = 0 if cumulative.ndim == 1 else cumulative.shape[1]
     out = torch.empty((batch, n), dtype=torch.int64, device=uniforms.device)

@@ -22,7 +22,8 @@ def inverse_cdf(weights: torch.Tensor, uniforms: torch.Tensor) -> torch.Tensor:
 
 def draw_torch(log_joint: torch.Tensor, cumulative: torch.Tensor, cell_ptr: torch.Tensor, order: torch.Tensor,
                uniforms: torch.Tensor) -> torch.Tensor:
-    """Items [B, n] for `uniforms` [B, n, 3] (float64); `cumulative` is [M + 1] (shared) or [B, M + 1].
+    """Items [B, n] for `uniforms` [B, n, 3] (float64); `cumulative` is [M + 1] (shared), [B, M + 1], or None
+    for equal stage-3 weights (the uniform draw start + floor(u3 · |cell|), the same law as an arange cumulative).
 
     Stages 1 and 2 are two binary searches in each query's cumulative joint weights over the K² cells (k1-major):
     its values at row ends are stage 1's CDF, and within row k1 it is stage 2's CDF shifted by the rows before."""
@@ -37,6 +38,8 @@ def draw_torch(log_joint: torch.Tensor, cumulative: torch.Tensor, cell_ptr: torc
     cell = torch.searchsorted(cells_cdf, low + uniforms[..., 1] * (high - low), right=True)
     cell = torch.minimum(torch.maximum(cell, first * k), first * k + k - 1)
     start, end = cell_ptr[cell], cell_ptr[cell + 1]
+    if cumulative is None:  # uniform within the cell: O(1) per draw
+        return order[start + (uniforms[..., 2] * (end - start)).long().clamp_max(end - start - 1)]
     if cumulative.ndim == 1:
         low, high = cumulative[start], cumulative[end]
         position = torch.searchsorted(cumulative[1:], low + uniforms[..., 2] * (high - low), right=True)
