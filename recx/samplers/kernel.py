@@ -8,7 +8,7 @@ leaves stores S_node and the item count of every node (rebuilt before each epoch
 going left with probability mass(left) / (mass(left) + mass(right)) (O(D²) per level), then draws an item of the
 leaf by its kernel weight (O(leaf_size · D)): O(D² log(M / leaf_size) + leaf_size · D) per draw, memory
 O((M / leaf_size) D²). A query drawing many items gets all its node masses at once (one matrix product, O(M D² /
-leaf_size)) and then descends in O(log M) per draw; queries are processed in chunks to bound memory. `log_q` is the closed form above, for the item
+leaf_size)) and then descends in O(log M) per draw; queries and draws are processed in chunks to bound memory. `log_q` is the closed form above, for the item
 vectors the tree was built from (between rebuilds the proposal is the kernel of the epoch's starting vectors).
 """
 from __future__ import annotations
@@ -75,10 +75,10 @@ class QuadraticKernelSampler(Sampler):
         outer = torch.einsum("bd,be->bde", query, query).flatten(1)
         return self.args.alpha * outer @ self.sums.flatten(1).T + self.counts
 
-    def _leaves(self, mass, n_draws: int, uniforms: torch.Tensor) -> torch.Tensor:
+    def _leaves(self, mass, uniforms: torch.Tensor) -> torch.Tensor:
         """Leaf [N] reached by each draw; `mass(draws, nodes)` gives node masses for draw indices."""
-        draws = torch.arange(n_draws, device=uniforms.device)
-        node = torch.ones(n_draws, dtype=torch.int64, device=uniforms.device)
+        draws = torch.arange(uniforms.shape[0], device=uniforms.device)
+        node = torch.ones(uniforms.shape[0], dtype=torch.int64, device=uniforms.device)
         for level in range(uniforms.shape[1] - 1):
             left, right = mass(draws, 2 * node), mass(draws, 2 * node + 1)
             node = 2 * node + (uniforms[:, level] * (left + right) >= left).long()
@@ -92,19 +92,6 @@ class QuadraticKernelSampler(Sampler):
         weights = torch.where(ids < self.dataset.n_items, self.args.alpha * scores.pow(2) + 1, 0)
         return ids.gather(1, inverse_cdf(weights, uniforms)[:, None])[:, 0]
 
-    def _draw(self, query: torch.Tensor, rows: torch.Tensor, uniforms: torch.Tensor) -> torch.Tensor:
-        """Items [N] for draws of query rows `rows` [N] (into `query` [B, D]) with uniforms [N, depth + 1].
-
-        When a query draws more than (tree nodes) / (2 depth) items, the masses of all nodes are computed once per
-        query (O(P D²) per query, then O(log P) per draw); otherwise per draw and level (O(D² log P) per draw)."""
-        depth = uniforms.shape[1] - 1
-        if rows.numel() * 2 * depth >= query.shape[0] * 2 * self.n_leaves:
-            table = self._node_masses(query)
-            leaf = self._leaves(lambda draws, nodes: table[rows[draws], nodes], rows.numel(), uniforms)
-        else:
-            leaf = self._leaves(lambda draws, nodes: self._mass(query[rows[draws]], nodes), rows.numel(), uniforms)
-        return self._leaf_items(query[rows], leaf, uniforms[:, -1])
-
     def log_probability(self, batch: Batch, items: torch.Tensor) -> torch.Tensor:
         self._ready(batch)
         scores = per_query_scores(batch.query, self.items, items)
@@ -115,19 +102,31 @@ class QuadraticKernelSampler(Sampler):
         if not self.built:
             self.rebuild(None, batch.item_table)
 
+    def _draw(self, query: torch.Tensor, rows: torch.Tensor, uniforms: torch.Tensor) -> torch.Tensor:
+        """Items [N] for draws of query rows `rows` [N] (into `query` [B, D]) with uniforms [N, depth + 1].
+
+        When a query draws more than (leaves / depth) items, the masses of all nodes are computed once per query
+        (O(P D²) per query, then O(log P) per draw); otherwise per draw and level (O(D² log P) per draw)."""
+        depth, dim = uniforms.shape[1] - 1, query.shape[1]
+        if rows.numel() * depth >= query.shape[0] * self.n_leaves:
+            block = max(1, CHUNK_ENTRIES // (dim * dim + 2 * self.n_leaves))
+            table = torch.cat([self._node_masses(part) for part in torch.split(query, block)])
+            leaf = self._leaves(lambda draws, nodes: table[rows[draws], nodes], uniforms)
+        else:
+            chunk = max(1, CHUNK_ENTRIES // (dim * dim))
+            leaf = torch.cat([self._leaves(lambda draws, nodes: self._mass(query[part[draws]], nodes), part_uniforms)
+                              for part, part_uniforms in zip(torch.split(rows, chunk), torch.split(uniforms, chunk))])
+        chunk = max(1, CHUNK_ENTRIES // (self.args.leaf_size * dim))
+        return torch.cat([self._leaf_items(query[part], part_leaf, part_uniforms[:, -1]) for part, part_leaf, part_uniforms
+                          in zip(torch.split(rows, chunk), torch.split(leaf, chunk), torch.split(uniforms, chunk))])
+
     def sample(self, batch: Batch) -> Negatives:
         self._ready(batch)
-        n_queries, dim = batch.query.shape
+        n_queries = batch.query.shape[0]
         depth = int(math.log2(self.n_leaves))
-        uniforms = torch.rand((n_queries, self.n_negatives, depth + 1), generator=self.generator,
-                              device=batch.query.device, dtype=batch.query.dtype)
-        per_chunk = max(1, CHUNK_ENTRIES // (self.n_negatives * max(dim * dim // 8, self.args.leaf_size * dim)))
-        items = []
-        for start in range(0, n_queries, per_chunk):
-            query = batch.query[start:start + per_chunk]
-            rows = torch.arange(query.shape[0], device=query.device).repeat_interleave(self.n_negatives)
-            chunk_uniforms = uniforms[start:start + per_chunk].reshape(-1, depth + 1)
-            items.append(self._draw(query, rows, chunk_uniforms).view(query.shape[0], self.n_negatives))
-        items = torch.cat(items)
+        rows = torch.arange(n_queries, device=batch.query.device).repeat_interleave(self.n_negatives)
+        uniforms = torch.rand((rows.numel(), depth + 1), generator=self.generator, device=rows.device,
+                              dtype=batch.query.dtype)
+        items = self._draw(batch.query, rows, uniforms).view(n_queries, self.n_negatives)
         return Negatives(items, self.log_probability(batch, items),
                          self.log_probability(batch, batch.positives[:, None])[:, 0])
