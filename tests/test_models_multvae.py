@@ -113,3 +113,22 @@ def test_vae_refuses_a_loss_it_does_not_train_with(tiny, tmp_path):
     config = resolve({"dataset": "tiny", "model": "multvae", "loss": "bpr", "device": "cpu"})
     with pytest.raises(RecxError, match="full_softmax"):
         train_run(config, tiny, tmp_path / "run", ks=[10])
+
+
+def test_sampled_softmax_scores_negatives_the_same_way_on_both_paths(monkeypatch):
+    from recx.samplers.base import Negatives
+    from recx.train.runners import users as runner_module
+
+    generator = torch.Generator().manual_seed(0)
+    query, items = torch.randn(3, 4, generator=generator, dtype=torch.float64), torch.randn(9, 4, dtype=torch.float64)
+    negatives = Negatives(torch.randint(0, 9, (3, 5), generator=generator), torch.randn(3, 5, dtype=torch.float64),
+                          torch.zeros(3))
+    rows, positives, positive_log_q = torch.tensor([0, 0, 1, 2]), torch.tensor([1, 2, 3, 4]), torch.randn(4).double()
+    dense = sampled_softmax_nll(query, items, rows, positives, positive_log_q, negatives)
+    monkeypatch.setattr(runner_module, "DENSE_SCORES_RATIO", 0)
+    gathered = sampled_softmax_nll(query, items, rows, positives, positive_log_q, negatives)
+    corrected = query @ items.T
+    reference = sum(torch.logsumexp(torch.cat([(corrected[r, p] - lq).view(1),
+                                               corrected[r, negatives.items[r]] - negatives.log_q[r]]), 0)
+                    - (corrected[r, p] - lq) for r, p, lq in zip(rows, positives, positive_log_q))
+    assert torch.allclose(dense, reference) and torch.allclose(gathered, reference)
