@@ -307,6 +307,38 @@ def list_names(
         console.print(table)
 
 
+diagnose_app = typer.Typer(no_args_is_help=True, help="Diagnostics of a completed run.")
+app.add_typer(diagnose_app, name="diagnose")
+
+
+@diagnose_app.command("sampler")
+def diagnose_sampler(
+    run_dir: Path = typer.Argument(..., help="A completed run folder."),
+    sampler: list[str] = typer.Option([], "--sampler", help="Sampler name (repeat the option for several); "
+                                                            "default: the FastVAE paper's Figure 2 set."),
+    users: int = typer.Option(100, help="Users sampled for the KL / TV table."),
+    draws: int = typer.Option(100_000, help="Draws per user where a law is estimated (Figure 2, DNS)."),
+    codewords: int = typer.Option(64, help="Codewords per MIDX codebook (the paper's Figure 2: 64)."),
+    seed: int = typer.Option(0, help="Seed of the user sample and of the draws."),
+    plot: Optional[Path] = typer.Option(None, help="Write the paper's Figure 2 (cumulative probability) as PNG."),
+    device: str = typer.Option("auto", help="auto, cpu or cuda."),
+):
+    """KL(proposal || softmax) and total variation per user, for the run's random initialisation and trained model."""
+    from recx.eval.sampler_diagnostics import FIGURE_SAMPLERS, diagnose_run
+    from recx.train.device import resolve_device
+
+    table = diagnose_run(run_dir, sampler or FIGURE_SAMPLERS, users, draws, codewords, seed, resolve_device(device),
+                         plot)
+    summary = table.groupby(["model", "sampler"], sort=False).agg(kl=("kl", "mean"), tv=("tv", "mean"),
+                                                                   exact=("exact", "all")).reset_index()
+    shown = Table(title=f"{run_dir}: mean over {users} users (written to sampler_diagnostics.csv)")
+    for column in ("model", "sampler", "KL(Q||P)", "TV", "Q"):
+        shown.add_column(column)
+    for row in summary.itertuples():
+        shown.add_row(row.model, row.sampler, f"{row.kl:.4f}", f"{row.tv:.4f}", "exact" if row.exact else "draws")
+    console.print(shown)
+
+
 def _internal_error(error: Exception) -> None:
     log = getattr(error, "recx_log", None)
     if log is None:

@@ -42,10 +42,9 @@ def _environment(folder: Path) -> dict:
     return environment
 
 
-def evaluate_saved_run(folder: Path, split: str, ks: list[int], batch_size: int, device_name: str,
-                       data_root: Path | None, dump_topk: Path | None, auc_beta: float | None = None,
-                       with_diagnostics: bool = False, quiet: bool = False) -> tuple[dict, dict | None]:
-    """(metric values, embedding diagnostics when asked); `auc_beta` adds AUC and OPAUC(β)."""
+def open_saved_run(folder: Path, device: torch.device, data_root: Path | None = None):
+    """(config, dataset on `device`, model with the saved weights) of a trained run; the dataset is the one recorded
+    in environment.json (or `data_root`'s of the same name) and must have the recorded data hash."""
     config = store.open_trained_run(folder)
     environment = _environment(folder)
     if data_root is not None:
@@ -55,10 +54,17 @@ def evaluate_saved_run(folder: Path, split: str, ks: list[int], batch_size: int,
         dataset = load_dataset(recorded.parent, recorded.name)
     if dataset.data_hash != environment["data_hash"]:
         raise RecxError(f"dataset {dataset.folder} differs from the one the run was trained on (data hash changed)")
-    device = resolve_device(device_name)
     dataset = dataset.to(device)
     model = build_model(config, dataset, device)
     store.load_weights(model, folder, device)
+    return config, dataset, model
+
+
+def evaluate_saved_run(folder: Path, split: str, ks: list[int], batch_size: int, device_name: str,
+                       data_root: Path | None, dump_topk: Path | None, auc_beta: float | None = None,
+                       with_diagnostics: bool = False, quiet: bool = False) -> tuple[dict, dict | None]:
+    """(metric values, embedding diagnostics when asked); `auc_beta` adds AUC and OPAUC(β)."""
+    config, dataset, model = open_saved_run(folder, resolve_device(device_name), data_root)
     found = None
     with make_progress(quiet) as progress:
         with shown_task(progress, f"evaluating {split}") as advance:

@@ -7,6 +7,7 @@ from typing import Callable
 import torch
 
 from recx.data.dataset import Dataset
+from recx.errors import RecxError
 from recx.samplers.kernels import membership
 from recx.samplers.kernels.backend import resolve_backend
 
@@ -81,3 +82,10 @@ class Sampler:
 
     def sample(self, batch: Batch) -> Negatives:
         raise NotImplementedError
+
+    def log_probability(self, batch: Batch, items: torch.Tensor) -> torch.Tensor:
+        """[B, L] normalised log proposal probability of items[b, l] for query b (the law `sample` draws from, before
+        any exclusion of training items). User-batch models (FastVAE) need it for a user's many positives, the
+        sampler diagnostics for whole distributions; samplers without a closed form do not implement it."""
+        raise RecxError(f"sampler {type(self).__name__} has no closed-form proposal probability (needed by "
+                        "fastvae and the exact sampler diagnostics)")

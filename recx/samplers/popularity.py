@@ -51,3 +51,6 @@ class PopularitySampler(Sampler):
             items = redraw_training_items(self, batch.users, items, self._draw, self.args.max_redraws)
         log_probabilities = self.distribution.log_probabilities
         return Negatives(items, log_probabilities[items], log_probabilities[batch.positives])
+
+    def log_probability(self, batch: Batch, items: torch.Tensor) -> torch.Tensor:
+        return self.distribution.log_probabilities[items]

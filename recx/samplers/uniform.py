@@ -45,3 +45,6 @@ class UniformSampler(Sampler):
             log_q = -torch.log(n_allowed.to(torch.float32))[:, None].expand_as(items)
         positive_log_q = torch.full(batch.users.shape, -math.log(self.dataset.n_items), device=items.device)
         return Negatives(items, log_q, positive_log_q)
+
+    def log_probability(self, batch: Batch, items: torch.Tensor) -> torch.Tensor:
+        return torch.full(items.shape, -math.log(self.dataset.n_items), device=items.device)

@@ -37,6 +37,45 @@ extern "C" __global__ void csr_contains(const long long* indptr, const long long
 }
 """
 
+MIDX_SOURCE = r"""
+extern "C" __global__ void midx_draw(const double* joint, const double* cumulative, long long row_stride,
+                                     const long long* cell_ptr, const long long* order, const double* uniforms,
+                                     long long* out, long long k, long long n, long long count) {
+    long long t = (long long)blockDim.x * blockIdx.x + threadIdx.x;
+    if (t >= count) return;
+    long long b = t / n;
+    const double* J = joint + b * k * k;
+    const double* u = uniforms + 3 * t;
+    double total = 0.0;
+    for (long long i = 0; i < k * k; ++i) total += J[i];
+    double target = u[0] * total, running = 0.0;
+    long long k1 = k - 1;
+    for (long long i = 0; i < k; ++i) {
+        double row = 0.0;
+        for (long long j = 0; j < k; ++j) row += J[i * k + j];
+        running += row;
+        if (running > target) { k1 = i; break; }
+    }
+    double row_total = 0.0;
+    for (long long j = 0; j < k; ++j) row_total += J[k1 * k + j];
+    target = u[1] * row_total; running = 0.0;
+    long long k2 = k - 1;
+    for (long long j = 0; j < k; ++j) {
+        running += J[k1 * k + j];
+        if (running > target) { k2 = j; break; }
+    }
+    long long cell = k1 * k + k2, start = cell_ptr[cell], end = cell_ptr[cell + 1];
+    const double* C = cumulative + b * row_stride;
+    target = C[start] + u[2] * (C[end] - C[start]);
+    long long lo = start, hi = end - 1;
+    while (lo < hi) {
+        long long mid = lo + (hi - lo) / 2;
+        if (C[mid + 1] > target) hi = mid; else lo = mid + 1;
+    }
+    out[t] = order[lo];
+}
+"""
+
 
 @functools.cache
 def _kernel(source: str, name: str) -> cupy.RawKernel:
@@ -67,4 +106,23 @@ def csr_contains(indptr: torch.Tensor, indices: torch.Tensor, rows: torch.Tensor
     _launch(_kernel(MEMBERSHIP_SOURCE, "csr_contains"), out.numel(),
             (_cupy(indptr.to(torch.int64)), _cupy(indices.to(torch.int64)), _cupy(rows.to(torch.int64)),
              _cupy(cols.to(torch.int64)), _cupy(out), cupy.int64(out.numel())))
+    return out
+
+
+def midx_draw(log_joint: torch.Tensor, cumulative: torch.Tensor, cell_ptr: torch.Tensor, order: torch.Tensor,
+              uniforms: torch.Tensor) -> torch.Tensor:
+    """The three-stage MIDX draw, one thread per draw (see recx.samplers.kernels.midx_draw)."""
+    batch, n, _ = uniforms.shape
+    k = log_joint.shape[1]
+    flat = log_joint.to(torch.float64).flatten(1)
+    joint = torch.exp(flat - flat.max(dim=1, keepdim=True).values)
+    if cumulative is None:  # equal stage-3 weights: the kernel's binary search over 0, 1, ..., M
+        cumulative = torch.arange(order.numel() + 1, dtype=torch.float64, device=order.device)
+    cumulative = cumulative.to(torch.float64).contiguous()
+    row_stride = 0 if cumulative.ndim == 1 else cumulative.shape[1]
+    out = torch.empty((batch, n), dtype=torch.int64, device=uniforms.device)
+    _launch(_kernel(MIDX_SOURCE, "midx_draw"), out.numel(),
+            (_cupy(joint), _cupy(cumulative), cupy.int64(row_stride), _cupy(cell_ptr.to(torch.int64)),
+             _cupy(order.to(torch.int64)), _cupy(uniforms.to(torch.float64)), _cupy(out), cupy.int64(k),
+             cupy.int64(n), cupy.int64(out.numel())))
     return out

@@ -1,0 +1,153 @@
+"""FastVAE vs Mult-VAE: time per epoch at growing catalogues, and time per draw of each sampler vs uniform.
+
+Synthetic user histories (Zipf item popularity, `--users` users of about `--mean-length` items) over catalogues of
+`--items` items (default 40K and 200K on CPU; 1.5M added on CUDA). For each catalogue:
+- epoch time of Mult-VAE (full softmax) and FastVAE (uniform, MIDX_Uni, MIDX_Pop; `--negatives` per user), as
+  codebook rebuild + steps per epoch x the mean time of `--steps` timed steps (after one warm-up step), with the
+  sampler's share of it measured separately; the ratio is Mult-VAE's epoch time over FastVAE's;
+- time of one sampling call (256 queries x `--negatives` draws, hidden size 200) of each sampler, and its ratio to
+  uniform sampling (the paper: MIDX_Uni ~1.5 s vs < 0.5 s per epoch).
+Run: python bench/fastvae_speed.py [--items 40000,200000] [--device cpu|cuda]
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from recx.config import resolve
+from recx.data.csr import CSR
+from recx.data.dataset import Dataset
+from recx.models.multvae import FastVAE, MultVAE, MultVAEArgs
+from recx.samplers import SAMPLERS
+from recx.samplers.base import Batch
+from recx.train.runners.users import UserEpochs
+
+
+def synthetic_dataset(n_users: int, n_items: int, mean_length: int, seed: int = 0) -> Dataset:
+    rng = np.random.default_rng(seed)
+    weights = 1.0 / np.arange(1, n_items + 1) ** 0.8
+    lengths = 1 + rng.poisson(mean_length - 1, n_users)
+    items = rng.choice(n_items, size=int(lengths.sum()), p=weights / weights.sum())
+    users = np.repeat(np.arange(n_users), lengths)
+    train = CSR.from_pairs(torch.from_numpy(users), torch.from_numpy(items), n_users, n_items)
+    return Dataset(f"synthetic-{n_items}", n_users, n_items, train, None, train, {}, "bench", Path("."))
+
+
+def synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+class TimedSampler:
+    """Wraps a sampler; accumulates the wall time of its `sample` calls (device synchronised)."""
+
+    def __init__(self, sampler, device):
+        self.sampler, self.device, self.seconds = sampler, device, 0.0
+
+    def __getattr__(self, name):
+        return getattr(self.sampler, name)
+
+    def sample(self, batch):
+        synchronize(self.device)
+        started = time.perf_counter()
+        negatives = self.sampler.sample(batch)
+        synchronize(self.device)
+        self.seconds += time.perf_counter() - started
+        return negatives
+
+
+def epoch_time(dataset: Dataset, model_name: str, sampler: str, negatives: int, steps: int, device) -> dict:
+    config = resolve({"model": model_name, "loss": "softmax" if model_name == "fastvae" else "full_softmax",
+                      "sampler": sampler, "n_negatives": negatives, "dim": 32, "batch_size": 256, "lr": 1e-3,
+                      "weight_decay": 0.01, "device": str(device), "kernels": "auto",
+                      "sampler_args": {"variant": "log"} if sampler == "midx_pop" else {}})
+    torch.manual_seed(0)
+    model = (FastVAE if model_name == "fastvae" else MultVAE)(dataset.n_users, dataset.n_items, 32, MultVAEArgs(),
+                                                              dataset).to(device)
+    runner = UserEpochs(config, dataset, model, torch.Generator(device=device).manual_seed(0))
+    full_steps = runner.n_steps
+    rebuild = 0.0
+    if runner.sampler is not None:
+        synchronize(device)
+        started = time.perf_counter()
+        runner.sampler.rebuild(None, model.item_table())
+        synchronize(device)
+        rebuild = time.perf_counter() - started
+        runner.sampler = TimedSampler(runner.sampler, device)
+        runner.sampler.rebuild_every = None
+    runner.n_steps = 1
+    runner.train_epoch(1, torch.zeros(1, device=device), lambda step: None)  # warm-up
+    if runner.sampler is not None:
+        runner.sampler.seconds = 0.0
+    runner.n_steps = steps
+    synchronize(device)
+    started = time.perf_counter()
+    runner.train_epoch(1, torch.zeros(steps, device=device), lambda step: None)
+    synchronize(device)
+    per_step = (time.perf_counter() - started) / steps
+    sampling = runner.sampler.seconds / steps if runner.sampler is not None else 0.0
+    return {"epoch": rebuild + per_step * full_steps, "sampling": rebuild + sampling * full_steps,
+            "per_step": per_step}
+
+
+def draw_time(dataset: Dataset, name: str, negatives: int, device, repeats: int = 5) -> float:
+    sampler_class = SAMPLERS.get(name)
+    sampler = sampler_class(dataset, negatives, sampler_class.Args(), torch.Generator(device=device).manual_seed(0),
+                            "auto")
+    generator = torch.Generator(device=device).manual_seed(1)
+    items = torch.randn(dataset.n_items, 200, generator=generator, device=device) * 0.1
+    query = torch.randn(256, 200, generator=generator, device=device)
+    users = torch.arange(256, device=device) % dataset.n_users
+    batch = Batch(users, dataset.train.indices[dataset.train.indptr[users]], query, items)
+    sampler.rebuild(None, items)
+    sampler.sample(batch)
+    synchronize(device)
+    started = time.perf_counter()
+    for _ in range(repeats):
+        sampler.sample(batch)
+    synchronize(device)
+    return (time.perf_counter() - started) / repeats
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--items", default=None, help="comma-separated catalogue sizes")
+    parser.add_argument("--users", type=int, default=30_000)
+    parser.add_argument("--mean-length", type=int, default=30)
+    parser.add_argument("--negatives", type=int, default=200)
+    parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--skip-draws", default="", help="comma-separated samplers not to time per draw")
+    args = parser.parse_args()
+    device = torch.device(args.device)
+    sizes = [int(s) for s in args.items.split(",")] if args.items else (
+        [40_000, 200_000, 1_500_000] if device.type == "cuda" else [40_000, 200_000])
+    print(f"device {device}, {args.users} users, ~{args.mean_length} items each, {args.negatives} negatives, "
+          f"threads {torch.get_num_threads()}")
+    for n_items in sizes:
+        dataset = synthetic_dataset(args.users, n_items, args.mean_length).to(device)
+        print(f"\n== {n_items:,} items, {math.ceil(args.users / 256)} steps per epoch (batch 256 users)")
+        baseline = epoch_time(dataset, "multvae", "full", args.negatives, args.steps, device)
+        print(f"  mult-vae          epoch {baseline['epoch']:8.2f} s  (step {baseline['per_step'] * 1e3:7.1f} ms)")
+        for sampler in ("uniform", "midx_uni", "midx_pop"):
+            fast = epoch_time(dataset, "fastvae", sampler, args.negatives, args.steps, device)
+            print(f"  fastvae {sampler:9s} epoch {fast['epoch']:8.2f} s  (step {fast['per_step'] * 1e3:7.1f} ms, "
+                  f"sampling {fast['sampling']:6.2f} s/epoch incl. k-means)  speed-up x{baseline['epoch'] / fast['epoch']:.2f}")
+        skip = set(filter(None, args.skip_draws.split(",")))
+        uniform = draw_time(dataset, "uniform", args.negatives, device)
+        print(f"  sampling 256 x {args.negatives}: uniform {uniform * 1e3:.2f} ms")
+        for name in ("popularity", "midx_uni", "midx_pop", "midx", "kernel"):
+            if name in skip:
+                continue
+            seconds = draw_time(dataset, name, args.negatives, device, repeats=1 if name == "kernel" else 5)
+            print(f"  sampling 256 x {args.negatives}: {name:10s} {seconds * 1e3:9.2f} ms  ratio to uniform "
+                  f"x{seconds / uniform:.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,189 @@
+"""How close a sampler's proposal is to the model's softmax (the FastVAE paper's §7.3.1 and Figure 2).
+
+For a sample of users u with query z_u, the softmax is P(i | u) = exp(z_u·q_i) / Σ_j exp(z_u·q_j). For a proposal Q:
+    KL(Q ‖ P) = Σ_i Q(i) log(Q(i) / P(i)),    TV(Q, P) = ½ Σ_i |Q(i) - P(i)|.
+Q is the sampler's closed form (`Sampler.log_probability`) where it has one (uniform, popularity, midx*, kernel);
+otherwise (DNS) the empirical law of `draws` draws per user, and KL is the plug-in estimate over the drawn items.
+Figure 2: for one user, items sorted by descending training popularity, the cumulative probability of the softmax
+and of each proposal estimated from `draws` draws (100,000 in the paper), for a randomly initialised model and the
+trained one.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+import torch
+
+from recx.errors import RecxError
+from recx.eval.run_eval import open_saved_run
+from recx.samplers import SAMPLERS
+from recx.samplers.base import Batch, Sampler
+from recx.train.build import build_model
+
+FIGURE_SAMPLERS = ["uniform", "popularity", "kernel", "dns", "midx_uni", "midx_pop", "midx"]
+PAPER_ARGS = {"popularity": {"variant": "log"}, "midx_pop": {"variant": "log"}}  # pop = log(1 + count), §7.1.4
+DRAWS_PER_QUERY = 1000
+MAX_REPLICAS = 8192  # queries per sampling call when a user's law is estimated from draws
+
+
+@dataclass
+class ModelView:
+    """A model state to diagnose: its name ('random init' or 'trained') and its representations."""
+
+    name: str
+    query: torch.Tensor  # [U, d] for the sampled users
+    items: torch.Tensor  # [M, d]
+
+
+def make_sampler(name: str, dataset, n_codewords: int, seed: int, device: torch.device):
+    sampler_class = SAMPLERS.get(name)
+    args = dict(PAPER_ARGS.get(name, {}))
+    if name.startswith("midx"):
+        args["n_codewords"] = n_codewords
+    if name in ("uniform", "popularity", "dns"):
+        args["exclude_train"] = False
+    return sampler_class(dataset, DRAWS_PER_QUERY, sampler_class.Args(**args),
+                         torch.Generator(device=device).manual_seed(seed), "torch")
+
+
+def has_closed_form(sampler) -> bool:
+    return type(sampler).log_probability is not Sampler.log_probability
+
+
+def user_batch(users: torch.Tensor, query: torch.Tensor, items: torch.Tensor) -> Batch:
+    return Batch(users, torch.zeros_like(users), query, items)
+
+
+def empirical_counts(sampler, user: torch.Tensor, query: torch.Tensor, items: torch.Tensor, draws: int) -> torch.Tensor:
+    """Counts [M] of `draws` items drawn for one user (its query replicated over as many queries as needed)."""
+    counts = torch.zeros(items.shape[0], dtype=torch.float64, device=items.device)
+    drawn, replicas = 0, 8
+    while drawn < draws:
+        batch = user_batch(user.expand(replicas), query.expand(replicas, -1), items)
+        negatives = sampler.sample(batch).items
+        per_query = negatives.shape[1] if negatives.shape[0] == replicas else negatives.numel() / replicas
+        negatives = negatives.flatten()[:draws - drawn]
+        counts.index_add_(0, negatives, torch.ones_like(negatives, dtype=torch.float64))
+        drawn += negatives.numel()
+        replicas = max(1, min(MAX_REPLICAS, math.ceil((draws - drawn) / per_query)))
+    return counts
+
+
+def proposal_log_probabilities(sampler, users, query, items, draws: int) -> tuple[torch.Tensor, bool]:
+    """([U, M] log Q, exact?): the closed form, else the empirical law of `draws` draws per user."""
+    if has_closed_form(sampler):
+        all_items = torch.arange(items.shape[0], device=items.device)[None, :].expand(users.numel(), -1)
+        return sampler.log_probability(user_batch(users, query, items), all_items).double(), True
+    rows = [empirical_counts(sampler, users[i:i + 1], query[i:i + 1], items, draws) for i in range(users.numel())]
+    counts = torch.stack(rows)
+    return torch.log(counts / counts.sum(1, keepdim=True)), False
+
+
+def divergences(log_q: torch.Tensor, log_p: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(KL(Q ‖ P), TV(Q, P)) per row, in float64; terms with Q = 0 contribute 0 to KL."""
+    q, p = log_q.exp(), log_p.exp()
+    kl = torch.where(q > 0, q * (log_q - log_p), torch.zeros_like(q)).sum(1)
+    return kl, 0.5 * (q - p).abs().sum(1)
+
+
+def divergence_table(views: list[ModelView], dataset, users: torch.Tensor, sampler_names: list[str],
+                     n_codewords: int, draws: int, seed: int) -> pd.DataFrame:
+    """One row per (model state, sampler, user): kl, tv, and whether Q is exact or estimated from draws."""
+    frames = []
+    for view in views:
+        log_p = torch.log_softmax(view.query.double() @ view.items.double().T, dim=1)
+        for name in sampler_names:
+            sampler = make_sampler(name, dataset, n_codewords, seed, view.items.device)
+            sampler.rebuild(None, view.items)
+            log_q, exact = proposal_log_probabilities(sampler, users, view.query, view.items, draws)
+            kl, tv = divergences(log_q, log_p)
+            frames.append(pd.DataFrame({"model": view.name, "sampler": name, "user": users.cpu().numpy(),
+                                        "kl": kl.cpu().numpy(), "tv": tv.cpu().numpy(), "exact": exact}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def cumulative_curves(view: ModelView, dataset, user: torch.Tensor, sampler_names: list[str], n_codewords: int,
+                      draws: int, seed: int) -> dict[str, torch.Tensor]:
+    """Cumulative probability over items sorted by descending popularity: 'softmax' exact, samplers from draws."""
+    order = torch.argsort(dataset.item_popularity.to(view.items.device), descending=True, stable=True)
+    softmax = torch.softmax(view.query.double() @ view.items.double().T, dim=1)[0]
+    curves = {"softmax": torch.cumsum(softmax[order], 0)}
+    for name in sampler_names:
+        sampler = make_sampler(name, dataset, n_codewords, seed, view.items.device)
+        sampler.rebuild(None, view.items)
+        counts = empirical_counts(sampler, user, view.query, view.items, draws)
+        curves[name] = torch.cumsum(counts[order], 0) / draws
+    return curves
+
+
+def plot_figure2(panels: list[tuple[str, dict[str, torch.Tensor]]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 4.5), squeeze=False)
+    for axis, (title, curves) in zip(axes[0], panels):
+        for name, curve in curves.items():
+            style = {"color": "black", "linewidth": 2.5} if name == "softmax" else {"linewidth": 1.2}
+            axis.plot(range(1, curve.numel() + 1), curve.cpu().numpy(), label=name, **style)
+        axis.set(title=title, xlabel="items sorted by popularity", ylabel="cumulative probability")
+        axis.legend(fontsize=8)
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+
+
+def sample_users(dataset, n_users: int, seed: int, device: torch.device) -> torch.Tensor:
+    candidates = torch.nonzero(dataset.train.row_lengths() > 0).flatten()
+    if candidates.numel() == 0:
+        raise RecxError("the dataset has no user with training items")
+    generator = torch.Generator().manual_seed(seed)
+    picked = candidates[torch.randperm(candidates.numel(), generator=generator)[:n_users].to(candidates.device)]
+    return picked.sort().values.to(device)
+
+
+@torch.no_grad()
+def views_of(models: list[tuple[str, object]], users: torch.Tensor) -> list[ModelView]:
+    views = []
+    for name, model in models:
+        model.eval()
+        query, items = model.representations(users)
+        views.append(ModelView(name, query.detach(), items.detach()))
+    return views
+
+
+def check_names(names: list[str]) -> None:
+    for name in names:
+        SAMPLERS.get(name)
+    if not names:
+        raise RecxError("--sampler: name at least one sampler")
+
+
+def load_run_models(folder: Path, device: torch.device):
+    """(dataset, [('random init', model), ('trained', model)]) of a trained run: the random initialisation is the
+    run's own (same seed), the trained one its saved weights."""
+    config, dataset, trained = open_saved_run(folder, device)
+    initial = build_model(config, dataset, device)
+    return dataset, [("random init", initial), ("trained", trained)]
+
+
+def diagnose_run(folder: Path, sampler_names: list[str], n_users: int, draws: int, n_codewords: int, seed: int,
+                 device: torch.device, figure: Path | None) -> pd.DataFrame:
+    """The per-user divergence table (also written to FOLDER/sampler_diagnostics.csv) and, when asked, Figure 2."""
+    check_names(sampler_names)
+    dataset, models = load_run_models(folder, device)
+    users = sample_users(dataset, n_users, seed, device)
+    views = views_of(models, users)
+    table = divergence_table(views, dataset, users, sampler_names, n_codewords, draws, seed)
+    table.to_csv(folder / "sampler_diagnostics.csv", index=False)
+    if figure is not None:
+        panels = [(f"{view.name} (user {int(users[0])})",
+                   cumulative_curves(ModelView(view.name, view.query[:1], view.items), dataset, users[:1],
+                                     sampler_names, n_codewords, draws, seed)) for view in views]
+        plot_figure2(panels, figure)
+    return table

@@ -1,0 +1,114 @@
+"""Mult-VAE (Liang et al. 2018) as the FastVAE paper configures it (its §3.1 and §7.1.4), and FastVAE (its §6).
+
+Encoder: the user's training history y_u (binary, L2-normalised, each entry dropped with probability `dropout` and
+the rest scaled by 1/(1-p)) -> Linear(M, 200) -> ReLU -> Linear(200, 2·32) = (μ, log σ²). Decoder: z -> Linear(32, 200)
+= the query; score(u, i) = query · q_i with the item table Q [M, 200] as the output layer (no item bias, so that the
+score is an inner product of representations and samplers can use them).
+
+Training (recx.train.runners.users), per user, with z = μ + σ ε, ε ~ N(0, I):
+    L(u) = -Σ_{i ∈ y_u} log softmax_i(query(z) · Q) + β_t KL(N(μ, σ²) ‖ N(0, I)),
+    KL = ½ Σ_d (σ_d² + μ_d² - 1 - log σ_d²),  β_t = min(anneal_cap, t / anneal_steps), t the update count
+(Liang et al.'s linear KL annealing). `multvae` trains with the full softmax; `fastvae` replaces it with a sampled
+softmax whose negatives are drawn per user by the run's sampler and shared by that user's positives, logQ-corrected.
+Evaluation uses μ (no sampling, no dropout) on the training history.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from recx.errors import RecxError
+from recx.models import MODELS
+from recx.models.base import Model
+
+
+@dataclass
+class MultVAEArgs:
+    hidden: int = 200  # the encoder's hidden layer and the decoder's output (item representation) size
+    dropout: float = 0.5  # on the input history
+    anneal_cap: float = 0.2
+    anneal_steps: int = 200_000
+
+    def __post_init__(self):
+        if not 0 <= self.dropout < 1:
+            raise RecxError(f"model_args.dropout must be in [0, 1), got {self.dropout}")
+        if self.hidden < 1 or self.anneal_steps < 1 or self.anneal_cap < 0:
+            raise RecxError("model_args: hidden and anneal_steps must be positive, anneal_cap non-negative")
+
+
+@MODELS.register("multvae")
+class MultVAE(Model):
+    """`dim` (the run's `dim`) is the latent size (32 in the paper); representations have size `hidden`."""
+
+    Args = MultVAEArgs
+    training_kind = "users"
+    sampled_softmax = False  # True: the runner draws negatives with the run's sampler (FastVAE)
+
+    def __init__(self, n_users: int, n_items: int, dim: int, args: MultVAEArgs, dataset=None):
+        super().__init__()
+        if dataset is None:
+            raise RecxError("multvae/fastvae need the training data (the encoder reads each user's history)")
+        self.n_users, self.n_items, self.latent, self.args = n_users, n_items, dim, args
+        self.register_buffer("history_indptr", dataset.train.indptr.clone(), persistent=False)
+        self.register_buffer("history_items", dataset.train.indices.clone(), persistent=False)
+        bound = 1 / math.sqrt(args.hidden)
+        self.encoder_in = nn.Parameter(torch.empty(n_items, args.hidden).uniform_(-bound, bound))
+        self.encoder_bias = nn.Parameter(torch.zeros(args.hidden))
+        self.encoder_out = nn.Linear(args.hidden, 2 * dim)
+        self.decoder = nn.Linear(dim, args.hidden)
+        self.items = nn.Parameter(torch.empty(n_items, args.hidden).uniform_(-bound, bound))
+
+    def history(self, users: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(row [nnz], item [nnz]): the training items of `users`, row = position of the user in `users`."""
+        starts = self.history_indptr[users]
+        lengths = self.history_indptr[users + 1] - starts
+        rows = torch.repeat_interleave(torch.arange(users.numel(), device=users.device), lengths)
+        offsets = torch.arange(rows.numel(), device=users.device) - (torch.cumsum(lengths, 0) - lengths)[rows]
+        return rows, self.history_items[starts[rows] + offsets]
+
+    def posterior(self, users: torch.Tensor, generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """(μ, log σ²) [B, dim] from the users' training histories; `generator` given: input dropout is applied."""
+        rows, items = self.history(users)
+        lengths = torch.bincount(rows, minlength=users.numel()).clamp_min(1).to(self.items.dtype)
+        weights = lengths.rsqrt()[rows]
+        if generator is not None and self.args.dropout > 0:
+            keep = torch.rand(rows.shape, generator=generator, device=rows.device) >= self.args.dropout
+            weights = weights * keep / (1 - self.args.dropout)
+        hidden = torch.zeros(users.numel(), self.args.hidden, device=users.device, dtype=self.items.dtype)
+        hidden.index_add_(0, rows, self.encoder_in[items] * weights[:, None])
+        mu, log_var = self.encoder_out(F.relu(hidden + self.encoder_bias)).chunk(2, dim=-1)
+        return mu, log_var
+
+    def decode(self, z: torch.Tensor) -> torch.Tensor:
+        """The query [B, hidden] whose inner products with the item table are the logits."""
+        return self.decoder(z)
+
+    def representations(self, users: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.decode(self.posterior(users)[0]), self.items
+
+    @torch.no_grad()
+    def item_table(self) -> torch.Tensor:
+        return self.items.detach()
+
+    def embedding_tables(self) -> list[nn.Parameter]:
+        return [self.items]
+
+    def beta(self, update: int) -> float:
+        """KL weight after `update` optimizer steps (linear annealing, capped)."""
+        return min(self.args.anneal_cap, update / self.args.anneal_steps)
+
+
+@MODELS.register("fastvae")
+class FastVAE(MultVAE):
+    """Mult-VAE trained with a sampled softmax (negatives per user from the run's sampler, logQ-corrected)."""
+
+    sampled_softmax = True
+
+
+def kl_divergence(mu: torch.Tensor, log_var: torch.Tensor) -> torch.Tensor:
+    """KL(N(μ, σ²) ‖ N(0, I)) per row: ½ Σ (σ² + μ² - 1 - log σ²)."""
+    return 0.5 * (log_var.exp() + mu.pow(2) - 1 - log_var).sum(-1)

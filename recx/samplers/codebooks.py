@@ -1,0 +1,62 @@
+"""The inverted multi-index of the FastVAE paper (§4): two product-quantisation codebooks over item vectors.
+
+Item vectors q_i [M, D] are split into halves q_i¹ ⊕ q_i² (D odd: the first half has one more column); each half is
+clustered by k-means into K codewords (faiss `Kmeans`, warm-started from the previous codebooks when they exist), so
+q_i = c¹_{k1(i)} ⊕ c²_{k2(i)} + q̃_i with the residual q̃_i. Items are grouped by their cell Ω_{k1,k2}
+(cell id k1·K + k2): `order` lists the item ids cell by cell and `cell_ptr` [K² + 1] delimits each cell in it.
+"""
+from __future__ import annotations
+
+import faiss
+import numpy as np
+import torch
+
+
+def split_halves(vectors: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    first, second = torch.tensor_split(vectors, 2, dim=-1)
+    return first, second
+
+
+class ProductCodebooks:
+    def __init__(self, n_codewords: int, n_iterations: int):
+        self.n_codewords, self.n_iterations = n_codewords, n_iterations
+        self.codewords: tuple[torch.Tensor, torch.Tensor] | None = None
+
+    def fit(self, item_table: torch.Tensor, seed: int) -> None:
+        """k-means on each half of `item_table` (detached, any device; faiss runs on the host)."""
+        n_items = item_table.shape[0]
+        k = min(self.n_codewords, n_items)
+        codewords, assignments = [], []
+        for part, half in enumerate(split_halves(item_table.detach())):
+            points = np.ascontiguousarray(half.to("cpu", torch.float32).numpy())
+            kmeans = faiss.Kmeans(points.shape[1], k, niter=self.n_iterations, seed=seed + part, verbose=False,
+                                  min_points_per_centroid=1, max_points_per_centroid=1 << 30)
+            previous = None if self.codewords is None else self.codewords[part].to("cpu", torch.float32).numpy()
+            if previous is not None and previous.shape == (k, points.shape[1]):
+                kmeans.train(points, init_centroids=np.ascontiguousarray(previous))
+            else:
+                kmeans.train(points)
+            labels = kmeans.index.search(points, 1)[1].ravel()
+            codewords.append(torch.from_numpy(kmeans.centroids.copy()).to(item_table.device, item_table.dtype))
+            assignments.append(torch.from_numpy(labels.astype(np.int64)).to(item_table.device))
+        self.k = k
+        self.codewords = (codewords[0], codewords[1])
+        self.assignments = (assignments[0], assignments[1])
+        self.cell = assignments[0] * k + assignments[1]
+        self.order = torch.argsort(self.cell, stable=True)
+        self.cell_ptr = torch.zeros(k * k + 1, dtype=torch.int64, device=item_table.device)
+        self.cell_ptr[1:] = torch.cumsum(torch.bincount(self.cell, minlength=k * k), 0)
+
+    def quantised(self) -> torch.Tensor:
+        """c¹_{k1(i)} ⊕ c²_{k2(i)} for every item [M, D]."""
+        return torch.cat([self.codewords[0][self.assignments[0]], self.codewords[1][self.assignments[1]]], dim=1)
+
+    def codeword_scores(self, query: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(z¹ · c¹_k [B, K], z² · c²_k [B, K])."""
+        first, second = split_halves(query)
+        return first @ self.codewords[0].T, second @ self.codewords[1].T
+
+    def cell_sums(self, weights: torch.Tensor) -> torch.Tensor:
+        """Σ_{i ∈ Ω_c} weights[..., i] for every cell c: [..., K²] (weights [..., M])."""
+        shape = weights.shape[:-1] + (self.k * self.k,)
+        return torch.zeros(shape, dtype=weights.dtype, device=weights.device).index_add_(-1, self.cell, weights)

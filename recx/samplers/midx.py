@@ -1,0 +1,197 @@
+"""MIDX samplers (the FastVAE paper, §4-5): draws through the inverted multi-index of recx.samplers.codebooks.
+
+With r¹_k = z¹·c¹_k, r²_k = z²·c²_k and a per-item stage-3 weight w_i, a draw is three multinomials:
+    stage 1  k1 ~ P¹(k1) ∝ Σ_k2 W[k1, k2] exp(r¹_k1 + r²_k2)
+    stage 2  k2 ~ P²(k2 | k1) ∝ W[k1, k2] exp(r²_k2)
+    stage 3  i ~ w_i / W[k1, k2] within the cell Ω_{k1,k2},        W[k1, k2] = Σ_{i ∈ Ω_{k1,k2}} w_i,
+so that q(i) = exp(r¹_{k1(i)} + r²_{k2(i)}) w_i / Σ_{k,k'} W[k, k'] exp(r¹_k + r²_k').
+- `midx` (Theorem 4.1): w_i = exp(z·q̃_i), the residual softmax; q equals the softmax exp(z·q_i) / Σ_j exp(z·q_j)
+  exactly (O(MD) per query: every residual score is needed).
+- `midx_uni` (Theorem 5.1, Eq. 4): w_i = 1; q(i) ∝ exp(z·(q_i - q̃_i)).
+- `midx_pop` (Theorem 5.2, Eq. 5): w_i = pop(i) (count, log(1 + count) or count^0.75, after `smoothing`);
+  q(i) ∝ exp(z·(q_i - q̃_i) + log pop(i)).
+`log_q` is the closed form above, normalised (O(K²) per query for the static variants). Codebooks are rebuilt by
+k-means before each epoch (`rebuild_every = "epoch"`); the exact variant stays exact between rebuilds (Theorem 4.1
+holds for any codewords, the residual is taken against the current item vectors).
+The draw reads three uniforms per negative; the CuPy kernel (recx.samplers.kernels.midx_draw) reads the same ones.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from recx.errors import RecxError
+from recx.samplers import SAMPLERS
+from recx.samplers.base import Batch, Negatives, Sampler
+from recx.samplers.codebooks import ProductCodebooks
+from recx.samplers.kernels.midx_draw import draw_cells_and_items
+from recx.samplers.popularity import TRANSFORMS
+
+EXACT_CHUNK_ENTRIES = 1 << 23  # queries x items per chunk of the exact sampler's residual scores
+
+
+@dataclass
+class MidxArgs:
+    n_codewords: int = 16  # K, per codebook (the paper: 16 for training, 64 for its Figure 2)
+    kmeans_iterations: int = 20
+
+
+@dataclass
+class MidxPopArgs(MidxArgs):
+    variant: str = "count"
+    smoothing: float = 1.0  # added to every count, so that every item has positive popularity
+
+
+@dataclass
+class Proposal:
+    """Per-query quantities of one batch: codeword scores, the cells' joint log-weights and the normaliser."""
+
+    first: torch.Tensor  # [B, K]
+    second: torch.Tensor  # [B, K]
+    log_joint: torch.Tensor  # [B, K, K]: log W[k1, k2] + r¹_k1 + r²_k2
+    log_norm: torch.Tensor  # [B]
+    cumulative: torch.Tensor | None  # [M + 1] or [B, M + 1] float64 cumulative stage-3 weights in cell order; None: equal
+    residual_scores: torch.Tensor | None = None  # [B, M] z·q̃_i (exact variant only)
+
+
+class InvertedMultiIndexSampler(Sampler):
+    rebuild_every = "epoch"
+    Args = MidxArgs
+
+    def __init__(self, dataset, n_negatives, args: MidxArgs, generator, kernels: str = "auto"):
+        super().__init__(dataset, n_negatives, args, generator, kernels)
+        if args.n_codewords < 1 or args.kmeans_iterations < 1:
+            raise RecxError("sampler_args: n_codewords and kmeans_iterations must be at least 1")
+        self.codebooks = ProductCodebooks(args.n_codewords, args.kmeans_iterations)
+        self.built = False
+
+    def rebuild(self, query_table: torch.Tensor | None, item_table: torch.Tensor) -> None:
+        seed = int(torch.randint(0, 2 ** 31 - 1, (1,), generator=self.generator, device=self.generator.device))
+        self.codebooks.fit(item_table, seed)
+        self.built = True
+        self.after_rebuild(item_table)
+
+    def after_rebuild(self, item_table: torch.Tensor) -> None:
+        """Static state that depends on the codebooks (cell weights, cumulative stage-3 weights)."""
+
+    def proposal(self, query: torch.Tensor, item_table: torch.Tensor) -> Proposal:
+        raise NotImplementedError
+
+    def item_log_weight(self, proposal: Proposal, rows: torch.Tensor, items: torch.Tensor) -> torch.Tensor:
+        """log w_i of items [B, L] for their queries."""
+        raise NotImplementedError
+
+    def _ready(self, batch: Batch) -> None:
+        if not self.built:
+            self.rebuild(None, batch.item_table)
+
+    def _log_q(self, proposal: Proposal, items: torch.Tensor) -> torch.Tensor:
+        codebooks = self.codebooks
+        rows = torch.arange(items.shape[0], device=items.device)[:, None].expand_as(items)
+        score = proposal.first[rows, codebooks.assignments[0][items]] + proposal.second[rows, codebooks.assignments[1][items]]
+        log_q = score + self.item_log_weight(proposal, rows, items) - proposal.log_norm[:, None]
+        return log_q.to(proposal.first.dtype)
+
+    def log_probability(self, batch: Batch, items: torch.Tensor) -> torch.Tensor:
+        self._ready(batch)
+        return torch.cat([self._log_q(self.proposal(query, batch.item_table), part)
+                          for query, part in zip(self._chunks(batch.query), self._chunks(items))])
+
+    def sample(self, batch: Batch) -> Negatives:
+        self._ready(batch)
+        items, log_q, positive_log_q = [], [], []
+        for query, positives in zip(self._chunks(batch.query), self._chunks(batch.positives)):
+            proposal = self.proposal(query, batch.item_table)
+            uniforms = torch.rand((query.shape[0], self.n_negatives, 3), generator=self.generator,
+                                  device=query.device, dtype=torch.float64)
+            drawn = draw_cells_and_items(proposal.log_joint, proposal.cumulative, self.codebooks.cell_ptr,
+                                         self.codebooks.order, uniforms, self.backend)
+            items.append(drawn)
+            log_q.append(self._log_q(proposal, drawn))
+            positive_log_q.append(self._log_q(proposal, positives[:, None])[:, 0])
+        return Negatives(torch.cat(items), torch.cat(log_q), torch.cat(positive_log_q))
+
+    def _chunks(self, tensor: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return (tensor,)
+
+
+class StaticCellSampler(InvertedMultiIndexSampler):
+    """Stage 3 from a fixed per-item weight (uniform or popularity): O(KD + K²) per query, O(log K + log M) per
+    draw (O(log K) when the weights are equal: stage 3 is then start + floor(u3 · |cell|))."""
+
+    equal_weights = False
+
+    def item_weights(self) -> torch.Tensor:
+        raise NotImplementedError
+
+    def after_rebuild(self, item_table: torch.Tensor) -> None:
+        weights = self.item_weights().to(item_table.device, torch.float64)
+        self.log_weights = torch.log(weights).to(item_table.dtype)
+        k = self.codebooks.k
+        self.log_cell_weights = torch.log(self.codebooks.cell_sums(weights)).to(item_table.dtype).view(k, k)
+        self.cumulative = None
+        if not self.equal_weights:
+            self.cumulative = torch.zeros(weights.numel() + 1, dtype=torch.float64, device=weights.device)
+            self.cumulative[1:] = torch.cumsum(weights[self.codebooks.order], 0)
+
+    def proposal(self, query: torch.Tensor, item_table: torch.Tensor) -> Proposal:
+        first, second = self.codebooks.codeword_scores(query)
+        log_joint = self.log_cell_weights + first[:, :, None] + second[:, None, :]
+        return Proposal(first, second, log_joint, torch.logsumexp(log_joint.flatten(1), dim=1), self.cumulative)
+
+    def item_log_weight(self, proposal: Proposal, rows: torch.Tensor, items: torch.Tensor) -> torch.Tensor:
+        return self.log_weights[items]
+
+
+@SAMPLERS.register("midx_uni")
+class MidxUniform(StaticCellSampler):
+    equal_weights = True
+
+    def item_weights(self) -> torch.Tensor:
+        return torch.ones(self.dataset.n_items)
+
+
+@SAMPLERS.register("midx_pop")
+class MidxPopularity(StaticCellSampler):
+    Args = MidxPopArgs
+
+    def __init__(self, dataset, n_negatives, args: MidxPopArgs, generator, kernels: str = "auto"):
+        if args.variant not in TRANSFORMS:
+            raise RecxError(f"sampler_args.variant {args.variant!r}: valid: {', '.join(TRANSFORMS)}")
+        if args.smoothing <= 0 and args.variant != "count":
+            raise RecxError("sampler_args.smoothing must be positive (log(1 + 0) would give an item weight 0)")
+        super().__init__(dataset, n_negatives, args, generator, kernels)
+
+    def item_weights(self) -> torch.Tensor:
+        counts = self.dataset.item_popularity.to("cpu", torch.float64) + self.args.smoothing
+        return TRANSFORMS[self.args.variant](counts)
+
+
+@SAMPLERS.register("midx")
+class MidxExact(InvertedMultiIndexSampler):
+    """Theorem 4.1: stage 3 is the residual softmax exp(z·q̃_i) / Σ_{j ∈ Ω} exp(z·q̃_j); the law is the softmax.
+
+    O(MD) per query (all residual scores), processed in chunks of queries to bound memory."""
+
+    def _chunks(self, tensor: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        size = max(1, EXACT_CHUNK_ENTRIES // self.dataset.n_items)
+        return torch.split(tensor, size)
+
+    def proposal(self, query: torch.Tensor, item_table: torch.Tensor) -> Proposal:
+        codebooks = self.codebooks
+        residual = item_table - codebooks.quantised()
+        residual_scores = (query @ residual.T).to(torch.float64)  # [B, M]
+        shift = residual_scores.max(dim=1, keepdim=True).values
+        weights = torch.exp(residual_scores - shift)
+        cumulative = torch.zeros(query.shape[0], weights.shape[1] + 1, dtype=torch.float64, device=query.device)
+        cumulative[:, 1:] = torch.cumsum(weights[:, codebooks.order], dim=1)
+        k = codebooks.k
+        first, second = codebooks.codeword_scores(query)
+        log_cells = (torch.log(codebooks.cell_sums(weights)) + shift).view(-1, k, k)
+        log_joint = log_cells + first.to(torch.float64)[:, :, None] + second.to(torch.float64)[:, None, :]
+        return Proposal(first, second, log_joint, torch.logsumexp(log_joint.flatten(1), dim=1), cumulative,
+                        residual_scores)
+
+    def item_log_weight(self, proposal: Proposal, rows: torch.Tensor, items: torch.Tensor) -> torch.Tensor:
+        return proposal.residual_scores[rows, items]

@@ -1,0 +1,65 @@
+"""Sampler diagnostics: KL / TV against the softmax (exact MIDX ~ 0), and `recx diagnose sampler` on a tiny run."""
+from __future__ import annotations
+
+import pandas as pd
+import torch
+
+from recx.eval.sampler_diagnostics import ModelView, divergence_table, divergences
+from sampler_helpers import random_dataset
+
+
+def test_divergences_match_their_definitions():
+    log_p = torch.log(torch.tensor([[0.5, 0.25, 0.25]], dtype=torch.float64))
+    log_q = torch.log(torch.tensor([[0.25, 0.75, 0.0]], dtype=torch.float64))
+    kl, tv = divergences(log_q, log_p)
+    assert torch.allclose(kl, torch.tensor([0.25 * torch.log(torch.tensor(0.5)) + 0.75 * torch.log(torch.tensor(3.0))],
+                                           dtype=torch.float64))
+    assert torch.allclose(tv, torch.tensor([0.5], dtype=torch.float64))
+
+
+def test_exact_midx_has_zero_kl_and_the_others_do_not():
+    dataset = random_dataset(30, 80, seed=0)
+    generator = torch.Generator().manual_seed(0)
+    users = torch.arange(6)
+    view = ModelView("trained", 2 * torch.randn(6, 8, generator=generator, dtype=torch.float64),
+                     torch.randn(80, 8, generator=generator, dtype=torch.float64))
+    table = divergence_table([view], dataset, users, ["midx", "midx_uni", "uniform", "dns"], 4, 20_000, 0)
+    by_sampler = table.groupby("sampler").kl.max()
+    assert by_sampler["midx"] < 1e-10
+    assert by_sampler["midx_uni"] > 1e-3 and by_sampler["uniform"] > 1e-3
+    assert not table[table.sampler == "dns"].exact.any() and table[table.sampler == "midx"].exact.all()
+
+
+def test_diagnose_command_writes_the_table_and_figure(recx_cli, tiny_root, tmp_path):
+    run = tmp_path / "run"
+    trained = recx_cli("train", "--dataset", "tiny", "--data-root", tiny_root, "--model", "fastvae", "--loss",
+                       "softmax", "--sampler", "midx_pop", "--negatives", "10", "--epochs", "1", "--dim", "4",
+                       "--batch-size", "64", "--device", "cpu", "--set", "model_args.hidden=8", "--run-dir", run,
+                       "--quiet")
+    assert trained.code == 0, trained.err
+    figure = tmp_path / "fig2.png"
+    result = recx_cli("diagnose", "sampler", run, "--users", "3", "--draws", "2000", "--codewords", "4",
+                      "--plot", figure, "--device", "cpu")
+    assert result.code == 0, result.err
+    table = pd.read_csv(run / "sampler_diagnostics.csv")
+    assert set(table.model) == {"random init", "trained"} and len(table) == 2 * 7 * 3
+    assert table[table.sampler == "midx"].kl.abs().max() < 1e-5
+    assert figure.stat().st_size > 10_000
+    unknown = recx_cli("diagnose", "sampler", run, "--sampler", "nope")
+    assert unknown.code == 1 and "unknown sampler 'nope'" in unknown.err
+
+
+def test_epoch_curves_read_each_runs_validation_metric(tmp_path):
+    from recx.eval.epoch_curves import plot_curves, read_curves
+
+    for run, (model, sampler, values) in {"a": ("fastvae", "midx_pop", [0.1, 0.2]),
+                                          "b": ("multvae", "full", [0.15])}.items():
+        folder = tmp_path / "runs" / run
+        folder.mkdir(parents=True)
+        (folder / "config.yaml").write_text(f"model: {model}\nsampler: {sampler}\nseed: 0\nvalid_metric: ndcg@50\n")
+        (folder / "epochs.jsonl").write_text("".join(f'{{"epoch": {e + 1}, "valid_ndcg@50": {v}}}\n'
+                                                     for e, v in enumerate(values)))
+    curves = read_curves(tmp_path)
+    assert curves == {"fastvae+midx_pop (seed 0)": [(1, 0.1), (2, 0.2)], "multvae (seed 0)": [(1, 0.15)]}
+    plot_curves(curves, "ndcg@50", tmp_path / "curves.png")
+    assert (tmp_path / "curves.png").stat().st_size > 5_000

@@ -1,0 +1,134 @@
+"""Mult-VAE / FastVAE: the training objective against a dense float64 reference, the sampled softmax's gradient
+against the full softmax's, and end-to-end runs through the trainer's user-batch runner."""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from recx.config import resolve
+from recx.errors import RecxError
+from recx.models.multvae import MultVAE, MultVAEArgs
+from recx.samplers.base import Batch
+from recx.train.runners.users import UserEpochs, full_softmax_nll, sampled_softmax_nll
+from recx.train.trainer import train_run
+from sampler_helpers import make_sampler, random_dataset
+
+
+def dense_reference(model: MultVAE, dataset, users, keep, noise, beta) -> torch.Tensor:
+    """Σ_u [-Σ_{i ∈ y_u} log softmax_i + β KL_u] with dense float64 matrices (no index tricks)."""
+    y = dataset.train.dense_rows(users).double()
+    rows, _ = torch.nonzero(y, as_tuple=True)
+    dropped = torch.zeros_like(y)
+    dropped[y.bool()] = keep.double() / (1 - model.args.dropout)
+    x = y / y.sum(1, keepdim=True).sqrt() * dropped
+    hidden = torch.relu(x @ model.encoder_in + model.encoder_bias)
+    out = hidden @ model.encoder_out.weight.T + model.encoder_out.bias
+    mu, log_var = out[:, :model.latent], out[:, model.latent:]
+    z = mu + noise * torch.exp(0.5 * log_var)
+    query = z @ model.decoder.weight.T + model.decoder.bias
+    log_softmax = query @ model.items.T - torch.logsumexp(query @ model.items.T, dim=1, keepdim=True)
+    nll = -(y * log_softmax).sum()
+    kl = 0.5 * (torch.exp(log_var) + mu ** 2 - 1 - log_var).sum()
+    return nll + beta * kl
+
+
+def test_multvae_objective_equals_a_float64_reference(tiny):
+    config = resolve({"model": "multvae", "loss": "full_softmax", "dim": 3, "seed": 0, "batch_size": 16,
+                      "model_args": {"hidden": 5, "anneal_cap": 1.0, "anneal_steps": 4}})
+    model = MultVAE(tiny.n_users, tiny.n_items, 3, MultVAEArgs(hidden=5, anneal_cap=1.0, anneal_steps=4), tiny).double()
+    runner = UserEpochs(config, tiny, model, torch.Generator().manual_seed(7))
+    runner.updates = 1
+    users = torch.tensor([0, 5, 9, 11])
+    objective = runner.batch_objective(users)
+    replay = torch.Generator().manual_seed(7)
+    nnz = int(tiny.train.row_lengths()[users].sum())
+    keep = torch.rand(nnz, generator=replay) >= 0.5
+    noise = torch.randn((4, 3), generator=replay, dtype=torch.float64)
+    reference = dense_reference(model, tiny, users, keep, noise, beta=0.25)
+    assert objective.dtype == torch.float64
+    assert torch.allclose(objective, reference, rtol=1e-12, atol=1e-10)
+
+
+def test_evaluation_uses_the_posterior_mean(tiny):
+    model = MultVAE(tiny.n_users, tiny.n_items, 4, MultVAEArgs(hidden=6), tiny)
+    users = torch.arange(10)
+    query, items = model.representations(users)
+    assert torch.equal(query, model.decode(model.posterior(users)[0]))
+    assert torch.equal(model.query(users), model.query(users)) and items.shape == (tiny.n_items, 6)
+
+
+def test_sampled_softmax_with_the_softmax_proposal_has_the_full_gradient_in_expectation():
+    """With q = softmax every corrected logit is log Z, so E[∇ sampled] = T/(T+1) ∇ full over {i} ∪ Φ (T draws):
+    the same direction and, but for that factor, the same gradient (Bengio & Senécal; the FastVAE paper's §3.2)."""
+    torch.manual_seed(0)
+    dataset = random_dataset(4, 10, seed=0)
+    n_draws, replicas = 4, 40_000
+    query = torch.randn(1, 3, dtype=torch.float64)
+    items = torch.randn(10, 3, dtype=torch.float64)
+    positives = torch.tensor([2, 7])
+
+    def gradients(proposal: str):
+        q, table = query.clone().requires_grad_(), items.clone().requires_grad_()
+        sampler = make_sampler(proposal, dataset, n_draws, n_codewords=2) if proposal == "midx" else \
+            make_sampler(proposal, dataset, n_draws)
+        queries = q.expand(replicas, -1)
+        rows = torch.arange(replicas).repeat_interleave(2)
+        positive_items = positives.repeat(replicas)
+        batch = Batch(torch.zeros(replicas, dtype=torch.long), positive_items[::2], queries.detach(), table.detach())
+        negatives = sampler.sample(batch)
+        positive_log_q = sampler.log_probability(Batch(batch.users[rows], positive_items, queries.detach()[rows],
+                                                       table.detach()), positive_items[:, None])[:, 0]
+        (sampled_softmax_nll(queries, table, rows, positive_items, positive_log_q, negatives) / replicas).backward()
+        return q.grad, table.grad
+
+    q_full, table_full = query.clone().requires_grad_(), items.clone().requires_grad_()
+    full_softmax_nll(q_full, table_full, torch.zeros(2, dtype=torch.long), positives).backward()
+    factor = n_draws / (n_draws + 1)
+    q_grad, table_grad = gradients("midx")
+    assert torch.allclose(q_grad, factor * q_full.grad, atol=0.03)
+    assert torch.allclose(table_grad, factor * table_full.grad, atol=0.03)
+    q_uniform, table_uniform = gradients("uniform")
+    assert not torch.allclose(table_uniform, factor * table_full.grad, atol=0.03)
+
+
+RUNS = [("multvae", "full_softmax", "full", {}), ("fastvae", "softmax", "midx_pop", {"n_codewords": 4}),
+        ("fastvae", "softmax", "midx_uni", {"n_codewords": 4}), ("fastvae", "softmax", "uniform", {}),
+        ("fastvae", "softmax", "popularity", {}), ("fastvae", "softmax", "kernel", {"leaf_size": 16})]
+
+
+@pytest.mark.parametrize("model, loss, sampler, sampler_args", RUNS, ids=[f"{m}-{s}" for m, _, s, _ in RUNS])
+def test_vae_trains_through_the_user_runner(tiny, tmp_path, model, loss, sampler, sampler_args):
+    config = resolve({"dataset": "tiny", "model": model, "loss": loss, "sampler": sampler, "dim": 8, "epochs": 2,
+                      "batch_size": 32, "n_negatives": 20, "lr": 0.01, "weight_decay": 0.01, "device": "cpu",
+                      "kernels": "torch", "sampler_args": sampler_args, "model_args": {"hidden": 16}})
+    outcome = train_run(config, tiny, tmp_path / "run", ks=[10])
+    assert all(math.isfinite(v) for v in outcome.results.value)
+    again = train_run(config, tiny, tmp_path / "again", ks=[10])
+    assert outcome.results.value.tolist() == again.results.value.tolist()
+
+
+def test_vae_refuses_a_loss_it_does_not_train_with(tiny, tmp_path):
+    config = resolve({"dataset": "tiny", "model": "multvae", "loss": "bpr", "device": "cpu"})
+    with pytest.raises(RecxError, match="full_softmax"):
+        train_run(config, tiny, tmp_path / "run", ks=[10])
+
+
+def test_sampled_softmax_scores_negatives_the_same_way_on_both_paths(monkeypatch):
+    from recx.samplers.base import Negatives
+    from recx.train.runners import users as runner_module
+
+    generator = torch.Generator().manual_seed(0)
+    query, items = torch.randn(3, 4, generator=generator, dtype=torch.float64), torch.randn(9, 4, dtype=torch.float64)
+    negatives = Negatives(torch.randint(0, 9, (3, 5), generator=generator), torch.randn(3, 5, dtype=torch.float64),
+                          torch.zeros(3))
+    rows, positives, positive_log_q = torch.tensor([0, 0, 1, 2]), torch.tensor([1, 2, 3, 4]), torch.randn(4).double()
+    dense = sampled_softmax_nll(query, items, rows, positives, positive_log_q, negatives)
+    monkeypatch.setattr(runner_module, "DENSE_SCORES_RATIO", 0)
+    gathered = sampled_softmax_nll(query, items, rows, positives, positive_log_q, negatives)
+    corrected = query @ items.T
+    reference = sum(torch.logsumexp(torch.cat([(corrected[r, p] - lq).view(1),
+                                               corrected[r, negatives.items[r]] - negatives.log_q[r]]), 0)
+                    - (corrected[r, p] - lq) for r, p, lq in zip(rows, positives, positive_log_q))
+    assert torch.allclose(dense, reference) and torch.allclose(gathered, reference)

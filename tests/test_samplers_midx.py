@@ -1,0 +1,195 @@
+"""MIDX samplers (the FastVAE paper's Theorems 4.1, 5.1-5.3) and the quadratic-kernel sampler: their draws follow
+their laws, written here independently in float64 from the codebooks / item vectors, and log_q is that law's log."""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from recx.config import resolve
+from recx.samplers.kernels.midx_draw import draw_torch
+from recx.train.trainer import train_run
+from sampler_helpers import assert_follows, make_sampler, random_batch, random_dataset
+
+N_ITEMS = 60
+N_DRAWS = 20_000
+
+
+@pytest.fixture(scope="module")
+def problem():
+    dataset = random_dataset(20, N_ITEMS, seed=0)
+    batch = random_batch(dataset, batch_size=3, dim=6, seed=1)
+    batch = type(batch)(batch.users, batch.positives, batch.query.double(), batch.item_table.double())
+    return dataset, batch
+
+
+def all_items(batch) -> torch.Tensor:
+    return torch.arange(N_ITEMS)[None, :].expand(batch.query.shape[0], -1)
+
+
+def static_reference(sampler, batch, log_weights: torch.Tensor) -> torch.Tensor:
+    """Eq. 4 / 5: log q(i) = log softmax_i(z · (c¹_{k1(i)} ⊕ c²_{k2(i)}) + log w_i), in float64."""
+    quantised = sampler.codebooks.quantised().double()
+    return torch.log_softmax(batch.query @ quantised.T + log_weights, dim=1)
+
+
+def check_draws_and_log_q(sampler, batch, reference: torch.Tensor) -> None:
+    negatives = sampler.sample(batch)
+    assert torch.allclose(sampler.log_probability(batch, all_items(batch)), reference, atol=1e-10)
+    assert torch.allclose(negatives.log_q, reference.gather(1, negatives.items), atol=1e-10)
+    assert torch.allclose(negatives.positive_log_q, reference.gather(1, batch.positives[:, None])[:, 0], atol=1e-10)
+    for row in range(batch.query.shape[0]):
+        assert_follows(negatives.items[row], reference[row].exp().numpy())
+
+
+def test_midx_exact_draws_follow_the_softmax(problem):
+    dataset, batch = problem
+    sampler = make_sampler("midx", dataset, N_DRAWS, n_codewords=4)
+    check_draws_and_log_q(sampler, batch, torch.log_softmax(batch.query @ batch.item_table.T, dim=1))
+
+
+def test_midx_exact_stays_exact_after_the_items_move(problem):
+    """Theorem 4.1 holds for any codewords: residuals are taken against the current item vectors."""
+    dataset, batch = problem
+    sampler = make_sampler("midx", dataset, N_DRAWS, n_codewords=4)
+    sampler.rebuild(None, batch.item_table)
+    moved = type(batch)(batch.users, batch.positives, batch.query, batch.item_table + 0.5 * torch.randn_like(batch.item_table))
+    check_draws_and_log_q(sampler, moved, torch.log_softmax(moved.query @ moved.item_table.T, dim=1))
+
+
+def test_midx_uni_draws_follow_eq4(problem):
+    dataset, batch = problem
+    sampler = make_sampler("midx_uni", dataset, N_DRAWS, n_codewords=4)
+    sampler.rebuild(None, batch.item_table)
+    check_draws_and_log_q(sampler, batch, static_reference(sampler, batch, torch.zeros(N_ITEMS, dtype=torch.float64)))
+
+
+@pytest.mark.parametrize("variant, transform", [("count", lambda c: c), ("log", torch.log1p),
+                                                 ("pow0.75", lambda c: c ** 0.75)])
+def test_midx_pop_draws_follow_eq5(problem, variant, transform):
+    dataset, batch = problem
+    sampler = make_sampler("midx_pop", dataset, N_DRAWS, n_codewords=4, variant=variant)
+    sampler.rebuild(None, batch.item_table)
+    pop = transform(dataset.item_popularity.double() + 1.0)
+    check_draws_and_log_q(sampler, batch, static_reference(sampler, batch, torch.log(pop)))
+
+
+def test_midx_draws_differ_from_the_softmax_when_they_should(problem):
+    """The static variants are not the softmax (guards against a test that compares the softmax with itself)."""
+    dataset, batch = problem
+    sampler = make_sampler("midx_uni", dataset, 8, n_codewords=4)
+    softmax = torch.log_softmax(batch.query @ batch.item_table.T, dim=1)
+    assert (sampler.log_probability(batch, all_items(batch)) - softmax).abs().max() > 0.1
+
+
+@pytest.mark.parametrize("name", ["midx_uni", "midx_pop"])
+def test_theorem_5_3_and_5_4_kl_bounds(name):
+    """KL(Q_midx ‖ softmax) <= 2 C ‖z‖ (+ log max pop / min pop for MIDX_Pop), C = max ‖q̃_i‖, on random data."""
+    dataset = random_dataset(40, 200, seed=3)
+    for seed in range(3):
+        batch = random_batch(dataset, batch_size=16, dim=8, seed=seed, scale=2.0)
+        batch = type(batch)(batch.users, batch.positives, batch.query.double(), batch.item_table.double())
+        sampler = make_sampler(name, dataset, 4, n_codewords=3)
+        sampler.rebuild(None, batch.item_table)
+        log_q = sampler.log_probability(batch, torch.arange(200)[None, :].expand(16, -1))
+        log_p = torch.log_softmax(batch.query @ batch.item_table.T, dim=1)
+        kl = (log_q.exp() * (log_q - log_p)).sum(1)
+        residual_norm = (batch.item_table - sampler.codebooks.quantised()).norm(dim=1).max()
+        bound = 2 * residual_norm * batch.query.norm(dim=1)
+        if name == "midx_pop":
+            pop = dataset.item_popularity.double() + 1.0
+            bound = bound + torch.log(pop.max() / pop.min())
+        assert (kl >= -1e-12).all() and (kl <= bound).all()
+        assert (kl > 1e-6).any()
+
+
+def test_kernel_sampler_follows_the_quadratic_kernel(problem):
+    dataset, batch = problem
+    sampler = make_sampler("kernel", dataset, N_DRAWS, alpha=3.0, leaf_size=4)
+    kernel = 3.0 * (batch.query @ batch.item_table.T) ** 2 + 1
+    check_draws_and_log_q(sampler, batch, torch.log(kernel / kernel.sum(1, keepdim=True)))
+
+
+def test_kernel_sampler_per_draw_descent_follows_the_kernel(problem):
+    """Few draws per query: node masses are computed per draw and level (the other path of `_draw`)."""
+    dataset, batch = problem
+    replicas = 5000
+    repeated = type(batch)(batch.users[:1].repeat(replicas), batch.positives[:1].repeat(replicas),
+                           batch.query[:1].repeat(replicas, 1), batch.item_table)
+    sampler = make_sampler("kernel", dataset, 4, alpha=3.0, leaf_size=2)
+    negatives = sampler.sample(repeated)
+    assert 4 * 2 * 5 < 2 * sampler.n_leaves  # the per-draw path was taken
+    kernel = 3.0 * (batch.query[0] @ batch.item_table.T) ** 2 + 1
+    assert_follows(negatives.items, (kernel / kernel.sum()).numpy())
+
+
+def test_kernel_sampler_handles_a_partial_last_leaf():
+    dataset = random_dataset(10, 23, seed=2)
+    batch = random_batch(dataset, batch_size=2, dim=3, seed=4)
+    batch = type(batch)(batch.users, batch.positives, batch.query.double(), batch.item_table.double())
+    sampler = make_sampler("kernel", dataset, N_DRAWS, alpha=1.0, leaf_size=5)
+    negatives = sampler.sample(batch)
+    assert int(negatives.items.max()) < 23
+    kernel = (batch.query @ batch.item_table.T) ** 2 + 1
+    assert_follows(negatives.items[0], (kernel[0] / kernel[0].sum()).numpy())
+
+
+def test_three_stage_draw_matches_its_stages():
+    """The torch draw from the cells' joint weights: stage 1 × stage 2 × stage 3 probabilities."""
+    generator = torch.Generator().manual_seed(0)
+    k, n_items = 3, 12
+    cell_of = torch.tensor([0, 0, 1, 2, 4, 4, 4, 5, 6, 8, 8, 3])
+    order = torch.argsort(cell_of, stable=True)
+    cell_ptr = torch.zeros(k * k + 1, dtype=torch.int64)
+    cell_ptr[1:] = torch.cumsum(torch.bincount(cell_of, minlength=k * k), 0)
+    weights = torch.rand(n_items, generator=generator, dtype=torch.float64) + 0.1
+    cumulative = torch.cat([torch.zeros(1, dtype=torch.float64), torch.cumsum(weights[order], 0)])
+    cell_mass = torch.zeros(k * k, dtype=torch.float64).index_add_(0, cell_of, weights)
+    codeword_part = torch.randn(k * k, generator=generator, dtype=torch.float64)
+    cell_log_weight = (torch.log(cell_mass) + codeword_part).view(1, k, k)  # cell 7 is empty: -inf
+    joint = cell_mass * codeword_part.exp()
+    expected = (joint / joint.sum())[cell_of] * weights / cell_mass[cell_of]
+    uniforms = torch.rand((1, 50_000, 3), generator=generator, dtype=torch.float64)
+    assert_follows(draw_torch(cell_log_weight, cumulative, cell_ptr, order, uniforms), expected.numpy())
+
+
+def test_codebooks_rebuild_reproducibly(problem):
+    dataset, batch = problem
+    draws = []
+    for _ in range(2):
+        sampler = make_sampler("midx_pop", dataset, 16, seed=5, n_codewords=4)
+        sampler.rebuild(None, batch.item_table)
+        sampler.rebuild(None, batch.item_table * 1.1)  # warm-started from the first codebooks
+        draws.append(sampler.sample(batch).items)
+    assert torch.equal(draws[0], draws[1])
+
+
+@pytest.mark.parametrize("sampler, sampler_args", [("midx", {"n_codewords": 4}), ("midx_uni", {"n_codewords": 4}),
+                                                   ("midx_pop", {"variant": "log"}), ("kernel", {"leaf_size": 8})])
+def test_sampler_trains_mf_with_sampled_softmax(tiny, tmp_path, sampler, sampler_args):
+    config = resolve({"dataset": "tiny", "model": "mf", "loss": "softmax", "sampler": sampler,
+                      "sampler_args": sampler_args, "dim": 8, "epochs": 2, "batch_size": 64, "n_negatives": 8,
+                      "lr": 0.01, "device": "cpu", "kernels": "torch"})
+    values = train_run(config, tiny, tmp_path / "run", ks=[10]).results.value
+    assert values.notna().all() and all(math.isfinite(v) for v in values)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["midx_uni", "midx_pop", "midx"])
+def test_cupy_midx_draw_agrees_with_torch(name):
+    dataset = random_dataset(20, N_ITEMS, seed=0)
+    batch = random_batch(dataset, batch_size=3, dim=6, seed=1)
+    cuda = type(batch)(batch.users.cuda(), batch.positives.cuda(), batch.query.cuda(), batch.item_table.cuda())
+    dataset = dataset.to(torch.device("cuda"))
+    sampler_class = make_sampler(name, dataset, 8, n_codewords=4).__class__
+    results = {}
+    for kernels in ("torch", "cupy"):
+        sampler = sampler_class(dataset, N_DRAWS, sampler_class.Args(n_codewords=4),
+                                torch.Generator(device="cuda").manual_seed(0), kernels)
+        results[kernels] = sampler.sample(cuda).items.cpu()
+        log_q = sampler.log_probability(cuda, torch.arange(N_ITEMS, device="cuda")[None, :].expand(3, -1)).cpu()
+    mismatch = (results["torch"] != results["cupy"]).double().mean()
+    assert mismatch < 1e-3  # same uniforms, same items (up to float ties at cell boundaries)
+    for row in range(3):
+        assert_follows(results["cupy"][row], log_q[row].double().exp().numpy())
