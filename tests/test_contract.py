@@ -303,3 +303,17 @@ def test_model_trains_or_completes_without_training(name, tmp_path, tiny_root):
         assert len(losses) == 2 and losses[1] < losses[0]
     else:
         assert outcome.best_epoch == 0 and not (folder / "epochs.jsonl").exists()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", sorted(SAMPLER_CASES))
+def test_sampler_runs_on_the_model_device(name):
+    dataset = random_dataset(n_users=30, n_items=50, density=0.2).to(torch.device("cuda"))
+    batch = random_batch(random_dataset(n_users=30, n_items=50, density=0.2), batch_size=12, dim=4)
+    batch = type(batch)(*(t.cuda() for t in (batch.users, batch.positives, batch.query, batch.item_table)))
+    case = SAMPLER_CASES[name]
+    sampler_class = SAMPLERS.get(name)
+    sampler = sampler_class(dataset, case.n_negatives, sampler_class.Args(**case.args),
+                            torch.Generator(device="cuda").manual_seed(0), "torch")
+    negatives = sampler.sample(batch)
+    assert negatives.items.is_cuda and negatives.log_q.is_cuda and negatives.positive_log_q.is_cuda

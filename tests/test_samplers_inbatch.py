@@ -216,3 +216,25 @@ def test_segmented_softmax_is_the_weighted_sum_of_group_losses():
         return np.mean([np.log(np.exp(pos[r].item()) + sum(np.exp(neg[r, c].item()) for c in columns)) - pos[r].item()
                         for r in range(5)])
     assert abs(float(loss) - (0.25 * ce(range(4)) + 0.75 * ce(range(4, 7)))) < 1e-12
+
+
+def test_ssl_pop_keep_positive_is_the_official_xir_codes_loss():
+    """HERECJ/XIR `--debias 2`: logsumexp([s_i - log p_i, s_{u,j} - log p_j for every batch position j]) - (s_i - log p_i):
+    the own positive (and its duplicates) stay in the denominator; the default masks them."""
+    from recx.train.step import training_loss
+    from types import SimpleNamespace
+    dataset = random_dataset(n_items=30)
+    batch = _batch_with_duplicates(dataset)
+    log_p = torch.from_numpy(_log_p64(dataset))[batch.positives]
+    scores = batch.query.double() @ batch.item_table.double()[batch.positives].T
+    corrected = scores - log_p[None, :]
+    positive = corrected.diagonal()
+    official = (torch.logsumexp(torch.cat([positive[:, None], corrected], 1), 1) - positive).mean()
+    model = SimpleNamespace(representations=lambda users: (batch.query.double(), batch.item_table.double()))
+    config = SimpleNamespace(weight_decay_mode="none", weight_decay=0.0)
+    kept = training_loss(model, make_sampler("in_batch_pop", dataset, keep_positive=True),
+                         SampledSoftmax(SoftmaxArgs()), config, batch.users, batch.positives)
+    assert abs(float(kept) - float(official)) < 1e-5
+    masked = training_loss(model, make_sampler("in_batch_pop", dataset), SampledSoftmax(SoftmaxArgs()), config,
+                           batch.users, batch.positives)
+    assert float(masked) < float(kept)  # the masked loss leaves the positive (and duplicates) out of the denominator
