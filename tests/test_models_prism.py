@@ -17,7 +17,7 @@ def _model(tiny, **model_args):
 @pytest.mark.parametrize("model", ["mf", "nonlinear_mf", "lightgcn"])
 @pytest.mark.parametrize("alpha", [1.0, 0.4, 0.0])
 def test_prism_item_norms_are_exact(tiny, model, alpha):
-    m = _model(tiny, model=model, init="prism", prism_alpha=alpha)
+    m = _model(tiny, model=model, init="prism", prism_alpha=alpha, prism_scope="items")
     degrees = tiny.item_popularity.to(torch.float64)
     expected = alpha * torch.log(degrees + 2) + (1 - alpha)
     norms = m.item_embedding.detach().to(torch.float64).norm(dim=1)
@@ -27,8 +27,8 @@ def test_prism_item_norms_are_exact(tiny, model, alpha):
     assert not torch.allclose(user_norms, user_norms[0].expand_as(user_norms))  # users: plain Xavier rows
 
 
-def test_prism_scope_both_scales_users_by_their_training_degree(tiny):
-    m = _model(tiny, init="prism", prism_scope="both", prism_alpha=0.7)
+def test_prism_scope_both_is_the_default_and_scales_users_by_their_training_degree(tiny):
+    m = _model(tiny, init="prism", prism_alpha=0.7)  # the official PRISM code scales both tables
     expected = 0.7 * torch.log(tiny.train.row_lengths().to(torch.float64) + 2) + 0.3
     assert torch.allclose(m.user_embedding.detach().to(torch.float64).norm(dim=1), expected, rtol=1e-6, atol=0)
 

@@ -30,6 +30,14 @@ def test_prism_gowalla_plans_every_method():
     path = ROOT / "experiments.yaml"
     runs = plan(experiment_spec(load_experiments(path), "prism-gowalla", path), "prism-gowalla", path)
     methods = {r.method for r in runs}
-    assert {f"{loss}+{mode}" for loss in ("bpr", "ssm", "directau", "mawu")
-            for mode in ("wd-full", "wd-batch", "no-wd", "prism")} == methods
+    losses = ("bpr", "ssm", "directau-g1", "directau-g2", "directau-g5", "mawu")
+    assert {f"{loss}+{mode}" for loss in losses for mode in ("wd", "prism")} == methods
     assert all(r.config.model_args["init"] == "prism" for r in runs if r.method.endswith("prism"))
+    # the paper's Appendix B.1: lr x weight-decay grid, PRISM without decay, batch sizes, cosine SSM with 10 negatives
+    assert {(r.config.lr, r.config.weight_decay) for r in runs if r.method == "bpr+wd" and r.config.seed == 0} == {
+        (lr, wd) for lr in (0.1, 0.01, 0.001) for wd in (0.0, 1e-4, 1e-6, 1e-8)}
+    assert all(r.config.weight_decay == 0.0 for r in runs if r.method.endswith("prism"))
+    assert all(r.config.batch_size == (16384 if r.method.split("+")[0] in ("bpr", "ssm") else 4096) for r in runs)
+    assert all(r.config.model_args["scoring"] == "cosine" and r.config.n_negatives == 10
+               for r in runs if r.method.startswith("ssm"))
+    assert all(r.config.epochs == 1000 and r.config.patience == 10 for r in runs)

@@ -1,8 +1,16 @@
 """Alignment and uniformity on the unit hypersphere (Wang & Isola 2020; DirectAU, Wang et al. KDD 2022).
 
-With f(x) = x / ‖x‖:
-    alignment(U, I)  = E_(u,i) ‖f(u) - f(i)‖²                     (over the batch's positive pairs)
-    uniformity(X)    = log E_{a<b} exp(-t ‖f(x_a) - f(x_b)‖²)      (over distinct pairs of the batch's rows, t = 2)
+With f(x) = x / ‖x‖ and d²_ab = ‖f(x_a) - f(x_b)‖²:
+    alignment(U, I) = E_(u,i) ‖f(u) - f(i)‖²                   (over the batch's positive pairs)
+    uniformity(X)   = log E_{a<b} exp(-t d²_ab)                  (form `pairs`: distinct pairs of the batch's rows, t = 2;
+                                                                  DirectAU's official torch.pdist form)
+    uniformity(X)   = log( (Σ_{a>b} exp(-t d²_ab) + n(n+1)/2 · exp(-2t)) / n² )
+                                                                 (form `lower_triangle`: MAWU's official
+                                                                  `uniformity_dot`, psm1206/MAWU, the mean over all n²
+                                                                  entries of the cosine matrix's strict lower triangle,
+                                                                  whose zeroed entries count as distance² 2)
+With A = Σ_{a<b} exp(-t d²_ab) and c = n(n+1)/2 · exp(-2t), the lower-triangle form's gradient is the pairs form's
+times A / (A + c) ∈ (0, 1]: about 1/2 once rows spread out (d² ≈ 2), so with `pairs` the same γ pushes up to ~2x harder.
 Squared distances of unit vectors are computed as 2 - 2 f(x_a)·f(x_b), which has a gradient where rows coincide.
 """
 from __future__ import annotations
@@ -12,12 +20,14 @@ import math
 import torch
 import torch.nn.functional as F
 
+UNIFORMITY_FORMS = ("pairs", "lower_triangle")
+
 
 def alignment(users: torch.Tensor, items: torch.Tensor) -> torch.Tensor:
     return (F.normalize(users, dim=-1) - F.normalize(items, dim=-1)).pow(2).sum(-1).mean()
 
 
-def uniformity(rows: torch.Tensor, t: float = 2.0) -> torch.Tensor:
+def uniformity(rows: torch.Tensor, t: float = 2.0, form: str = "pairs") -> torch.Tensor:
     """0 for fewer than two rows (no pair)."""
     n = rows.shape[0]
     if n < 2:
@@ -25,5 +35,8 @@ def uniformity(rows: torch.Tensor, t: float = 2.0) -> torch.Tensor:
     unit = F.normalize(rows, dim=-1)
     squared = (2.0 - 2.0 * (unit @ unit.T)).clamp_min(0.0)
     above = torch.ones(n, n, dtype=torch.bool, device=rows.device).triu(diagonal=1)
-    logits = (-t * squared).masked_fill(~above, float("-inf"))
-    return torch.logsumexp(logits.flatten(), dim=0) - math.log(n * (n - 1) / 2)
+    pair_terms = torch.logsumexp((-t * squared).masked_fill(~above, float("-inf")).flatten(), dim=0)
+    if form == "pairs":
+        return pair_terms - math.log(n * (n - 1) / 2)
+    constant = math.log(n * (n + 1) / 2) - 2.0 * t
+    return torch.logaddexp(pair_terms, pair_terms.new_tensor(constant)) - 2.0 * math.log(n)

@@ -13,7 +13,9 @@ class LossInput:
     pos_scores [B]; neg_scores [B, n] (a query's own positive among its candidates is -inf when the loss asks for
     `mask_positive`); pos_log_q [B] and neg_log_q [B or 1, n] are the proposal's log-probabilities; neg_weights
     [B, n] are a sampler's detached per-candidate weights (None: equal weights). Losses defined on the
-    representations themselves (alignment/uniformity) read query [B, d] and positive_repr [B, d].
+    representations themselves (alignment/uniformity) read query [B, d] and positive_repr [B, d]. neg_segments
+    (optional) splits the candidate columns into groups whose softmax losses are averaged with given weights
+    (recx.samplers.base.Negatives.segments).
     """
 
     pos_scores: torch.Tensor
@@ -25,6 +27,7 @@ class LossInput:
     positives: torch.Tensor | None = None
     query: torch.Tensor | None = None
     positive_repr: torch.Tensor | None = None
+    neg_segments: tuple[tuple[int, float], ...] | None = None
 
 
 class Loss:

@@ -5,8 +5,9 @@ Functions for Collaborative Filtering", CIKM 2023; the PRISM paper's Appendix B.
 θ_ui is the angle between the user's and the positive item's representations (cos clipped to ±(1 - 1e-7), θ + m
 clipped to [0, π]). The margin follows the authors' released code (psm1206/MAWU): m_ui = 1 - σ(w_u + w_i) with
 learned per-user and per-item w, projected onto [0, 1] before each use, so m_ui lies in [1 - σ(2), 1/2]; w starts
-at 0. Uniformity is DirectAU's over distinct pairs of the batch (recx.losses.alignment); the released code's
-variant also averages the masked-out pairs as constants, which changes the value but not the intent.
+at 0. Uniformity follows the released code's `uniformity_dot` by default (`uniformity: lower_triangle`, the mean over
+all n² entries of the strict lower triangle, the zeroed ones counting as distance² 2); `uniformity: pairs` is
+DirectAU's mean over distinct pairs, with which the same γ pushes up to ~1.9x harder (recx.losses.alignment).
 Negatives are ignored, as in DirectAU: any sampler works (uniform with n_negatives 1 is the cheapest).
 """
 from __future__ import annotations
@@ -18,7 +19,8 @@ import torch
 import torch.nn.functional as F
 
 from recx.losses import LOSSES
-from recx.losses.alignment import uniformity
+from recx.errors import RecxError
+from recx.losses.alignment import UNIFORMITY_FORMS, uniformity
 from recx.losses.base import Loss, LossInput
 
 COS_CLIP = 1e-7
@@ -28,6 +30,11 @@ COS_CLIP = 1e-7
 class MAWUArgs:
     gamma_user: float = 0.5
     gamma_item: float = 0.5
+    uniformity: str = "lower_triangle"
+
+    def __post_init__(self):
+        if self.uniformity not in UNIFORMITY_FORMS:
+            raise RecxError(f"loss_args.uniformity: {self.uniformity!r}; valid: {', '.join(UNIFORMITY_FORMS)}")
 
 
 def margin_alignment(users: torch.Tensor, items: torch.Tensor, margin: torch.Tensor) -> torch.Tensor:
@@ -65,4 +72,6 @@ class MAWU(Loss):
     def __call__(self, batch: LossInput):
         users, items = batch.query, batch.positive_repr
         align = margin_alignment(users, items, self.margins(batch.users, batch.positives))
-        return align + self.args.gamma_user * uniformity(users) + self.args.gamma_item * uniformity(items)
+        form = self.args.uniformity
+        return (align + self.args.gamma_user * uniformity(users, form=form)
+                + self.args.gamma_item * uniformity(items, form=form))

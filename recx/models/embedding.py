@@ -33,7 +33,7 @@ class EmbeddingArgs:
     init: str = "xavier"
     init_std: float = 0.1
     prism_alpha: float = 1.0
-    prism_scope: str = "items"
+    prism_scope: str = "both"
 
     def __post_init__(self):
         for key, value, valid in (("scoring", self.scoring, SCORINGS), ("init", self.init, INITS),

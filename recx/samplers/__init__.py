@@ -4,5 +4,5 @@ from recx.registry import Registry
 SAMPLERS: Registry = Registry("sampler")
 
 from recx.samplers import (  # noqa: E402,F401  (registration)
-    bir, dns, full, in_batch, kernel, midx, popularity, self_adversarial, softmax_v, uniform, xir,
+    bir, bir_importance, dns, full, in_batch, kernel, midx, popularity, self_adversarial, softmax_v, uniform, xir,
 )

@@ -17,15 +17,22 @@ class Negatives:
     """`items` is [B, n] (per query) or [1, n] (shared by the whole batch); `log_q` has the same shape, or [B, n] for
     shared items whose proposal depends on the query (resampling samplers: +inf marks an item a query did not draw).
 
-    `log_q` is the log of the probability with which each item was proposed (a normaliser shared by a query's
-    candidates may be dropped). `positive_log_q` [B] is the same quantity for each query's positive item.
+    `log_q` is the log of the probability with which each item was proposed. `positive_log_q` [B] is the same
+    quantity for each query's positive item, with the same normaliser as its candidates (a normaliser may be dropped
+    only when it is the same for a query's positive and all its candidates, since it then cancels).
     `weights` (optional, detached, rows summing to 1) re-weight the candidates in pairwise losses.
+    `keeps_positive`: the draws may hold the query's own positive on purpose (the official BIR/XIR code resamples
+    the whole batch and does not mask it), so losses must not mask it.
+    `segments` (optional): ((n_columns, weight), ...) splitting the candidate columns, in order, into groups whose
+    softmax losses are averaged with these weights (XIR: λ · CE over the cache draws + (1 - λ) · CE over the batch's).
     """
 
     items: torch.Tensor
     log_q: torch.Tensor
     positive_log_q: torch.Tensor
     weights: torch.Tensor | None = None  # detached per-candidate weights [B, n] for weighted losses
+    keeps_positive: bool = False
+    segments: tuple[tuple[int, float], ...] | None = None
 
     @property
     def shared(self) -> bool:

@@ -1,18 +1,21 @@
-"""BIR: in-batch importance resampling (the BIR paper; appendix Theorem 3.1 and the estimator of Theorem 3.2).
+"""BIR: in-batch importance resampling (the BIR paper, "Cache-Augmented Inbatch Importance Resampling", NeurIPS 2022),
+as its official code (HERECJ/XIR, `--debias 3`) runs it.
 
-For query u with positive i and the batch's items B (positions, duplicates kept), draw m positions o_1..o_m i.i.d.
-with replacement from
+For query u and the batch's items B (positions, duplicates kept, the query's own positive included), draw m positions
+o_1..o_m i.i.d. with replacement from
     w(j | u) = exp(s(u, j)/τ - log p(j)) / Σ_{k ∈ B} exp(s(u, k)/τ - log p(k)),   p(j) = c_j / Σ c (training counts),
-which tends to the softmax over all items as |B| grows (Theorem 3.1). The loss is the softmax over the positive and the
-resampled items with the importance weights of Theorem 3.2's proof:
-    L = -s_i/τ + log( exp(s_i/τ) + Σ_{l ≤ m} exp(s(u, o_l)/τ) / (m w(o_l | u)) ),
-which the sampled softmax (recx/losses/softmax.py, logits s/τ - log q) computes from log_q(o_l) = log m + log w(o_l | u)
-and log_q(i) = 0. τ is `temperature` and must equal the loss's temperature (loss_args.temperature), and the loss must
-apply logQ correction (BIR is defined through it). The draws are returned as multiplicities c over the batch's
-positions (candidates: the batch's items, shared): log_q = log(m w / c), +inf for positions not drawn, weights c / m
-for pairwise losses (see candidates.resampled_negatives) — the same loss without a [B, m, d] gather.
-Positions holding the query's own positive get w = 0 (the loss masks that item anyway), as do the user's other training
-items when `exclude_train` is on (default off: the paper resamples the whole batch). m defaults to the batch size.
+which tends to the softmax over all items as |B| grows (Theorem 3.1); then apply a plain softmax over the positive
+and the draws, all with one constant log-probability:
+    L = -s_i/τ + log( exp(s_i/τ) + Σ_{l ≤ m} exp(s(u, o_l)/τ) ).
+A draw of the query's own positive stays in the denominator, as in the official code (`keeps_positive`). The draws
+come back as multiplicities c over the batch's positions (candidates: the batch's items, shared) with log_q = -log c
+(+inf where c = 0) and positive_log_q = 0, so the logQ-corrected softmax (recx/losses/softmax.py) computes exactly
+this loss without a [B, m, d] gather; pairwise losses get weights c / m. τ is `temperature` (the official code: 1)
+and should equal the loss's temperature. m defaults to the batch size (the official code). `exclude_train` (default
+off, as in the official code) removes the user's training items, its own positive among them, from the draws.
+
+This departs from the design's logQ contract on purpose: the importance-weighted estimator written in the appendix's
+proof of Theorem 3.2 is the sampler `bir_iw` (recx/samplers/bir_importance.py).
 """
 from __future__ import annotations
 
@@ -23,7 +26,7 @@ import torch
 from recx.errors import RecxError
 from recx.samplers import SAMPLERS
 from recx.samplers.base import Batch, Negatives, Sampler
-from recx.samplers.candidates import resampled_negatives
+from recx.samplers.candidates import draw_counts, multiset_log_q
 from recx.samplers.in_batch import log_popularity
 
 
@@ -34,23 +37,27 @@ class BIRArgs:
     exclude_train: bool = False
 
 
-def candidate_mask(sampler: Sampler, batch: Batch, items: torch.Tensor) -> torch.Tensor:
-    """[B, K] mask of the shared candidates `items` [K] each query may draw: not its own positive, nor (with
-    `exclude_train`) one of its training items."""
-    allowed = items[None, :] != batch.positives[:, None]
-    if sampler.args.exclude_train:
-        allowed &= ~sampler.is_training_item(batch.users, items[None, :].expand(allowed.shape))
-    return allowed
+def training_item_mask(sampler: Sampler, users: torch.Tensor, items: torch.Tensor) -> torch.Tensor:
+    """[B, K] True where the shared candidate items[k] is a training item of users[b] (all False unless the
+    sampler's `exclude_train` is on)."""
+    if not sampler.args.exclude_train:
+        return torch.zeros(users.numel(), items.numel(), dtype=torch.bool, device=items.device)
+    return sampler.is_training_item(users, items[None, :].expand(users.numel(), -1))
 
 
-def batch_log_weights(sampler: Sampler, batch: Batch, log_p: torch.Tensor) -> torch.Tensor:
-    """[B, B] log w(j | u) over the batch's positions: log_softmax(s/τ - log p) over the allowed positions (a query
-    with no allowed position keeps them all; the loss then masks its positive)."""
-    scores = batch.query @ batch.item_table[batch.positives].T
-    logits = scores / sampler.args.temperature - log_p[batch.positives][None, :]
-    allowed = candidate_mask(sampler, batch, batch.positives)
-    allowed |= ~allowed.any(dim=1, keepdim=True)
-    return torch.log_softmax(logits.masked_fill(~allowed, float("-inf")), dim=1)
+def resampling_weights(sampler: Sampler, batch: Batch, items: torch.Tensor, log_p: torch.Tensor,
+                       excluded: torch.Tensor) -> torch.Tensor:
+    """[B, K] softmax(s(u, j)/τ - log p(j)) over the shared candidates `items` [K], zero where `excluded` (a query
+    with every candidate excluded keeps them all)."""
+    logits = batch.query @ batch.item_table[items].T / sampler.args.temperature - log_p[items][None, :]
+    excluded = excluded & ~excluded.all(dim=1, keepdim=True)
+    return torch.softmax(logits.masked_fill(excluded, float("-inf")), dim=1)
+
+
+def check_args(name: str, args) -> None:
+    if args.n_resampled < 0 or args.temperature <= 0:
+        raise RecxError(f"sampler_args: {name} needs n_resampled >= 0 (0: batch size) and temperature > 0 "
+                        f"(got n_resampled={args.n_resampled}, temperature={args.temperature})")
 
 
 @SAMPLERS.register("bir")
@@ -59,10 +66,13 @@ class BatchImportanceResampler(Sampler):
 
     def __init__(self, dataset, n_negatives, args: BIRArgs, generator, kernels: str = "auto"):
         super().__init__(dataset, n_negatives, args, generator, kernels)
-        if args.n_resampled < 0 or args.temperature <= 0:
-            raise RecxError("sampler_args: bir needs n_resampled >= 0 (0: batch size) and temperature > 0")
+        check_args("bir", args)
         self.log_p = log_popularity(dataset, generator.device)
 
     def sample(self, batch: Batch) -> Negatives:
         m = self.args.n_resampled or batch.positives.numel()
-        return resampled_negatives(batch.positives, batch_log_weights(self, batch, self.log_p).exp(), m, self.generator)
+        items = batch.positives
+        weights = resampling_weights(self, batch, items, self.log_p, training_item_mask(self, batch.users, items))
+        counts = draw_counts(weights, m, self.generator)
+        positive_log_q = torch.zeros(items.numel(), device=items.device)
+        return Negatives(items[None, :], multiset_log_q(counts), positive_log_q, counts / m, keeps_positive=True)

@@ -42,18 +42,29 @@ def resample_rows(probabilities: torch.Tensor, m: int, generator: torch.Generato
     return torch.searchsorted(cdf, uniforms, right=True).clamp_max(probabilities.shape[1] - 1)
 
 
-def resampled_negatives(atoms: torch.Tensor, probabilities: torch.Tensor, m: int,
-                        generator: torch.Generator) -> Negatives:
-    """m i.i.d. draws per query from `probabilities` [B, K] over the shared `atoms` [K], as multiplicities c [B, K].
-
-    The sampled softmax over the drawn multiset, Σ_l exp(o(a_l) - log(m q(a_l))), equals Σ_k exp(o(a_k) - log_q[b, k])
-    with log_q = log(m q / c) (+inf where c = 0: an atom not drawn drops out), so the candidates stay the shared
-    atoms and scores are one [B, K] product instead of a [B, m, d] gather. Pairwise losses get weights c / m (the mean
-    over the draws). positive_log_q is 0 (the positive enters the softmax with its plain logit).
-    """
+def draw_counts(probabilities: torch.Tensor, m: int, generator: torch.Generator) -> torch.Tensor:
+    """[R, K] multiplicities of m i.i.d. draws per row from `probabilities` [R, K]."""
     positions = resample_rows(probabilities, m, generator)
-    ones = torch.ones_like(positions, dtype=probabilities.dtype)
-    counts = torch.zeros_like(probabilities).scatter_add_(1, positions, ones)
+    return torch.zeros_like(probabilities).scatter_add_(1, positions, torch.ones_like(positions, dtype=probabilities.dtype))
+
+
+def multiset_log_q(counts: torch.Tensor) -> torch.Tensor:
+    """log_q = -log c for atoms drawn c times (+inf where c = 0): with positive_log_q = 0, the corrected softmax
+    Σ_k exp(o_k - log_q_k) = Σ_k c_k exp(o_k) is the plain softmax over the drawn multiset, every draw (and the
+    positive) with the same constant log-probability."""
+    return torch.where(counts > 0, -torch.log(counts.clamp_min(1)), float("inf"))
+
+
+def importance_resampled_negatives(atoms: torch.Tensor, probabilities: torch.Tensor, m: int,
+                                   generator: torch.Generator) -> Negatives:
+    """m i.i.d. draws per query from `probabilities` [B, K] over the shared `atoms` [K], as multiplicities c [B, K],
+    importance-weighted: log_q = log(m q / c) (+inf where c = 0).
+
+    The sampled softmax over the drawn multiset, Σ_l exp(o(a_l) - log(m q(a_l))), equals Σ_k exp(o(a_k) - log_q[b, k]),
+    so the candidates stay the shared atoms and scores are one [B, K] product instead of a [B, m, d] gather. Pairwise
+    losses get weights c / m (the mean over the draws). positive_log_q is 0 (the positive enters with its plain logit).
+    """
+    counts = draw_counts(probabilities, m, generator)
     drawn = counts > 0
     log_q = torch.where(drawn, torch.log(m * probabilities / counts.clamp_min(1)), float("inf"))
     positive_log_q = torch.zeros(probabilities.shape[0], device=probabilities.device)

@@ -7,6 +7,9 @@ alike, and a logQ-corrected softmax uses s(u, j) - log p(j).
 A query's own positive is among the candidates; softmax losses mask it (`mask_positive` compares item ids, so other
 occurrences of the same item in the batch are masked too: a duplicate is the same item, not a negative). Pairwise
 losses see it with score difference 0 (a constant, no gradient). `config.n_negatives` is not used (n = batch size).
+SSL-Pop's `keep_positive: true` follows the official XIR code's SSL-Pop (HERECJ/XIR `--debias 2`) instead: the whole
+batch row, the query's own positive and its duplicates included, joins the positive in the softmax's denominator (so
+the positive appears there at least twice).
 """
 from __future__ import annotations
 
@@ -21,6 +24,11 @@ from recx.samplers.base import Batch, Negatives, Sampler
 @dataclass
 class InBatchArgs:
     pass
+
+
+@dataclass
+class InBatchPopArgs:
+    keep_positive: bool = False
 
 
 def log_popularity(dataset, device: torch.device) -> torch.Tensor:
@@ -41,12 +49,12 @@ class InBatchSampler(Sampler):
 
 @SAMPLERS.register("in_batch_pop")
 class InBatchPopularitySampler(Sampler):
-    Args = InBatchArgs
+    Args = InBatchPopArgs
 
-    def __init__(self, dataset, n_negatives, args: InBatchArgs, generator, kernels: str = "auto"):
+    def __init__(self, dataset, n_negatives, args: InBatchPopArgs, generator, kernels: str = "auto"):
         super().__init__(dataset, n_negatives, args, generator, kernels)
         self.log_p = log_popularity(dataset, generator.device)
 
     def sample(self, batch: Batch) -> Negatives:
         log_q = self.log_p[batch.positives]
-        return Negatives(batch.positives[None, :], log_q[None, :], log_q)
+        return Negatives(batch.positives[None, :], log_q[None, :], log_q, keeps_positive=self.args.keep_positive)

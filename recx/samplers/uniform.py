@@ -1,4 +1,9 @@
-"""Uniform negatives: q(j) = 1 / n_items, optionally excluding the user's training items (then q(j) = 1/(n - |I_u|))."""
+"""Uniform negatives: q(j) = 1 / n_items, optionally excluding the user's training items (then q(j) = 1/(n - |I_u|)).
+
+log_q uses one normaliser for a query's candidates and its positive: -log n, or -log(n - |I_u|) with `exclude_train`
+(the positive, a training item, cannot be drawn then, but a per-user margin between it and its candidates would be
+a bias no paper has). `shared` negatives ignore `exclude_train` (one set for the whole batch).
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -38,12 +43,12 @@ class UniformSampler(Sampler):
     def sample(self, batch: Batch) -> Negatives:
         n_rows = 1 if self.args.shared else batch.users.numel()
         items = self._draw((n_rows, self.n_negatives))
-        log_q = torch.full(items.shape, -math.log(self.dataset.n_items), device=items.device)
+        positive_log_q = torch.full(batch.users.shape, -math.log(self.dataset.n_items), device=items.device)
         if self.args.exclude_train and not self.args.shared:
             items = redraw_training_items(self, batch.users, items, self._draw, self.args.max_redraws)
             n_allowed = self.dataset.n_items - self.dataset.train.row_lengths()[batch.users]
-            log_q = -torch.log(n_allowed.to(torch.float32))[:, None].expand_as(items)
-        positive_log_q = torch.full(batch.users.shape, -math.log(self.dataset.n_items), device=items.device)
+            positive_log_q = -torch.log(n_allowed.to(torch.float32))
+        log_q = positive_log_q[:n_rows, None].expand(items.shape)  # shared: one constant for every query
         return Negatives(items, log_q, positive_log_q)
 
     def log_probability(self, batch: Batch, items: torch.Tensor) -> torch.Tensor:

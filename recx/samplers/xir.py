@@ -1,18 +1,20 @@
-"""XIR: BIR plus a cache of items that have been resampled often (the BIR paper's cache-augmented variant).
+"""XIR: BIR plus a cache of items resampled often (the BIR paper's cache-augmented variant), as its official code
+(HERECJ/XIR, `--debias 8`, framework/trainer_cache.py) runs it.
 
-Proposal per query u, over the batch's positions B and the cache's items C (each cache item one atom):
-    q(j | u) = (1 - λ) w_B(j | u) + λ w_C(j | u),
-w_B the BIR weights (exp(s/τ - log p) over B, see bir.py) and w_C = softmax(s/τ) over the cache (cache items are
-held, not drawn by popularity, so they get no popularity correction); λ is `cache_weight` (0 for a query with no
-allowed cache item, e.g. while the cache is empty). m atoms are drawn i.i.d. from q, and the sampled softmax over them
-uses log_q = log m + log q(j | u), log_q(positive) = 0: the importance-weighted softmax over the positive, the batch and
-the cache. As in bir.py the draws come back as multiplicities c over the shared atoms (batch positions, then cache):
-log_q = log(m q / c), +inf where c = 0, pairwise weights c / m.
+Per query u, with m = `n_resampled` (0: the batch size), draw m/2 positions from the batch and m/2 slots from the
+cache C, both i.i.d. from softmax(s(u, j)/τ - log p(j)) over their own set (batch positions as in bir.py, own positive
+included; cache slots, duplicates kept), and mix two plain softmax losses:
+    L = λ · CE(positive; cache draws) + (1 - λ) · CE(positive; batch draws),
+CE(i; o_1..o_k) = -s_i/τ + log(exp(s_i/τ) + Σ_l exp(s(u, o_l)/τ)); λ is `cache_weight`. Candidates are the batch's
+positions then the cache's slots (shared), with log_q = -log c (+inf where c = 0), positive_log_q = 0, and
+`segments` ((|B|, 1 - λ), (|C|, λ)) so the softmax loss averages the two groups' losses; pairwise losses get weights
+(1 - λ) c / (m/2) on the batch part and λ c / (m/2) on the cache part.
 
-Cache rule (state updated every step, at the end of `sample`, kept across epochs): per-item counts h start at 0;
-    h ← decay · h + (number of times each item was drawn from the batch part in this step, over all queries),
-and the cache for the next step is the `cache_size` items with the largest h (only items with h > 0). Draws from the
-cache itself do not count, so the cache does not feed itself.
+Cache rule (official): occurrence counts h start at 1 for every item and never decay; after each step's draws,
+    h[j] += number of draws of item j in this step (batch and cache draws, over all queries),
+and the next cache is `cache_size` (0: the batch size) draws with replacement from the items drawn in this step,
+∝ h. The first cache is `cache_size` items drawn uniformly (the official code: from all items; here from items with a
+training interaction, whose log p is finite). The cache a step samples from is the one built by the previous step.
 """
 from __future__ import annotations
 
@@ -23,30 +25,23 @@ import torch
 from recx.errors import RecxError
 from recx.samplers import SAMPLERS
 from recx.samplers.base import Batch, Negatives, Sampler
-from recx.samplers.bir import batch_log_weights, candidate_mask
-from recx.samplers.candidates import resampled_negatives
+from recx.samplers.bir import check_args, resampling_weights, training_item_mask
+from recx.samplers.candidates import draw_counts, multiset_log_q
 from recx.samplers.in_batch import log_popularity
 
 
 @dataclass
 class XIRArgs:
-    n_resampled: int = 0  # m; 0: the batch size
+    n_resampled: int = 0  # m, split evenly between batch and cache draws; 0: the batch size
     temperature: float = 1.0
-    cache_size: int = 1024
-    cache_weight: float = 0.5  # λ, the share of the proposal given to the cache
-    cache_decay: float = 0.9
+    cache_size: int = 0  # 0: the batch size (the official code)
+    cache_weight: float = 0.5  # λ, the cache group's share of the loss
     exclude_train: bool = False
 
 
-def update_hits(hits: torch.Tensor, items: torch.Tensor, counts: torch.Tensor, decay: float) -> torch.Tensor:
-    """h ← decay · h + the number of draws of each item: `counts` [B, K] are draws of the batch positions `items` [K]."""
-    return (hits * decay).index_add_(0, items, counts.sum(dim=0).to(hits.dtype))
-
-
-def cache_of(hits: torch.Tensor, size: int) -> torch.Tensor:
-    """The (at most) `size` items with the largest counts, among items with a positive count."""
-    top = torch.topk(hits, min(size, hits.numel()))
-    return top.indices[top.values > 0]
+def next_cache(occurrence: torch.Tensor, drawn: torch.Tensor, size: int, generator: torch.Generator) -> torch.Tensor:
+    """`size` items drawn with replacement from the items with `drawn` [n_items] True, ∝ `occurrence`."""
+    return torch.multinomial(occurrence * drawn, size, replacement=True, generator=generator)
 
 
 @SAMPLERS.register("xir")
@@ -55,30 +50,32 @@ class CachedImportanceResampler(Sampler):
 
     def __init__(self, dataset, n_negatives, args: XIRArgs, generator, kernels: str = "auto"):
         super().__init__(dataset, n_negatives, args, generator, kernels)
-        if args.n_resampled < 0 or args.temperature <= 0 or args.cache_size < 1:
-            raise RecxError("sampler_args: xir needs n_resampled >= 0, temperature > 0 and cache_size >= 1")
-        if not 0 <= args.cache_weight < 1 or not 0 <= args.cache_decay <= 1:
-            raise RecxError("sampler_args: xir needs 0 <= cache_weight < 1 and 0 <= cache_decay <= 1")
+        check_args("xir", args)
+        if args.cache_size < 0 or not 0 <= args.cache_weight <= 1:
+            raise RecxError(f"sampler_args: xir needs cache_size >= 0 (0: batch size) and 0 <= cache_weight <= 1 "
+                            f"(got cache_size={args.cache_size}, cache_weight={args.cache_weight})")
         self.log_p = log_popularity(dataset, generator.device)
-        self.hits = torch.zeros(dataset.n_items, dtype=torch.float64, device=generator.device)
-        self.cache = cache_of(self.hits, args.cache_size)
+        self.occurrence = torch.ones(dataset.n_items, dtype=torch.float64, device=generator.device)
+        self.cache: torch.Tensor | None = None
 
-    def proposal(self, batch: Batch) -> torch.Tensor:
-        """[B, B + C] q(j | u) over the batch's positions then the cache's items."""
-        batch_part = batch_log_weights(self, batch, self.log_p).exp()
-        if self.cache.numel() == 0:
-            return batch_part
-        logits = batch.query @ batch.item_table[self.cache].T / self.args.temperature
-        allowed = candidate_mask(self, batch, self.cache)
-        cache_part = torch.softmax(logits.masked_fill(~allowed, float("-inf")), dim=1).nan_to_num(0.0)
-        share = self.args.cache_weight * allowed.any(dim=1, keepdim=True)
-        return torch.cat([(1 - share) * batch_part, share * cache_part], dim=1)
+    def first_cache(self, size: int) -> torch.Tensor:
+        trained = (self.dataset.item_popularity > 0).to(device=self.occurrence.device, dtype=torch.float64)
+        return torch.multinomial(trained, size, replacement=True, generator=self.generator)
 
     def sample(self, batch: Batch) -> Negatives:
-        m = self.args.n_resampled or batch.positives.numel()
-        atoms = torch.cat([batch.positives, self.cache])
-        negatives = resampled_negatives(atoms, self.proposal(batch), m, self.generator)
-        batch_draws = (negatives.weights[:, :batch.positives.numel()] * m).round()
-        self.hits = update_hits(self.hits, batch.positives, batch_draws, self.args.cache_decay)
-        self.cache = cache_of(self.hits, self.args.cache_size)
-        return negatives
+        items, size = batch.positives, batch.positives.numel()
+        if self.cache is None:
+            self.cache = self.first_cache(self.args.cache_size or size)
+        half = max(1, (self.args.n_resampled or size) // 2)
+        counts = [draw_counts(resampling_weights(self, batch, part, self.log_p,
+                                                 training_item_mask(self, batch.users, part)), half, self.generator)
+                  for part in (items, self.cache)]
+        atoms = torch.cat([items, self.cache])
+        drawn = torch.zeros_like(self.occurrence).index_add_(0, atoms, torch.cat(counts, dim=1).sum(0).double())
+        self.occurrence += drawn
+        self.cache = next_cache(self.occurrence, drawn > 0, self.cache.numel(), self.generator)
+        share = self.args.cache_weight
+        weights = torch.cat([(1 - share) * counts[0], share * counts[1]], dim=1) / half
+        positive_log_q = torch.zeros(size, device=items.device)
+        return Negatives(atoms[None, :], multiset_log_q(torch.cat(counts, dim=1)), positive_log_q, weights,
+                         keeps_positive=True, segments=((size, 1 - share), (atoms.numel() - size, share)))

@@ -82,10 +82,10 @@ def training_loss(model, sampler, loss_fn, config: RunConfig, users: torch.Tenso
     batch = Batch(users, positives, lambda: model.query(users), model.item_table)
     negatives = sampler.sample(batch)
     query, pos_scores, neg_scores, positive_repr = step_scores(model, users, positives, negatives)
-    if loss_fn.mask_positive:
+    if loss_fn.mask_positive and not negatives.keeps_positive:
         neg_scores = neg_scores.masked_fill(negatives.items == positives[:, None], float("-inf"))
     loss = loss_fn(LossInput(pos_scores, neg_scores, negatives.positive_log_q, negatives.log_q, negatives.weights,
-                             users, positives, query, positive_repr))
+                             users, positives, query, positive_repr, negatives.segments))
     if config.weight_decay_mode == "batch" and config.weight_decay > 0:
         used = torch.cat([positives, negatives.items.flatten()]) if loss_fn.uses_negatives else positives
         loss = loss + config.weight_decay * batched_decay(model, users, used)

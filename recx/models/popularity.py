@@ -1,0 +1,47 @@
+"""MostPop: every user gets the items ranked by their training interaction count (the first baseline of every paper).
+
+Items are ranked by their training count c_i, ties broken by ascending item id (the popularity strata's order):
+score(u, i) = n c_i + (n - 1 - i), n the number of items, exact in float64 (d = 1: query = [1] for every user,
+item = [score]; the run's `dim` is not used), so the ranking does not depend on how top-k orders ties. Nothing is
+trained (training kind `none`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from recx.errors import RecxError
+from recx.models import MODELS
+from recx.models.base import Model
+
+
+@dataclass
+class PopularityArgs:
+    pass
+
+
+@MODELS.register("popularity")
+class MostPopular(Model):
+    Args = PopularityArgs
+    training_kind = "none"
+
+    def __init__(self, n_users: int, n_items: int, dim: int, args: PopularityArgs, dataset=None):
+        super().__init__()
+        if dataset is None:
+            raise RecxError("model 'popularity' needs the training data (item counts)")
+        self.n_users, self.n_items, self.args = n_users, n_items, args
+        counts = dataset.item_popularity.to(torch.float64).cpu()
+        tie_break = torch.arange(n_items - 1, -1, -1, dtype=torch.float64)
+        self.register_buffer("scores", (counts * n_items + tie_break)[:, None])
+
+    def representations(self, users: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return torch.ones(users.numel(), 1, dtype=torch.float64, device=self.scores.device), self.scores
+
+    def embedding_tables(self) -> list[nn.Parameter]:
+        return []
+
+    @property
+    def device(self) -> torch.device:
+        return self.scores.device

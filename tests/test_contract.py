@@ -1,0 +1,348 @@
+"""The contract every registered name keeps (in the spirit of implicit's tests/recommender_base_test.py: one table of
+per-name settings, one set of checks run for every name). A name registered without an entry here fails
+`test_every_registered_name_has_an_entry`: add its settings to SAMPLER_CASES / LOSS_CASES / MODEL_CASES.
+
+Samplers: shapes, device, seed determinism, detached weights summing to 1, the log_q convention (one normaliser for
+a query's positive and its candidates: log_q - positive_log_q equals the formula's log q(j) - log q(i)),
+`exclude_train` honoured where offered. Losses: a finite scalar with gradients, deterministic. Models: the public
+API (`representations`, `item_table`, `query`) only. Every sampler, loss and trainable model: a two-epoch run lowers
+the training loss; an untrainable model gives a completed run with results.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field, fields
+from typing import Callable
+
+import numpy as np
+import pytest
+import torch
+
+from recx.config import resolve
+from recx.losses import LOSSES
+from recx.losses.base import LossInput
+from recx.models import MODELS
+from recx.runs import store
+from recx.samplers import SAMPLERS
+from recx.train.build import build_loss, build_model
+from recx.train.step import step_scores
+from recx.train.trainer import make_progress, train_run
+from tests.sampler_helpers import make_sampler, random_batch, random_dataset
+
+
+def _zero_gap(dataset, batch, negatives, sampler) -> torch.Tensor:
+    """A proposal constant over a query's candidates and positive."""
+    return torch.zeros(batch.positives.numel(), negatives.items.shape[1], dtype=torch.float64)
+
+
+def _log_popularity64(dataset, smoothing: float = 0.0, transform=lambda c: c) -> torch.Tensor:
+    counts = transform(dataset.item_popularity.double() + smoothing)
+    return torch.log(counts / counts.sum())
+
+
+def _popularity_gap(dataset, batch, negatives, sampler) -> torch.Tensor:
+    from recx.samplers.popularity import TRANSFORMS
+    log_q = _log_popularity64(dataset, sampler.args.smoothing, TRANSFORMS[sampler.args.variant])
+    return log_q[negatives.items].expand(batch.positives.numel(), -1) - log_q[batch.positives][:, None]
+
+
+def _in_batch_pop_gap(dataset, batch, negatives, sampler) -> torch.Tensor:
+    log_p = _log_popularity64(dataset)
+    return log_p[negatives.items].expand(batch.positives.numel(), -1) - log_p[batch.positives][:, None]
+
+
+def _multiset_gap(dataset, batch, negatives, sampler) -> torch.Tensor:
+    """The official BIR/XIR: every draw and the positive share one constant, so log_q - positive_log_q = -log c,
+    c the draw's multiplicity (weights are c / m per group: recovered from the group's weight and size)."""
+    m = sampler.args.n_resampled or batch.positives.numel()
+    counts = negatives.weights.double() * m
+    if negatives.segments is not None:
+        half, start = m // 2, 0
+        counts = negatives.weights.double().clone()
+        for size, weight in negatives.segments:
+            counts[:, start:start + size] *= half / weight
+            start += size
+    return -torch.log(counts.round())
+
+
+def _importance_gap(dataset, batch, negatives, sampler) -> torch.Tensor:
+    """bir_iw: log_q - positive_log_q = log(m w / c), w ∝ exp(s/τ - log p) over the allowed positions (float64)."""
+    m = sampler.args.n_resampled or batch.positives.numel()
+    items = batch.positives
+    logits = batch.query.double() @ batch.item_table.double()[items].T / sampler.args.temperature
+    logits = logits - _log_popularity64(dataset)[items][None, :]
+    excluded = items[None, :] == items[:, None]
+    if sampler.args.exclude_train:
+        excluded |= sampler.is_training_item(batch.users, items[None, :].expand(excluded.shape))
+    w = torch.softmax(logits.masked_fill(excluded, -math.inf), dim=1)
+    return torch.log(m * w / (negatives.weights.double() * m).round())
+
+
+def _softmax_gap(dataset, batch, negatives, sampler) -> torch.Tensor:
+    """The exact MIDX sampler's law is the softmax: log q(j) - log q(i) = s(u, j) - s(u, i) (float64)."""
+    query, table = batch.query.double(), batch.item_table.double()
+    scores = query @ table[negatives.items].transpose(-1, -2) if negatives.shared else \
+        (query[:, None, :] * table[negatives.items]).sum(-1)
+    return scores.reshape(batch.positives.numel(), -1) - (query * table[batch.positives]).sum(-1)[:, None]
+
+
+def _kernel_gap(dataset, batch, negatives, sampler) -> torch.Tensor:
+    """Blanc & Rendle's quadratic kernel: q(j) ∝ α (u·j)² + 1 (float64)."""
+    query, table = batch.query.double(), batch.item_table.double()
+    kernel = lambda s: torch.log(sampler.args.alpha * s.pow(2) + 1)  # noqa: E731
+    scores = (query[:, None, :] * table[negatives.items.expand(batch.positives.numel(), -1)]).sum(-1)
+    return kernel(scores) - kernel((query * table[batch.positives]).sum(-1))[:, None]
+
+
+def _closed_form_gap(dataset, batch, negatives, sampler) -> torch.Tensor:
+    """MIDX_Uni / MIDX_Pop: their laws are checked against Eq. 4/5 in test_samplers_midx.py; here the candidates and
+    the positive must carry the one normalised closed form `log_probability` gives."""
+    items = negatives.items.expand(batch.positives.numel(), -1)
+    log_q = sampler.log_probability(batch, torch.cat([batch.positives[:, None], items], dim=1)).double()
+    return log_q[:, 1:] - log_q[:, :1]
+
+
+@dataclass
+class SamplerCase:
+    log_q_gap: Callable  # expected log_q - positive_log_q[:, None], [B, n] float64 (compared where finite)
+    args: dict = field(default_factory=dict)
+    loss: str = "softmax"
+    n_negatives: int = 8
+    train_args: dict = field(default_factory=dict)  # sampler_args for the training run
+
+
+SAMPLER_CASES: dict[str, SamplerCase] = {
+    "uniform": SamplerCase(_zero_gap),
+    "popularity": SamplerCase(_popularity_gap, {"variant": "pow0.75"}),
+    "full": SamplerCase(_zero_gap, loss="full_softmax"),
+    "dns": SamplerCase(_zero_gap, {"m": 3, "n_candidates": 12}, loss="bpr"),
+    "softmax_v": SamplerCase(_zero_gap, {"rho": 1.0, "n_candidates": 12}, loss="bpr"),
+    "self_adversarial": SamplerCase(_zero_gap, loss="bpr"),
+    "in_batch": SamplerCase(_zero_gap),
+    "in_batch_pop": SamplerCase(_in_batch_pop_gap),
+    "bir": SamplerCase(_multiset_gap, {"n_resampled": 24}),
+    "bir_iw": SamplerCase(_importance_gap, {"n_resampled": 24}),
+    "xir": SamplerCase(_multiset_gap, {"n_resampled": 24, "cache_size": 10, "cache_weight": 0.3}),
+    "midx": SamplerCase(_softmax_gap, {"n_codewords": 4}),
+    "midx_uni": SamplerCase(_closed_form_gap, {"n_codewords": 4}),
+    "midx_pop": SamplerCase(_closed_form_gap, {"n_codewords": 4, "variant": "log"}),
+    "kernel": SamplerCase(_kernel_gap, {"alpha": 10.0, "leaf_size": 4}),
+}
+
+
+@dataclass
+class LossCase:
+    sampler: str = "uniform"
+    n_negatives: int = 8
+    args: dict = field(default_factory=dict)
+
+
+LOSS_CASES: dict[str, LossCase] = {
+    "bpr": LossCase(),
+    "bce": LossCase(),
+    "softmax": LossCase(),
+    "full_softmax": LossCase(sampler="full"),
+    "directau": LossCase(n_negatives=1, args={"gamma": 1.0}),
+    "mawu": LossCase(n_negatives=1),
+}
+
+
+@dataclass
+class ModelCase:
+    args: dict = field(default_factory=dict)  # VAEs: no KL annealing or input dropout (both add epoch-to-epoch noise)
+    trains: bool = True  # False: nothing to train (a completed run with results is checked instead)
+    run: dict = field(default_factory=dict)  # extra run-config keys for the training run
+
+
+MODEL_CASES: dict[str, ModelCase] = {
+    "mf": ModelCase(),
+    "nonlinear_mf": ModelCase(),
+    "lightgcn": ModelCase({"n_layers": 2}),
+    "popularity": ModelCase(trains=False),
+    "multvae": ModelCase({"hidden": 16, "anneal_cap": 0.0, "dropout": 0.0}, run={"loss": "full_softmax", "sampler": "full", "batch_size": 32}),
+    "fastvae": ModelCase({"hidden": 16, "anneal_cap": 0.0}, run={"loss": "softmax", "n_negatives": 20, "batch_size": 32}),
+}
+
+
+@pytest.mark.parametrize("registry, table", [(SAMPLERS, SAMPLER_CASES), (LOSSES, LOSS_CASES), (MODELS, MODEL_CASES)],
+                         ids=["samplers", "losses", "models"])
+def test_every_registered_name_has_an_entry(registry, table):
+    assert set(registry.names()) == set(table), (
+        f"{registry.kind} names without a contract entry: {sorted(set(registry.names()) - set(table))}; "
+        f"entries for unregistered names: {sorted(set(table) - set(registry.names()))}")
+
+
+def _offers_exclude_train(name: str) -> bool:
+    return "exclude_train" in {f.name for f in fields(SAMPLERS.get(name).Args)}
+
+
+def _sample(name: str, seed: int = 0, **extra):
+    dataset = random_dataset(n_users=30, n_items=50, density=0.2)
+    batch = random_batch(dataset, batch_size=12, dim=4, scale=0.5)
+    case = SAMPLER_CASES[name]
+    sampler = make_sampler(name, dataset, case.n_negatives, seed, **{**case.args, **extra})
+    return dataset, batch, sampler, sampler.sample(batch)
+
+
+def _sampler_settings():
+    return [(name, exclude) for name in sorted(SAMPLER_CASES)
+            for exclude in ((False, True) if name in SAMPLERS and _offers_exclude_train(name) else (False,))]
+
+
+@pytest.mark.parametrize("name, exclude", _sampler_settings())
+def test_sampler_shapes_device_and_weights(name, exclude):
+    dataset, batch, sampler, negatives = _sample(name, **({"exclude_train": True} if exclude else {}))
+    n_rows, n = negatives.items.shape
+    assert n_rows in (1, batch.users.numel()) and n >= 1
+    assert negatives.items.dtype == torch.long and negatives.items.device == batch.users.device
+    assert 0 <= int(negatives.items.min()) and int(negatives.items.max()) < dataset.n_items
+    assert negatives.log_q.shape in ((n_rows, n), (batch.users.numel(), n))
+    assert negatives.positive_log_q.shape == batch.positives.shape
+    assert not torch.isnan(negatives.log_q).any() and torch.isfinite(negatives.positive_log_q).all()
+    if negatives.weights is not None:
+        assert negatives.weights.shape == (batch.users.numel(), n) and not negatives.weights.requires_grad
+        assert (negatives.weights >= 0).all()
+        torch.testing.assert_close(negatives.weights.double().sum(1), torch.ones(batch.users.numel(),
+                                                                              dtype=torch.float64))
+        assert (negatives.weights[torch.isposinf(negatives.log_q.expand_as(negatives.weights))] == 0).all()
+    if negatives.segments is not None:
+        assert sum(size for size, _ in negatives.segments) == n
+        assert math.isclose(sum(weight for _, weight in negatives.segments), 1.0)
+
+
+@pytest.mark.parametrize("name, exclude", _sampler_settings())
+def test_sampler_is_deterministic_under_its_seed(name, exclude):
+    extra = {"exclude_train": True} if exclude else {}
+    first, second = _sample(name, 3, **extra)[3], _sample(name, 3, **extra)[3]
+    for a, b in ((first.items, second.items), (first.log_q, second.log_q),
+                 (first.positive_log_q, second.positive_log_q), (first.weights, second.weights)):
+        assert (a is None and b is None) or torch.equal(a, b)
+
+
+@pytest.mark.parametrize("name, exclude", _sampler_settings())
+def test_log_q_has_one_normaliser_for_positive_and_candidates(name, exclude):
+    dataset, batch, sampler, negatives = _sample(name, **({"exclude_train": True} if exclude else {}))
+    gap = (negatives.log_q.double() - negatives.positive_log_q.double()[:, None]).expand(batch.users.numel(), -1)
+    expected = SAMPLER_CASES[name].log_q_gap(dataset, batch, negatives, sampler).expand_as(gap)
+    finite = torch.isfinite(gap)
+    assert torch.equal(finite, torch.isfinite(expected))
+    torch.testing.assert_close(gap[finite], expected[finite], rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", [name for name in sorted(SAMPLER_CASES) if name in SAMPLERS
+                                  and _offers_exclude_train(name)])
+def test_exclude_train_is_honoured(name):
+    dataset, batch, sampler, negatives = _sample(name, exclude_train=True)
+    items = negatives.items.expand(batch.users.numel(), -1)
+    proposed = torch.ones_like(items, dtype=torch.bool) if negatives.weights is None else negatives.weights > 0
+    training = sampler.is_training_item(batch.users, items)
+    assert not (training & proposed).any()
+
+
+def _train(tmp_path, dataset_root, **raw):
+    from recx.data.dataset import load_dataset
+    config = resolve({"dataset": "tiny", "dim": 16, "epochs": 2, "batch_size": 128, "lr": 0.01, "seed": 0,
+                      "device": "cpu", "patience": 5, **raw})
+    folder = tmp_path / "run"
+    with make_progress(quiet=True) as progress:
+        outcome = train_run(config, load_dataset(dataset_root, "tiny"), folder, progress, ks=[10])
+    return folder, outcome
+
+
+def _epoch_losses(folder) -> list[float]:
+    return [json.loads(line)["loss"] for line in (folder / "epochs.jsonl").read_text().splitlines()]
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLER_CASES))
+def test_two_epochs_with_each_sampler_lower_the_training_loss(name, tmp_path, tiny_root):
+    case = SAMPLER_CASES[name]
+    folder, _ = _train(tmp_path, tiny_root, loss=case.loss, sampler=name, n_negatives=case.n_negatives,
+                       sampler_args=case.args)
+    losses = _epoch_losses(folder)
+    assert len(losses) == 2 and losses[1] < losses[0]
+
+
+@pytest.mark.parametrize("name", sorted(LOSS_CASES))
+def test_loss_is_a_finite_differentiable_scalar(name, tiny):
+    case = LOSS_CASES[name]
+    config = resolve({"loss": name, "sampler": case.sampler, "n_negatives": case.n_negatives, "loss_args": case.args,
+                      "dim": 8})
+    model = build_model(config, tiny, torch.device("cpu"))
+    loss_fn = build_loss(config, tiny, torch.device("cpu"))
+    users, positives = tiny.train.row_ids()[:32], tiny.train.indices[:32]
+    sampler = make_sampler(config.sampler, tiny, case.n_negatives, 0, **config.sampler_args)
+    from recx.samplers.base import Batch
+    negatives = sampler.sample(Batch(users, positives, lambda: model.query(users), model.item_table))
+    query, pos, neg, positive_repr = step_scores(model, users, positives, negatives)
+    value = loss_fn(LossInput(pos, neg, negatives.positive_log_q, negatives.log_q, negatives.weights, users, positives,
+                              query, positive_repr, negatives.segments))
+    assert value.shape == () and torch.isfinite(value)
+    value.backward()
+    grads = [p.grad.to_dense() for p in model.parameters() if p.grad is not None]  # embedding reads: sparse
+    assert grads and all(torch.isfinite(g).all() for g in grads) and any(g.abs().sum() > 0 for g in grads)
+
+
+@pytest.mark.parametrize("name", sorted(LOSS_CASES))
+def test_two_epochs_with_each_loss_lower_the_training_loss(name, tmp_path, tiny_root):
+    case = LOSS_CASES[name]
+    folder, _ = _train(tmp_path, tiny_root, loss=name, sampler=case.sampler, n_negatives=case.n_negatives,
+                       loss_args=case.args)
+    losses = _epoch_losses(folder)
+    assert len(losses) == 2 and losses[1] < losses[0]
+
+
+def _model(name: str, dataset, seed: int = 0):
+    config = resolve({"model": name, "dim": 8, "seed": seed, "model_args": MODEL_CASES[name].args})
+    return build_model(config, dataset, torch.device("cpu"))
+
+
+@pytest.mark.parametrize("name", sorted(MODEL_CASES))
+def test_model_public_api(name, tiny):
+    model = _model(name, tiny)
+    users = torch.tensor([0, 3, 3, tiny.n_users - 1])
+    query, items = model.representations(users)
+    assert query.shape[0] == users.numel() and items.shape[0] == tiny.n_items and query.shape[1] == items.shape[1]
+    assert query.device == items.device == model.device
+    table, q = model.item_table(), model.query(users)
+    assert not table.requires_grad and not q.requires_grad
+    torch.testing.assert_close(table, items.detach())
+    torch.testing.assert_close(q, query.detach())
+    torch.testing.assert_close(q[1], q[2])
+
+
+@pytest.mark.parametrize("name", sorted(MODEL_CASES))
+def test_model_is_deterministic_under_its_seed(name, tiny):
+    users = torch.arange(tiny.n_users)
+    first, second = _model(name, tiny, 5), _model(name, tiny, 5)
+    assert torch.equal(first.query(users), second.query(users))
+    assert torch.equal(first.item_table(), second.item_table())
+
+
+@pytest.mark.parametrize("name", sorted(MODEL_CASES))
+def test_model_trains_or_completes_without_training(name, tmp_path, tiny_root):
+    case = MODEL_CASES[name]
+    run = {"loss": "bpr", "sampler": "uniform", "n_negatives": 1, **case.run}
+    folder, outcome = _train(tmp_path, tiny_root, model=name, model_args=case.args, **run)
+    assert store.is_complete(folder) and not outcome.results.empty
+    ndcg = outcome.results.query("split == 'test' and metric == 'ndcg' and k == 10 and stratum == 'all'")["value"]
+    assert len(ndcg) == 1 and np.isfinite(ndcg).all()
+    if case.trains:
+        losses = _epoch_losses(folder)
+        assert len(losses) == 2 and losses[1] < losses[0]
+    else:
+        assert outcome.best_epoch == 0 and not (folder / "epochs.jsonl").exists()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", sorted(SAMPLER_CASES))
+def test_sampler_runs_on_the_model_device(name):
+    dataset = random_dataset(n_users=30, n_items=50, density=0.2).to(torch.device("cuda"))
+    batch = random_batch(random_dataset(n_users=30, n_items=50, density=0.2), batch_size=12, dim=4)
+    batch = type(batch)(*(t.cuda() for t in (batch.users, batch.positives, batch.query, batch.item_table)))
+    case = SAMPLER_CASES[name]
+    sampler_class = SAMPLERS.get(name)
+    sampler = sampler_class(dataset, case.n_negatives, sampler_class.Args(**case.args),
+                            torch.Generator(device="cuda").manual_seed(0), "torch")
+    negatives = sampler.sample(batch)
+    assert negatives.items.is_cuda and negatives.log_q.is_cuda and negatives.positive_log_q.is_cuda
