@@ -3,4 +3,4 @@ from recx.registry import Registry
 
 MODELS: Registry = Registry("model")
 
-from recx.models import lightgcn, mf, nonlinear_mf  # noqa: E402,F401  (registration)
+from recx.models import als, lightgcn, mf, nonlinear_mf  # noqa: E402,F401  (registration)
