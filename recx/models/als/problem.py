@@ -12,6 +12,7 @@ A row with no observed entry and a zero right-hand side is set to zero (its mini
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import torch
 
@@ -69,7 +70,7 @@ class WeightedSquares:
         return WeightedSquares(train, base_weight, extra_weight, negative_target, positive_target, interaction,
                                user_ridge, item_ridge, by_user, by_item)
 
-    @property
+    @cached_property
     def target_weight(self) -> torch.Tensor:
         """e_xy = W_xy S_xy − a_x s0 on observed entries: each entry's part of b beyond the shared a_x s0 Σ Q."""
         base = self.base_weight[self.train.row_ids()]
@@ -78,19 +79,24 @@ class WeightedSquares:
     def user_system(self, items: torch.Tensor) -> RowSystem:
         """P half-step: A_x = (a_x − V_x) QᵀQ + Σ_{y∈I_x} c_xy Q_yQ_yᵀ + ρ_x I, b_x = a_x s0 Σ_y Q_y + Σ e_xy Q_y."""
         side = self.users
-        return RowSystem(items, items.T @ items, self.base_weight - self.interaction, self.user_ridge,
+        return RowSystem(side.indptr, items, items.T @ items, self.base_weight - self.interaction, self.user_ridge,
                          self.base_weight * self.negative_target, items.sum(0), side.neighbours,
                          self.extra_weight, self.target_weight,
                          (side.lengths == 0) & (self.base_weight * self.negative_target == 0))
+
+    @cached_property
+    def item_major_weights(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(c, e) in the item-major order of the entries."""
+        return self.extra_weight[self.items.entry], self.target_weight[self.items.entry]
 
     def item_system(self, users: torch.Tensor) -> RowSystem:
         """Q half-step: A_y = Pᵀ diag(a − V) P + Σ_{x∈U_y} c_xy P_xP_xᵀ + σ_y I, b_y = s0 Σ_x a_x P_x + Σ e_xy P_x."""
         side, n_items = self.items, self.item_ridge.numel()
         ones = torch.ones(n_items, dtype=users.dtype, device=users.device)
         gram = users.T @ ((self.base_weight - self.interaction)[:, None] * users)
-        return RowSystem(users, gram, ones, self.item_ridge, ones * self.negative_target,
-                         self.base_weight @ users, side.neighbours, self.extra_weight[side.entry],
-                         self.target_weight[side.entry], (side.lengths == 0) & (self.negative_target == 0))
+        return RowSystem(side.indptr, users, gram, ones, self.item_ridge, ones * self.negative_target,
+                         self.base_weight @ users, side.neighbours, *self.item_major_weights,
+                         (side.lengths == 0) & (self.negative_target == 0))
 
     @torch.no_grad()
     def loss(self, users: torch.Tensor, items: torch.Tensor) -> torch.Tensor:

@@ -7,13 +7,17 @@ equations are
 
 with G a d×d Gramian shared by all rows (the Gramian trick of Hu et al. 2008 / iALS: only a row's observed
 entries add a correction), so a half-step costs O(|D| d² + R d³) (exact) or O(cg_steps (|D| d + R d²)) (CG), never
-O(M N). Rows are solved in padded chunks (recx.models.als.layout) on the factors' device; no per-row Python loop.
-
-The CG form is implicit's `least_squares_cg` (Takács et al. 2011): warm start from the current rows, `cg_steps`
-steps, a row whose residual norm² falls below 1e-20 stops moving.
+O(M N). Everything runs on the factors' device with no per-row Python loop:
+- exact: A_r formed and Cholesky-solved in padded chunks of rows (recx.models.als.layout), memory bounded by the
+  chunk size;
+- cg: implicit's `least_squares_cg` (Takács et al. 2011) for all rows at once: warm start from the current rows,
+  `cg_steps` steps, a row whose residual norm² falls below 1e-20 stops moving. A_r z_r is applied without forming
+  A_r: the per-entry products y_j · z_r by one sampled dense-dense product (SDDMM) on the sparsity pattern, their
+  weighted sum by one sparse-dense product; memory O(|D| + R d).
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import torch
@@ -22,6 +26,7 @@ from recx.models.als.layout import Chunk
 
 SOLVERS = ("cg", "cholesky")
 RESIDUAL_FLOOR = 1e-20
+warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta state")
 
 
 @dataclass
@@ -29,6 +34,7 @@ class RowSystem:
     """The normal equations of one half-step (see the module docstring); entry arrays are in this side's CSR
     order, `neighbours` holds the other side's id of each entry."""
 
+    indptr: torch.Tensor  # this side's CSR row pointers [R + 1]
     other: torch.Tensor  # Y [n_other, d]
     gram: torch.Tensor  # G [d, d]
     gram_scale: torch.Tensor  # g [R]
@@ -60,19 +66,40 @@ class ChunkSystem:
         eye = torch.eye(self.gram.shape[0], dtype=self.gram.dtype, device=self.gram.device)
         return self.gram_scale[:, :, None] * self.gram + corrections + self.ridge[:, :, None] * eye
 
-    def apply(self, z: torch.Tensor) -> torch.Tensor:
-        """A_r z_r for every row, [B, d], without forming A_r."""
-        scores = torch.bmm(self.gathered, z.unsqueeze(2)) * self.extra
-        return self.gram_scale * (z @ self.gram) + torch.bmm(self.gathered.transpose(1, 2), scores).squeeze(2) \
-            + self.ridge * z
-
-
 def exact_rows(part: ChunkSystem) -> torch.Tensor:
     factor, _ = torch.linalg.cholesky_ex(part.matrices())
     return torch.cholesky_solve(part.rhs.unsqueeze(2), factor).squeeze(2)
 
 
-def conjugate_gradient_rows(part: ChunkSystem, start: torch.Tensor, steps: int) -> torch.Tensor:
+class SparseSystem:
+    """The whole side's system through sparse products (no gathered copy of Y; int32 indices spare the sparse
+    kernels a conversion per call)."""
+
+    def __init__(self, system: RowSystem):
+        self.system = system
+        self.shape = (system.indptr.numel() - 1, system.other.shape[0])
+        self.other_t = system.other.T
+        index_type = torch.int32 if system.neighbours.numel() < 2 ** 31 else torch.int64
+        self.indptr, self.neighbours = system.indptr.to(index_type), system.neighbours.to(index_type)
+        self.rhs = system.shared_scale[:, None] * system.shared + self.weighted_sum(system.target_weight)
+
+    def weighted_sum(self, weights: torch.Tensor) -> torch.Tensor:
+        """Σ_{j ∈ pos(r)} weights_rj y_j for every row r."""
+        matrix = torch.sparse_csr_tensor(self.indptr, self.neighbours, weights, self.shape, check_invariants=False)
+        return matrix @ self.system.other
+
+    def apply(self, z: torch.Tensor) -> torch.Tensor:
+        system = self.system
+        pattern = torch.sparse_csr_tensor(self.indptr, self.neighbours, system.extra_weight, self.shape,
+                                          check_invariants=False)
+        scores = torch.sparse.sampled_addmm(pattern, z, self.other_t, beta=0.0).values()
+        product = self.weighted_sum(scores.mul_(system.extra_weight))
+        product.addcmul_(system.gram_scale[:, None], z @ system.gram)
+        return product.addcmul_(system.ridge[:, None], z)
+
+
+def conjugate_gradient_rows(part, start: torch.Tensor, steps: int) -> torch.Tensor:
+    """`steps` CG steps on A_r x_r = b_r from `start` for the rows of `part` (anything with `rhs` and `apply`)."""
     x = start.clone()
     residual = part.rhs - part.apply(x)
     direction = residual.clone()
@@ -81,10 +108,10 @@ def conjugate_gradient_rows(part: ChunkSystem, start: torch.Tensor, steps: int) 
         active = norm > RESIDUAL_FLOOR
         product = part.apply(direction)
         step = torch.where(active, norm / (direction * product).sum(1, keepdim=True), 0.0)
-        x = x + step * direction
-        residual = residual - step * product
+        x.addcmul_(step, direction)
+        residual.addcmul_(step, product, value=-1.0)
         new_norm = (residual * residual).sum(1, keepdim=True)
-        direction = residual + (new_norm / norm.clamp_min(RESIDUAL_FLOOR)) * direction
+        direction.mul_(new_norm / norm.clamp_min(RESIDUAL_FLOOR)).add_(residual)
         norm = torch.where(active, new_norm, norm)
     return x
 
@@ -92,11 +119,11 @@ def conjugate_gradient_rows(part: ChunkSystem, start: torch.Tensor, steps: int) 
 @torch.no_grad()
 def solve_rows(rows: torch.Tensor, system: RowSystem, chunks: list[Chunk], solver: str = "cg",
                cg_steps: int = 3) -> None:
-    """Overwrite `rows` [R, d] with the half-step's solution (CG starts from the current values)."""
-    for chunk in chunks:
-        part = ChunkSystem(system, chunk)
-        if solver == "cholesky":
-            rows[chunk.rows] = exact_rows(part)
-        else:
-            rows[chunk.rows] = conjugate_gradient_rows(part, rows[chunk.rows], cg_steps)
+    """Overwrite `rows` [R, d] with the half-step's solution (CG starts from the current values; `chunks` are the
+    exact solver's)."""
+    if solver == "cholesky":
+        for chunk in chunks:
+            rows[chunk.rows] = exact_rows(ChunkSystem(system, chunk))
+    else:
+        rows.copy_(conjugate_gradient_rows(SparseSystem(system), rows, cg_steps))
     rows[system.zero_rows] = 0.0
