@@ -81,27 +81,40 @@ class SparseSystem:
         self.other_t = system.other.T
         index_type = torch.int32 if system.neighbours.numel() < 2 ** 31 else torch.int64
         self.indptr, self.neighbours = system.indptr.to(index_type), system.neighbours.to(index_type)
-        self.rhs = system.shared_scale[:, None] * system.shared + self.weighted_sum(system.target_weight)
 
     def weighted_sum(self, weights: torch.Tensor) -> torch.Tensor:
         """Σ_{j ∈ pos(r)} weights_rj y_j for every row r."""
         matrix = torch.sparse_csr_tensor(self.indptr, self.neighbours, weights, self.shape, check_invariants=False)
         return matrix @ self.system.other
 
-    def apply(self, z: torch.Tensor) -> torch.Tensor:
-        system = self.system
-        pattern = torch.sparse_csr_tensor(self.indptr, self.neighbours, system.extra_weight, self.shape,
+    def entry_scores(self, z: torch.Tensor) -> torch.Tensor:
+        """y_j · z_r for every entry (r, j): one SDDMM on the sparsity pattern."""
+        pattern = torch.sparse_csr_tensor(self.indptr, self.neighbours, self.system.extra_weight, self.shape,
                                           check_invariants=False)
-        scores = torch.sparse.sampled_addmm(pattern, z, self.other_t, beta=0.0).values()
-        product = self.weighted_sum(scores.mul_(system.extra_weight))
-        product.addcmul_(system.gram_scale[:, None], z @ system.gram)
-        return product.addcmul_(system.ridge[:, None], z)
+        return torch.sparse.sampled_addmm(pattern, z, self.other_t, beta=0.0).values()
+
+    def dense_terms(self, z: torch.Tensor, out: torch.Tensor, sign: float) -> torch.Tensor:
+        """out + sign (g_r G z_r + μ_r z_r)."""
+        system = self.system
+        out.addcmul_(system.gram_scale[:, None], z @ system.gram, value=sign)
+        return out.addcmul_(system.ridge[:, None], z, value=sign)
+
+    def apply(self, z: torch.Tensor) -> torch.Tensor:
+        """A_r z_r for every row, without forming A_r."""
+        return self.dense_terms(z, self.weighted_sum(self.entry_scores(z).mul_(self.system.extra_weight)), 1.0)
+
+    def residual(self, x: torch.Tensor) -> torch.Tensor:
+        """b_r − A_r x_r, with one sparse product for both b's and A x's entry sums."""
+        system = self.system
+        weights = system.target_weight - self.entry_scores(x).mul_(system.extra_weight)
+        out = self.weighted_sum(weights).add_(system.shared_scale[:, None] * system.shared)
+        return self.dense_terms(x, out, -1.0)
 
 
-def conjugate_gradient_rows(part, start: torch.Tensor, steps: int) -> torch.Tensor:
-    """`steps` CG steps on A_r x_r = b_r from `start` for the rows of `part` (anything with `rhs` and `apply`)."""
+def conjugate_gradient_rows(part: SparseSystem, start: torch.Tensor, steps: int) -> torch.Tensor:
+    """`steps` CG steps on A_r x_r = b_r from `start` for every row."""
     x = start.clone()
-    residual = part.rhs - part.apply(x)
+    residual = part.residual(x)
     direction = residual.clone()
     norm = (residual * residual).sum(1, keepdim=True)
     for _ in range(steps):
