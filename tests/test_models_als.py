@@ -230,3 +230,19 @@ def test_trains_through_the_trainer_reproducibly(tiny, tmp_path, model):
 def test_bad_model_args_name_the_key(args, key):
     with pytest.raises(RecxError, match=f"model_args.*{key}"):
         resolve({"model": "rgx", "model_args": args})
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", ["wrmf", "rgx-hyper"])
+@pytest.mark.parametrize("solver", ["cg", "cholesky"])
+def test_cuda_half_steps_equal_cpu(case, solver):
+    R = random_matrix(8)
+    results = []
+    for device in ("cpu", "cuda"):
+        model = make_model(case, solver=solver).to(device)
+        problem = model.weighted_squares(to_csr(R.to(device)))
+        for _ in range(2):
+            model.solve_users(problem)
+            model.solve_items(problem)
+        results.append(model.item_factors.data.cpu())
+    torch.testing.assert_close(results[1], results[0], rtol=1e-9, atol=1e-9)
