@@ -62,13 +62,17 @@ class WeightedSquares:
     item_ridge: torch.Tensor  # σ [N]
     users: Side
     items: Side
+    uniform_users: bool = False  # every user row has the same g and μ (checked once, at build)
+    uniform_items: bool = False
 
     @staticmethod
     def build(train: CSR, base_weight, extra_weight, negative_target, positive_target, interaction, user_ridge,
               item_ridge) -> "WeightedSquares":
         by_user, by_item = user_and_item_sides(train)
+        same = lambda values: bool((values == values[:1]).all())  # noqa: E731
         return WeightedSquares(train, base_weight, extra_weight, negative_target, positive_target, interaction,
-                               user_ridge, item_ridge, by_user, by_item)
+                               user_ridge, item_ridge, by_user, by_item,
+                               same(base_weight - interaction) and same(user_ridge), same(item_ridge))
 
     @cached_property
     def target_weight(self) -> torch.Tensor:
@@ -82,7 +86,7 @@ class WeightedSquares:
         return RowSystem(side.indptr, items, items.T @ items, self.base_weight - self.interaction, self.user_ridge,
                          self.base_weight * self.negative_target, items.sum(0), side.neighbours,
                          self.extra_weight, self.target_weight,
-                         (side.lengths == 0) & (self.base_weight * self.negative_target == 0))
+                         (side.lengths == 0) & (self.base_weight * self.negative_target == 0), self.uniform_users)
 
     @cached_property
     def item_major_weights(self) -> tuple[torch.Tensor, torch.Tensor]:
@@ -96,7 +100,7 @@ class WeightedSquares:
         gram = users.T @ ((self.base_weight - self.interaction)[:, None] * users)
         return RowSystem(side.indptr, users, gram, ones, self.item_ridge, ones * self.negative_target,
                          self.base_weight @ users, side.neighbours, *self.item_major_weights,
-                         (side.lengths == 0) & (self.negative_target == 0))
+                         (side.lengths == 0) & (self.negative_target == 0), self.uniform_items)
 
     @torch.no_grad()
     def loss(self, users: torch.Tensor, items: torch.Tensor) -> torch.Tensor:

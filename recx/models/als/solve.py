@@ -45,6 +45,7 @@ class RowSystem:
     extra_weight: torch.Tensor  # c [nnz]
     target_weight: torch.Tensor  # e [nnz]
     zero_rows: torch.Tensor  # bool [R]: rows set to zero (no entry and nothing to fit)
+    uniform: bool = False  # g and μ equal for every row: g G + μ I is applied as one matrix
 
 
 class ChunkSystem:
@@ -79,6 +80,8 @@ class SparseSystem:
         self.system = system
         self.shape = (system.indptr.numel() - 1, system.other.shape[0])
         self.other_t = system.other.T
+        eye = torch.eye(system.gram.shape[0], dtype=system.gram.dtype, device=system.gram.device)
+        self.dense = system.gram_scale[0] * system.gram + system.ridge[0] * eye if system.uniform else None
         index_type = torch.int32 if system.neighbours.numel() < 2 ** 31 else torch.int64
         self.indptr, self.neighbours = system.indptr.to(index_type), system.neighbours.to(index_type)
 
@@ -95,6 +98,8 @@ class SparseSystem:
 
     def dense_terms(self, z: torch.Tensor, out: torch.Tensor, sign: float) -> torch.Tensor:
         """out + sign (g_r G z_r + μ_r z_r)."""
+        if self.dense is not None:
+            return out.addmm_(z, self.dense, alpha=sign)
         system = self.system
         out.addcmul_(system.gram_scale[:, None], z @ system.gram, value=sign)
         return out.addcmul_(system.ridge[:, None], z, value=sign)
