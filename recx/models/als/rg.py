@@ -45,7 +45,7 @@ class RGArgs(AlternatingArgs):
         if self.alpha < 0:
             raise RecxError(f"model_args.alpha must be >= 0, got {self.alpha}")
         if not 0 <= self.beta <= 1:
-            raise RecxError(f"model_args.beta must be in [0, 1] (larger makes the half-steps non-convex), "
+            raise RecxError(f"model_args.beta must be in [0, 1] (above 1 the half-steps can lose convexity), "
                             f"got {self.beta}")
         if self.n_negatives < 1:
             raise RecxError(f"model_args.n_negatives must be at least 1, got {self.n_negatives}")
