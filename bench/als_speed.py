@@ -1,7 +1,8 @@
 """ALS speed: recx WRMF against implicit's CPU ALS on Gowalla's training split, then RG² and RG× beside them.
 
-Same factors, iterations, threads, α, λ and CG steps in one process; recx WRMF uses implicit's confidence
-(`confidence: scaled`, c = α on observed pairs) so that both minimise the same loss. Prints seconds per iteration
+Same start, factors, iterations, threads, α, λ and CG steps in one process, iterations interleaved so that both
+see the same machine load; recx WRMF uses implicit's confidence (`confidence: scaled`, c = α on observed pairs)
+so that both minimise the same loss. Prints seconds per iteration
 (median over iterations, and mean), test NDCG@20 of both through recx's evaluator (training and validation items
 excluded), and the ratio recx / implicit. On CUDA it also times recx WRMF on the GPU (implicit.gpu is absent: its
 PyPI wheel has no CUDA build), against recx's CPU figure and the arithmetic floor per iteration: exact solves
@@ -37,41 +38,60 @@ def ndcg20(model, dataset) -> float:
     return evaluate(model, dataset, "test", [20]).values[("ndcg", 20, "all")]
 
 
-def time_recx(model, dataset, iterations: int) -> list[float]:
-    """Seconds of each iteration (user then item half-step) on the model's device."""
-    problem = model.weighted_squares(dataset.train)
-    synchronize = torch.cuda.synchronize if model.device.type == "cuda" else (lambda: None)
-    times = []
-    for _ in range(iterations):
-        synchronize()
+class RecxIterations:
+    """One WRMF/RG iteration (user then item half-step) at a time, timed on the model's device."""
+
+    def __init__(self, model, dataset):
+        self.model, self.problem = model, model.weighted_squares(dataset.train)
+        self.synchronize = torch.cuda.synchronize if model.device.type == "cuda" else (lambda: None)
+
+    def __call__(self) -> float:
+        self.synchronize()
         started = time.perf_counter()
-        model.solve_users(problem)
-        model.solve_items(problem)
-        synchronize()
-        times.append(time.perf_counter() - started)
-    return times
+        self.model.solve_users(self.problem)
+        self.model.solve_items(self.problem)
+        self.synchronize()
+        return time.perf_counter() - started
 
 
-def time_implicit(dataset, factors: int, iterations: int, threads: int, alpha: float, lam: float):
-    """(seconds per iteration, test NDCG@20) of implicit's CPU ALS, or None when implicit is not installed."""
-    try:
+class ImplicitIterations:
+    """implicit's CPU ALS one iteration at a time (fit warm-starts from its current factors), timed by implicit's
+    own callback (its solver calls only)."""
+
+    def __init__(self, dataset, factors: int, threads: int, alpha: float, lam: float, start):
         import scipy.sparse as sp
         from implicit.cpu.als import AlternatingLeastSquares
+
+        train = dataset.train
+        self.matrix = sp.csr_matrix((np.ones(train.nnz, dtype=np.float32), train.indices.numpy(),
+                                     train.indptr.numpy()), shape=(dataset.n_users, dataset.n_items))
+        self.model = AlternatingLeastSquares(factors=factors, regularization=lam, alpha=alpha, iterations=1,
+                                             num_threads=threads, calculate_training_loss=False)
+        self.model.user_factors = start.user_factors.data.numpy().copy()
+        self.model.item_factors = start.item_factors.data.numpy().copy()
+
+    def __call__(self) -> float:
         from threadpoolctl import threadpool_limits
+
+        seconds = []
+        with threadpool_limits(1, "blas"):  # implicit's advice: its own threads, single-threaded BLAS
+            self.model.fit(self.matrix, show_progress=False, callback=lambda it, elapsed, loss: seconds.append(elapsed))
+        return seconds[0]
+
+    def as_recx(self, dataset, factors: int):
+        model = recx_model("wrmf", dataset, factors, {})
+        model.user_factors.data.copy_(torch.from_numpy(self.model.user_factors))
+        model.item_factors.data.copy_(torch.from_numpy(self.model.item_factors))
+        return model
+
+
+def implicit_installed() -> bool:
+    try:
+        import implicit.cpu.als  # noqa: F401
+        import threadpoolctl  # noqa: F401
     except ImportError:
-        return None
-    train = dataset.train
-    matrix = sp.csr_matrix((np.ones(train.nnz, dtype=np.float32), train.indices.numpy(), train.indptr.numpy()),
-                           shape=(dataset.n_users, dataset.n_items))
-    reference = AlternatingLeastSquares(factors=factors, regularization=lam, alpha=alpha, iterations=iterations,
-                                        num_threads=threads, random_state=0, calculate_training_loss=False)
-    times = []
-    with threadpool_limits(1, "blas"):  # implicit's advice: its own threads, single-threaded BLAS
-        reference.fit(matrix, show_progress=False, callback=lambda iteration, seconds, loss: times.append(seconds))
-    model = recx_model("wrmf", dataset, factors, {})
-    model.user_factors.data.copy_(torch.from_numpy(reference.user_factors))
-    model.item_factors.data.copy_(torch.from_numpy(reference.item_factors))
-    return times, ndcg20(model, dataset)
+        return False
+    return True
 
 
 def per_iteration(times: list[float]) -> str:
@@ -103,23 +123,31 @@ def main() -> None:
           f"factors {args.factors}, {args.iterations} iterations, {args.threads} threads, alpha {args.alpha}, "
           f"lambda {args.regularization}, 3 CG steps")
     wrmf_args = {"alpha": args.alpha, "regularization": args.regularization, "confidence": "scaled", "cg_steps": 3}
-    implicit_result = time_implicit(dataset, args.factors, args.iterations, args.threads, args.alpha,
-                                    args.regularization)
     wrmf = recx_model("wrmf", dataset, args.factors, wrmf_args)
-    recx_times = time_recx(wrmf, dataset, args.iterations)
+    recx_step = RecxIterations(wrmf, dataset)
+    implicit_times = None
+    if implicit_installed():
+        # same start; iterations interleaved (implicit, recx, implicit, ...) so that both see the same machine load
+        implicit_step = ImplicitIterations(dataset, args.factors, args.threads, args.alpha, args.regularization, wrmf)
+        pairs = [(implicit_step(), recx_step()) for _ in range(args.iterations)]
+        implicit_times, recx_times = [i for i, _ in pairs], [r for _, r in pairs]
+        implicit_ndcg = ndcg20(implicit_step.as_recx(dataset, args.factors), dataset)
+    else:
+        recx_times = [recx_step() for _ in range(args.iterations)]
     recx_ndcg = ndcg20(wrmf, dataset)
     print(f"recx WRMF (cpu):     {per_iteration(recx_times)}, test NDCG@20 {recx_ndcg:.4f}")
-    if implicit_result is None:
+    if implicit_times is None:
         print("implicit ALS:        not installed (pip install implicit)")
     else:
-        implicit_times, implicit_ndcg = implicit_result
         print(f"implicit ALS (cpu):  {per_iteration(implicit_times)}, test NDCG@20 {implicit_ndcg:.4f}")
-        ratio = statistics.median(recx_times) / statistics.median(implicit_times)
-        print(f"ratio recx / implicit, time per iteration: {ratio:.2f}; NDCG@20 difference "
-              f"{recx_ndcg - implicit_ndcg:+.4f}")
+        paired = statistics.median(r / i for i, r in pairs)
+        print(f"ratio recx / implicit, time per iteration: "
+              f"{statistics.median(recx_times) / statistics.median(implicit_times):.2f} (ratio of medians; median "
+              f"of paired ratios {paired:.2f}); NDCG@20 difference {recx_ndcg - implicit_ndcg:+.4f}")
     for name in ("rg2", "rgx"):
         model = recx_model(name, dataset, args.factors, {"cg_steps": 3})
-        times = time_recx(model, dataset, args.rg_iterations)
+        step = RecxIterations(model, dataset)
+        times = [step() for _ in range(args.rg_iterations)]
         ratio = statistics.median(times) / statistics.median(recx_times)
         print(f"recx {name.upper():4s} (cpu):     {per_iteration(times)} over {args.rg_iterations} iterations, "
               f"ratio to recx WRMF {ratio:.2f}, test NDCG@20 {ndcg20(model, dataset):.4f} (default hyper-parameters)")
@@ -134,7 +162,8 @@ def main() -> None:
     on_gpu = dataset.to(device)
     for solver in ("cg", "cholesky"):
         model = recx_model("wrmf", dataset, args.factors, {**wrmf_args, "solver": solver}).to(device)
-        times = time_recx(model, on_gpu, args.iterations)
+        step = RecxIterations(model, on_gpu)
+        times = [step() for _ in range(args.iterations)]
         flops = cg if solver == "cg" else exact
         print(f"recx WRMF (cuda, {solver}): {per_iteration(times)}, test NDCG@20 {ndcg20(model, on_gpu):.4f}, "
               f"{statistics.median(recx_times) / statistics.median(times):.1f}x recx CPU, "
