@@ -26,7 +26,6 @@ from recx.models.als.layout import Chunk
 
 SOLVERS = ("cg", "cholesky")
 RESIDUAL_FLOOR = 1e-20
-warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta state")
 
 
 @dataclass
@@ -90,7 +89,9 @@ class SparseSystem:
         self.product = system.other.new_empty(n_rows, system.other.shape[1])
 
     def csr(self, values: torch.Tensor) -> torch.Tensor:
-        return torch.sparse_csr_tensor(self.indptr, self.neighbours, values, self.shape, check_invariants=False)
+        with warnings.catch_warnings():  # torch's one-time "sparse CSR support is in beta" notice
+            warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta state")
+            return torch.sparse_csr_tensor(self.indptr, self.neighbours, values, self.shape, check_invariants=False)
 
     def weighted_sum(self, weights: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
         """Σ_{j ∈ pos(r)} weights_rj y_j for every row r, written into `out`."""
