@@ -5,7 +5,6 @@ import pandas as pd
 
 from recx.eval.strata import STRATA
 
-
 ACRONYMS = {"ndcg": "NDCG", "mrr": "MRR"}
 
 

@@ -67,9 +67,9 @@ class WeightedSquares:
 
     @staticmethod
     def build(train: CSR, base_weight, extra_weight, negative_target, positive_target, interaction, user_ridge,
-              item_ridge) -> "WeightedSquares":
+              item_ridge) -> WeightedSquares:
         by_user, by_item = user_and_item_sides(train)
-        same = lambda values: bool((values == values[:1]).all())  # noqa: E731
+        same = lambda values: bool((values == values[:1]).all())
         return WeightedSquares(train, base_weight, extra_weight, negative_target, positive_target, interaction,
                                user_ridge, item_ridge, by_user, by_item,
                                same(base_weight - interaction) and same(user_ridge), same(item_ridge))
