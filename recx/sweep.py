@@ -20,7 +20,8 @@ from recx.data.prepare import PrepareOptions, prepare
 from recx.errors import RecxError
 from recx.eval import tables
 from recx.runs import store
-from recx.runs.convergence import FILE as CONVERGENCE, convergence_frame
+from recx.runs.convergence import FILE as CONVERGENCE
+from recx.runs.convergence import convergence_frame
 from recx.train.trainer import train_run
 
 EXPERIMENT_KEYS = {"description", "datasets", "methods", "seeds", "defaults", "grid", "ks", "table"}
