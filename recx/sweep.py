@@ -21,6 +21,8 @@ from recx.data.prepare import PrepareOptions, prepare
 from recx.errors import RecxError
 from recx.eval import tables
 from recx.runs import store
+from recx.runs.convergence import FILE as CONVERGENCE
+from recx.runs.convergence import convergence_frame
 from recx.train.trainer import train_run
 
 EXPERIMENT_KEYS = {"description", "datasets", "methods", "seeds", "defaults", "grid", "ks", "table", "diagnostics"}
@@ -205,6 +207,8 @@ def run_sweep(path: Path, name: str, out: Path, data_root: Path, dry_run: bool, 
     results = select_grid_points(collect(runs, runs_dir), runs)
     out.mkdir(parents=True, exist_ok=True)
     results.to_parquet(out / "results.parquet", index=False)
+    convergence_frame(runs, runs_dir).to_parquet(out / CONVERGENCE, index=False)
     console.print(write_tables(results, out, layout))
-    console.print(f"results: {out / 'results.parquet'}; tables: {out / 'table.md'}, table.csv, table.tex")
+    console.print(f"results: {out / 'results.parquet'}; tables: {out / 'table.md'}, table.csv, table.tex; "
+                  f"per-epoch curves: {out / CONVERGENCE}")
     return results

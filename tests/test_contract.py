@@ -161,6 +161,9 @@ MODEL_CASES: dict[str, ModelCase] = {
     "lightgcn": ModelCase({"n_layers": 2}),
     "popularity": ModelCase(trains=False),
     "multvae": ModelCase({"hidden": 16, "anneal_cap": 0.0, "dropout": 0.0}, run={"loss": "full_softmax", "sampler": "full", "batch_size": 32}),
+    "wrmf": ModelCase({"alpha": 4.0}),
+    "rg2": ModelCase(),
+    "rgx": ModelCase(),
     "fastvae": ModelCase({"hidden": 16, "anneal_cap": 0.0}, run={"loss": "softmax", "n_negatives": 20, "batch_size": 32}),
 }
 

@@ -5,10 +5,12 @@ import pandas as pd
 
 from recx.eval.strata import STRATA
 
+ACRONYMS = {"ndcg": "NDCG", "mrr": "MRR"}
+
 
 def column_name(metric: str, k: int, stratum: str) -> str:
     suffix = "" if stratum == "all" else f" {stratum}"
-    return f"{'NDCG' if metric == 'ndcg' else metric.capitalize()}@{k}{suffix}"
+    return f"{ACRONYMS.get(metric, metric.capitalize())}@{k}{suffix}"
 
 
 def summary(results: pd.DataFrame, split: str = "test", metrics=("ndcg", "recall"), ks=(20,),

@@ -3,4 +3,4 @@ from recx.registry import Registry
 
 MODELS: Registry = Registry("model")
 
-from recx.models import lightgcn, mf, multvae, nonlinear_mf, popularity  # noqa: E402,F401  (registration)
+from recx.models import als, lightgcn, mf, multvae, nonlinear_mf, popularity  # noqa: E402,F401  (registration)

@@ -11,4 +11,4 @@ from recx.registry import Registry
 
 RUNNERS: Registry = Registry("training kind")
 
-from recx.train.runners import interactions, none, users  # noqa: E402,F401  (registration)
+from recx.train.runners import alternating, interactions, none, users  # noqa: E402,F401  (registration)

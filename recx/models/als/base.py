@@ -1,0 +1,77 @@
+"""Models trained by alternating closed-form solves (training kind `alternating`): user factors P, item factors Q.
+
+score(x, y) = P_x · Q_y. A subclass states its weighted squared loss (recx.models.als.problem) for a training
+matrix; the runner (recx.train.runners.alternating) alternates the user and item half-steps. Factors start
+uniform in [0, init_scale) (the RG paper's Algorithm 1, line 3; implicit's 0.01).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from recx.data.csr import CSR
+from recx.errors import RecxError
+from recx.models.als.problem import WeightedSquares
+from recx.models.als.solve import SOLVERS, solve_rows
+from recx.models.base import Model
+
+DTYPES = {"float32": torch.float32, "float64": torch.float64}
+
+
+@dataclass
+class AlternatingArgs:
+    """solver cg (implicit's conjugate gradient, `cg_steps` steps) | cholesky (exact); dtype float32 | float64."""
+
+    regularization: float = 0.05
+    solver: str = "cg"
+    cg_steps: int = 3
+    dtype: str = "float32"
+    init_scale: float = 0.01
+
+    def __post_init__(self):
+        for key, value, valid in (("solver", self.solver, SOLVERS), ("dtype", self.dtype, tuple(DTYPES))):
+            if value not in valid:
+                raise RecxError(f"model_args.{key}: {value!r}; valid: {', '.join(valid)}")
+        if self.regularization < 0:
+            raise RecxError(f"model_args.regularization must be >= 0, got {self.regularization}")
+        if self.cg_steps < 1:
+            raise RecxError(f"model_args.cg_steps must be at least 1, got {self.cg_steps}")
+
+
+class AlternatingModel(Model):
+    training_kind = "alternating"
+    Args = AlternatingArgs
+
+    def __init__(self, n_users: int, n_items: int, dim: int, args: AlternatingArgs, dataset=None):
+        super().__init__()
+        self.n_users, self.n_items, self.args = n_users, n_items, args
+        dtype = DTYPES[args.dtype]
+        self.user_factors = nn.Parameter(torch.rand(n_users, dim, dtype=dtype) * args.init_scale, requires_grad=False)
+        self.item_factors = nn.Parameter(torch.rand(n_items, dim, dtype=dtype) * args.init_scale, requires_grad=False)
+
+    def weighted_squares(self, train: CSR) -> WeightedSquares:
+        """The loss this model minimises on `train` (on the factors' device and dtype)."""
+        raise NotImplementedError
+
+    def representations(self, users: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.user_factors[users], self.item_factors
+
+    def embedding_tables(self) -> list[nn.Parameter]:
+        return [self.user_factors, self.item_factors]
+
+    @torch.no_grad()
+    def solve_users(self, problem: WeightedSquares) -> None:
+        """P ← argmin_P L(P, Q): the user half-step."""
+        solve_rows(self.user_factors.data, problem.user_system(self.item_factors.data), problem.users.chunks,
+                   self.args.solver, self.args.cg_steps)
+
+    @torch.no_grad()
+    def solve_items(self, problem: WeightedSquares) -> None:
+        """Q ← argmin_Q L(P, Q): the item half-step."""
+        solve_rows(self.item_factors.data, problem.item_system(self.user_factors.data), problem.items.chunks,
+                   self.args.solver, self.args.cg_steps)
+
+    def loss(self, problem: WeightedSquares) -> torch.Tensor:
+        return problem.loss(self.user_factors.data, self.item_factors.data)

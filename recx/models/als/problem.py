@@ -1,0 +1,126 @@
+"""The weighted squared loss that WRMF, RG² and RG× minimise, and its two half-step systems.
+
+    L(P, Q) = Σ_{x,y} W_xy (S_xy − P_x·Q_y)² − Σ_x V_x ‖Q P_xᵀ‖² + Σ_x ρ_x ‖P_x‖² + Σ_y σ_y ‖Q_y‖²
+
+over all M×N pairs, with weights that depend on the user (context) x and on whether (x, y) is observed:
+W_xy = a_x + c_xy r_xy and S_xy = s0 + (s1_xy − s0) r_xy (r the binary training matrix). This is the RG paper's
+Eq. 31 (V = 0 for RG² and WRMF) with its row-weighted regulariser of Eq. 36–39; WRMF (Hu et al. 2008) is
+a = 1, c = α, s0 = 0, s1 = 1, V = 0, ρ = σ = λ. Only observed entries are stored: the unobserved part enters
+through the Gramians QᵀQ and Pᵀ diag(a − V) P, so the loss and both systems cost O(|D| d + (M + N) d²).
+A row with no observed entry and a zero right-hand side is set to zero (its minimiser; implicit does the same).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import torch
+
+from recx.data.csr import CSR
+from recx.models.als.layout import Chunk, padded_chunks
+from recx.models.als.solve import RowSystem
+
+LOSS_CHUNK = 1 << 18  # observed entries scored at once when evaluating the loss
+
+
+@dataclass
+class Side:
+    """One side's view of the training matrix: its rows' entries in its CSR order."""
+
+    indptr: torch.Tensor
+    neighbours: torch.Tensor  # the other side's id of each entry
+    entry: torch.Tensor  # each entry's position in the user-major order
+    chunks: list[Chunk]
+
+    @property
+    def lengths(self) -> torch.Tensor:
+        return self.indptr[1:] - self.indptr[:-1]
+
+
+def user_and_item_sides(train: CSR) -> tuple[Side, Side]:
+    users = train.row_ids()
+    item_major = torch.argsort(train.indices * train.n_rows + users)
+    item_indptr = torch.zeros(train.n_cols + 1, dtype=torch.int64, device=users.device)
+    item_indptr[1:] = torch.cumsum(train.column_counts(), 0)
+    by_user = Side(train.indptr, train.indices, torch.arange(train.nnz, device=users.device),
+                   padded_chunks(train.indptr))
+    by_item = Side(item_indptr, users[item_major], item_major, padded_chunks(item_indptr))
+    return by_user, by_item
+
+
+@dataclass
+class WeightedSquares:
+    """The loss above for one training matrix; per-user arrays [M], per-item [N], per-entry [nnz] (user-major)."""
+
+    train: CSR
+    base_weight: torch.Tensor  # a [M]
+    extra_weight: torch.Tensor  # c [nnz]
+    negative_target: float  # s0
+    positive_target: torch.Tensor  # s1 [nnz]
+    interaction: torch.Tensor  # V [M]
+    user_ridge: torch.Tensor  # ρ [M]
+    item_ridge: torch.Tensor  # σ [N]
+    users: Side
+    items: Side
+    uniform_users: bool = False  # every user row has the same g and μ (checked once, at build)
+    uniform_items: bool = False
+
+    @staticmethod
+    def build(train: CSR, base_weight, extra_weight, negative_target, positive_target, interaction, user_ridge,
+              item_ridge) -> WeightedSquares:
+        by_user, by_item = user_and_item_sides(train)
+        same = lambda values: bool((values == values[:1]).all())  # noqa: E731
+        return WeightedSquares(train, base_weight, extra_weight, negative_target, positive_target, interaction,
+                               user_ridge, item_ridge, by_user, by_item,
+                               same(base_weight - interaction) and same(user_ridge), same(item_ridge))
+
+    @cached_property
+    def target_weight(self) -> torch.Tensor:
+        """e_xy = W_xy S_xy − a_x s0 on observed entries: each entry's part of b beyond the shared a_x s0 Σ Q."""
+        base = self.base_weight[self.train.row_ids()]
+        return (base + self.extra_weight) * self.positive_target - base * self.negative_target
+
+    def user_system(self, items: torch.Tensor) -> RowSystem:
+        """P half-step: A_x = (a_x − V_x) QᵀQ + Σ_{y∈I_x} c_xy Q_yQ_yᵀ + ρ_x I, b_x = a_x s0 Σ_y Q_y + Σ e_xy Q_y."""
+        side = self.users
+        return RowSystem(side.indptr, items, items.T @ items, self.base_weight - self.interaction, self.user_ridge,
+                         self.base_weight * self.negative_target, items.sum(0), side.neighbours,
+                         self.extra_weight, self.target_weight,
+                         (side.lengths == 0) & (self.base_weight * self.negative_target == 0), self.uniform_users)
+
+    @cached_property
+    def item_major_weights(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(c, e) in the item-major order of the entries."""
+        return self.extra_weight[self.items.entry], self.target_weight[self.items.entry]
+
+    def item_system(self, users: torch.Tensor) -> RowSystem:
+        """Q half-step: A_y = Pᵀ diag(a − V) P + Σ_{x∈U_y} c_xy P_xP_xᵀ + σ_y I, b_y = s0 Σ_x a_x P_x + Σ e_xy P_x."""
+        side, n_items = self.items, self.item_ridge.numel()
+        ones = torch.ones(n_items, dtype=users.dtype, device=users.device)
+        gram = users.T @ ((self.base_weight - self.interaction)[:, None] * users)
+        return RowSystem(side.indptr, users, gram, ones, self.item_ridge, ones * self.negative_target,
+                         self.base_weight @ users, side.neighbours, *self.item_major_weights,
+                         (side.lengths == 0) & (self.negative_target == 0), self.uniform_items)
+
+    @torch.no_grad()
+    def loss(self, users: torch.Tensor, items: torch.Tensor) -> torch.Tensor:
+        """L(P, Q) in float64, a 0-d tensor on the factors' device (no host sync)."""
+        f64 = torch.float64
+        n_items = items.shape[0]
+        gram = items.T @ items
+        quadratic = ((users @ gram) * users).sum(1).to(f64)  # ‖Q P_xᵀ‖²
+        mean_part = (users @ items.sum(0)).to(f64)  # P_x · Σ_y Q_y
+        a, s0 = self.base_weight.to(f64), self.negative_target
+        total = (a * (n_items * s0 * s0 - 2 * s0 * mean_part + quadratic)).sum()
+        total = total - (self.interaction.to(f64) * quadratic).sum()
+        row_ids = self.train.row_ids()
+        for start in range(0, self.train.nnz, LOSS_CHUNK):
+            part = slice(start, start + LOSS_CHUNK)
+            rows, cols = row_ids[part], self.train.indices[part]
+            scores = (users[rows] * items[cols]).sum(1).to(f64)
+            base = a[rows]
+            observed = base + self.extra_weight[part].to(f64)
+            total = total + (observed * (self.positive_target[part].to(f64) - scores) ** 2
+                             - base * (s0 - scores) ** 2).sum()
+        total = total + (self.user_ridge.to(f64) * users.pow(2).sum(1).to(f64)).sum()
+        return total + (self.item_ridge.to(f64) * items.pow(2).sum(1).to(f64)).sum()

@@ -1,0 +1,96 @@
+"""RG² and RG× (the RG paper: "Ranking-Consistent Softmax Approximation with Accelerated Convergence", Eq. 31–39):
+Taylor expansions of the softmax loss at o = 0 written as weighted squared losses and solved by ALS.
+
+    RG²: Σ_{x,y} W_xy (S_xy − P_x·Q_y)² + λ Σ_x (Σ_y W_xy) ‖P_x‖² + λ Σ_y (Σ_x W_xy) ‖Q_y‖²      (Eq. 31, 36–37)
+    RG×: RG² − Σ_x V_x P_x QᵀQ P_xᵀ                                                          (Eq. 31, 38–39)
+
+S_xy = r_xy N / |I_x| − 1 (Eq. 32; Algorithm 1 line 7). The regulariser is row-weighted as in the updates Eq. 36–39
+(Eq. 31 prints λ(‖P‖² + ‖Q‖²), which those updates do not minimise). RG×'s term is Eq. 31's V_x ‖Q P_xᵀ‖², the one
+Eq. 38–39 use (Eq. 17's (1ᵀo)² would be a rank-one term instead). `weights` picks W and V:
+- eq16: W_xy = |I_x|, V_x = |I_x| / N (full softmax, Eq. 16–17);
+- eq18: W_xy = |I_x| on observed pairs, |I_x| (n+1) / N elsewhere, V_x = |I_x| (n+1) / N² (sampled softmax with
+  n = `n_negatives` uniform negatives, Eq. 18–19);
+- hyper: the hyper-parameters α, β that replace W and V in the paper's experiments (App. B.2), as the authors'
+  code sets them: W_xy = |I_x| / (2N) + α r_xy, V_x = β |I_x| / (2N), and on observed pairs the target
+  (|I_x|/(2N) · S_xy + α) / W_xy, i.e. Eq. 16's loss / 2N plus α Σ_observed (1 − P_x·Q_y)².
+W depends on the context x only (and on r), so each half-step is the shared-Gramian system of
+recx.models.als.problem: O(|D| d² + (M + N) d³) exact, as the paper's §4.4.2.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from recx.errors import RecxError
+from recx.models import MODELS
+from recx.models.als.base import AlternatingArgs, AlternatingModel
+from recx.models.als.problem import WeightedSquares
+
+WEIGHTS = ("eq16", "eq18", "hyper")
+
+
+@dataclass
+class RGArgs(AlternatingArgs):
+    regularization: float = 0.1
+    weights: str = "hyper"
+    alpha: float = 0.1
+    beta: float = 0.1
+    n_negatives: int = 100
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.weights not in WEIGHTS:
+            raise RecxError(f"model_args.weights: {self.weights!r}; valid: {', '.join(WEIGHTS)}")
+        if self.alpha < 0:
+            raise RecxError(f"model_args.alpha must be >= 0, got {self.alpha}")
+        if not 0 <= self.beta <= 1:
+            raise RecxError(f"model_args.beta must be in [0, 1] (above 1 the half-steps can lose convexity), "
+                            f"got {self.beta}")
+        if self.n_negatives < 1:
+            raise RecxError(f"model_args.n_negatives must be at least 1, got {self.n_negatives}")
+
+
+def rg_weights(lengths: torch.Tensor, n_items: int, args: RGArgs) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(a_x, c_x, V_x): W_xy = a_x + c_x r_xy and RG×'s V_x, per user, for `args.weights`."""
+    if args.weights == "eq16":
+        return lengths, torch.zeros_like(lengths), lengths / n_items
+    if args.weights == "eq18":
+        ratio = (args.n_negatives + 1) / n_items
+        return lengths * ratio, lengths * (1 - ratio), lengths * ratio / n_items
+    base = lengths / (2 * n_items)
+    return base, torch.full_like(lengths, args.alpha), args.beta * base
+
+
+class RankingGeneralizable(AlternatingModel):
+    Args = RGArgs
+    interactive = False
+
+    def weighted_squares(self, train):
+        dtype = self.user_factors.dtype
+        n_items, ridge = train.n_cols, self.args.regularization
+        lengths = train.row_lengths().to(dtype)
+        base, extra, interaction = rg_weights(lengths, n_items, self.args)
+        rows = train.row_ids()
+        softmax_target = n_items / lengths[rows] - 1
+        if self.args.weights == "hyper":
+            positive = (base[rows] * softmax_target + self.args.alpha) / (base[rows] + extra[rows])
+        else:
+            positive = softmax_target
+        item_extra = torch.zeros(n_items, dtype=dtype, device=rows.device).index_add_(0, train.indices, extra[rows])
+        return WeightedSquares.build(
+            train, base_weight=base, extra_weight=extra[rows], negative_target=-1.0, positive_target=positive,
+            interaction=interaction if self.interactive else torch.zeros_like(interaction),
+            user_ridge=ridge * (n_items * base + lengths * extra), item_ridge=ridge * (base.sum() + item_extra))
+
+
+@MODELS.register("rg2")
+class RG2(RankingGeneralizable):
+    """RG²: Eq. 31 without the interactive term; updates Eq. 36–37."""
+
+
+@MODELS.register("rgx")
+class RGX(RankingGeneralizable):
+    """RG×: Eq. 31 with −Σ_x V_x ‖Q P_xᵀ‖²; updates Eq. 38–39."""
+
+    interactive = True

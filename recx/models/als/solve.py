@@ -1,0 +1,159 @@
+"""Batched closed-form row updates of alternating least squares: exact (Cholesky) or conjugate gradient.
+
+A half-step fixes the other side's factors Y and sets every row r to the minimiser of a quadratic whose normal
+equations are
+
+    A_r x_r = b_r,   A_r = g_r G + Σ_{j ∈ pos(r)} c_rj y_j y_jᵀ + μ_r I,   b_r = h_r v + Σ_{j ∈ pos(r)} e_rj y_j,
+
+with G a d×d Gramian shared by all rows (the Gramian trick of Hu et al. 2008 / iALS: only a row's observed
+entries add a correction), so a half-step costs O(|D| d² + R d³) (exact) or O(cg_steps (|D| d + R d²)) (CG), never
+O(M N). Everything runs on the factors' device with no per-row Python loop:
+- exact: A_r formed and Cholesky-solved in padded chunks of rows (recx.models.als.layout), memory bounded by the
+  chunk size;
+- cg: implicit's `least_squares_cg` (Takács et al. 2011) for all rows at once: warm start from the current rows,
+  `cg_steps` steps, a row whose residual norm² falls below 1e-20 stops moving. A_r z_r is applied without forming
+  A_r: the per-entry products y_j · z_r by one sampled dense-dense product (SDDMM) on the sparsity pattern, their
+  weighted sum by one sparse-dense product; memory O(|D| + R d).
+"""
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import torch
+
+from recx.models.als.layout import Chunk
+
+SOLVERS = ("cg", "cholesky")
+RESIDUAL_FLOOR = 1e-20
+
+
+@dataclass
+class RowSystem:
+    """The normal equations of one half-step (see the module docstring); entry arrays are in this side's CSR
+    order, `neighbours` holds the other side's id of each entry."""
+
+    indptr: torch.Tensor  # this side's CSR row pointers [R + 1]
+    other: torch.Tensor  # Y [n_other, d]
+    gram: torch.Tensor  # G [d, d]
+    gram_scale: torch.Tensor  # g [R]
+    ridge: torch.Tensor  # μ [R]
+    shared_scale: torch.Tensor  # h [R]
+    shared: torch.Tensor  # v [d]
+    neighbours: torch.Tensor  # int64 [nnz]
+    extra_weight: torch.Tensor  # c [nnz]
+    target_weight: torch.Tensor  # e [nnz]
+    zero_rows: torch.Tensor  # bool [R]: rows set to zero (no entry and nothing to fit)
+    uniform: bool = False  # g and μ equal for every row: g G + μ I is applied as one matrix
+
+
+class ChunkSystem:
+    """The system restricted to one chunk's rows, with the chunk's observed rows of Y gathered once."""
+
+    def __init__(self, system: RowSystem, chunk: Chunk):
+        rows, positions = chunk.rows, chunk.positions
+        weight_mask = chunk.mask.to(system.other.dtype)
+        self.gathered = system.other[system.neighbours[positions]]  # [B, L, d]
+        self.extra = (system.extra_weight[positions] * weight_mask).unsqueeze(2)  # [B, L, 1]
+        target = (system.target_weight[positions] * weight_mask).unsqueeze(1)  # [B, 1, L]
+        self.rhs = system.shared_scale[rows, None] * system.shared + torch.bmm(target, self.gathered).squeeze(1)
+        self.gram, self.gram_scale = system.gram, system.gram_scale[rows, None]
+        self.ridge = system.ridge[rows, None]
+
+    def matrices(self) -> torch.Tensor:
+        """A_r for every row of the chunk, [B, d, d]."""
+        corrections = torch.bmm(self.gathered.transpose(1, 2), self.gathered * self.extra)
+        eye = torch.eye(self.gram.shape[0], dtype=self.gram.dtype, device=self.gram.device)
+        return self.gram_scale[:, :, None] * self.gram + corrections + self.ridge[:, :, None] * eye
+
+def exact_rows(part: ChunkSystem) -> torch.Tensor:
+    factor, _ = torch.linalg.cholesky_ex(part.matrices())
+    return torch.cholesky_solve(part.rhs.unsqueeze(2), factor).squeeze(2)
+
+
+class SparseSystem:
+    """The whole side's system through sparse products (no gathered copy of Y). Int32 indices and preallocated
+    outputs spare the sparse kernels a conversion and a copy per call (about 2x on a CPU)."""
+
+    def __init__(self, system: RowSystem):
+        self.system = system
+        n_rows = system.indptr.numel() - 1
+        self.shape = (n_rows, system.other.shape[0])
+        self.other_t = system.other.T
+        eye = torch.eye(system.gram.shape[0], dtype=system.gram.dtype, device=system.gram.device)
+        self.dense = system.gram_scale[0] * system.gram + system.ridge[0] * eye if system.uniform else None
+        index_type = torch.int32 if system.neighbours.numel() < 2 ** 31 else torch.int64
+        self.indptr, self.neighbours = system.indptr.to(index_type), system.neighbours.to(index_type)
+        self.pattern = self.csr(system.extra_weight)
+        self.scores = self.csr(torch.empty_like(system.extra_weight))
+        self.product = system.other.new_empty(n_rows, system.other.shape[1])
+
+    def csr(self, values: torch.Tensor) -> torch.Tensor:
+        with warnings.catch_warnings():  # torch's one-time "sparse CSR support is in beta" notice
+            warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta state")
+            return torch.sparse_csr_tensor(self.indptr, self.neighbours, values, self.shape, check_invariants=False)
+
+    def weighted_sum(self, weights: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+        """Σ_{j ∈ pos(r)} weights_rj y_j for every row r, written into `out`."""
+        return torch.addmm(out, self.csr(weights), self.system.other, beta=0.0, out=out)
+
+    def entry_scores(self, z: torch.Tensor) -> torch.Tensor:
+        """y_j · z_r for every entry (r, j): one SDDMM on the sparsity pattern (into a reused buffer)."""
+        torch.sparse.sampled_addmm(self.pattern, z, self.other_t, beta=0.0, out=self.scores)
+        return self.scores.values()
+
+    def dense_terms(self, z: torch.Tensor, out: torch.Tensor, sign: float) -> torch.Tensor:
+        """out + sign (g_r G z_r + μ_r z_r)."""
+        if self.dense is not None:
+            return out.addmm_(z, self.dense, alpha=sign)
+        system = self.system
+        out.addcmul_(system.gram_scale[:, None], z @ system.gram, value=sign)
+        return out.addcmul_(system.ridge[:, None], z, value=sign)
+
+    def apply(self, z: torch.Tensor) -> torch.Tensor:
+        """A_r z_r for every row, without forming A_r (into a buffer that the next call overwrites)."""
+        weights = self.entry_scores(z).mul_(self.system.extra_weight)
+        return self.dense_terms(z, self.weighted_sum(weights, self.product), 1.0)
+
+    def residual(self, x: torch.Tensor) -> torch.Tensor:
+        """b_r − A_r x_r, with one sparse product for both b's and A x's entry sums."""
+        system = self.system
+        weights = system.target_weight - self.entry_scores(x).mul_(system.extra_weight)
+        out = self.weighted_sum(weights, torch.empty_like(x)).add_(system.shared_scale[:, None] * system.shared)
+        return self.dense_terms(x, out, -1.0)
+
+
+def row_dots(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """a_r · b_r for every row, [R, 1] (a batched product: ~3x faster than (a * b).sum(1) on a CPU)."""
+    return torch.einsum("rd,rd->r", a, b).unsqueeze(1)
+
+
+def conjugate_gradient_rows(part: SparseSystem, start: torch.Tensor, steps: int) -> torch.Tensor:
+    """`steps` CG steps on A_r x_r = b_r from `start` for every row."""
+    x = start.clone()
+    residual = part.residual(x)
+    direction = residual.clone()
+    norm = row_dots(residual, residual)
+    for _ in range(steps):
+        active = norm > RESIDUAL_FLOOR
+        product = part.apply(direction)
+        step = torch.where(active, norm / row_dots(direction, product), 0.0)
+        x.addcmul_(step, direction)
+        residual.addcmul_(step, product, value=-1.0)
+        new_norm = row_dots(residual, residual)
+        direction.mul_(new_norm / norm.clamp_min(RESIDUAL_FLOOR)).add_(residual)
+        norm = torch.where(active, new_norm, norm)
+    return x
+
+
+@torch.no_grad()
+def solve_rows(rows: torch.Tensor, system: RowSystem, chunks: list[Chunk], solver: str = "cg",
+               cg_steps: int = 3) -> None:
+    """Overwrite `rows` [R, d] with the half-step's solution (CG starts from the current values; `chunks` are the
+    exact solver's)."""
+    if solver == "cholesky":
+        for chunk in chunks:
+            rows[chunk.rows] = exact_rows(ChunkSystem(system, chunk))
+    else:
+        rows.copy_(conjugate_gradient_rows(SparseSystem(system), rows, cg_steps))
+    rows[system.zero_rows] = 0.0

@@ -1,0 +1,30 @@
+"""Convergence curves of a sweep (the RG paper's Figure 1: validation metric against wall-clock training time).
+
+One row per (run, epoch) from each run's epochs.jsonl: method, dataset, seed, epoch, the epoch's training seconds,
+`cumulative_seconds` (training time up to the end of the epoch, validation excluded), the training loss and the
+validation metric of that epoch.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+FILE = "convergence.parquet"
+
+
+def convergence_frame(runs, runs_dir: Path) -> pd.DataFrame:
+    """`runs`: the sweep's planned runs (method, config); their folders under `runs_dir`."""
+    frames = []
+    for run in runs:
+        lines = (runs_dir / run.config.run_id() / "epochs.jsonl").read_text().splitlines()
+        records = pd.DataFrame([json.loads(line) for line in lines])
+        valid = f"valid_{run.config.valid_metric}"
+        frames.append(pd.DataFrame({
+            "run_id": run.config.run_id(), "method": run.method, "dataset": run.config.dataset,
+            "model": run.config.model, "seed": run.config.seed, "epoch": records["epoch"],
+            "seconds": records["seconds"], "cumulative_seconds": records["seconds"].cumsum(),
+            "loss": records["loss"], "valid_metric": run.config.valid_metric,
+            "valid_value": records[valid] if valid in records else float("nan")}))
+    return pd.concat(frames, ignore_index=True)
