@@ -18,7 +18,9 @@ from recx.data.dataset import Dataset
 from recx.errors import RecxError
 from recx.eval.diagnostics import write_diagnostics
 from recx.eval.evaluator import evaluate
+from recx.eval.per_user import evaluate_splits
 from recx.runs import store
+from recx.runs.lock import exclusive
 from recx.train.build import build_model
 from recx.train.device import resolve_device
 from recx.train.runners import RUNNERS
@@ -97,24 +99,22 @@ def train_run(config: RunConfig, dataset: Dataset, folder: Path, progress: Progr
     ks = sorted(set((ks or DEFAULT_KS) + [config.valid_metric_name[1]]))
     if max(ks) > dataset.n_items:
         raise RecxError(f"K={max(ks)} is larger than the number of items ({dataset.n_items})")
-    created = not folder.exists()
-    try:
-        store.start_run(folder, config, {"seed": config.seed, "data_hash": dataset.data_hash, "device": str(device),
-                                         "data_folder": str(dataset.folder), "dataset_card": dataset.card,
-                                         "packages": store.package_versions()})
-        model = build_model(config, dataset, device)
-        with make_progress() if progress is None else contextlib.nullcontext(progress) as shown:
-            best_epoch = fit(config, dataset, model, folder, shown)
-        torch.save(model.state_dict(), folder / "model.pt")
-        splits = ("valid", "test") if dataset.valid is not None else ("test",)
-        results = pd.concat([store.results_frame(config, split, evaluate(model, dataset, split, ks,
-                                                                         config.eval_batch_size).values)
-                             for split in splits], ignore_index=True)
-        store.write_results(folder, results)
-        write_diagnostics(folder, model, dataset, ks, config.eval_batch_size)
-        store.mark_complete(folder)
-    except BaseException:
-        if created:
-            shutil.rmtree(folder, ignore_errors=True)
-        raise
+    with exclusive(folder.parent / f".{folder.name}.lock", f"run {folder.name}"):
+        created = not folder.exists()
+        try:
+            store.start_run(folder, config, {"seed": config.seed, "data_hash": dataset.data_hash, "device": str(device),
+                                             "data_folder": str(dataset.folder), "dataset_card": dataset.card,
+                                             "packages": store.package_versions()})
+            model = build_model(config, dataset, device)
+            with make_progress() if progress is None else contextlib.nullcontext(progress) as shown:
+                best_epoch = fit(config, dataset, model, folder, shown)
+            torch.save(model.state_dict(), folder / "model.pt")
+            results = evaluate_splits(model, dataset, config, ks, folder)
+            store.write_results(folder, results)
+            write_diagnostics(folder, model, dataset, ks, config.eval_batch_size)
+            store.mark_complete(folder)
+        except BaseException:
+            if created:
+                shutil.rmtree(folder, ignore_errors=True)
+            raise
     return RunOutcome(folder, best_epoch, results)
