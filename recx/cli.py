@@ -227,7 +227,7 @@ def report(
     options = ReportOptions(baseline, split_list(metrics), tuple(_parse_ks(k)) if k else None, split_list(stratified),
                             split, correction, resamples, alpha, tuple(param), sources=list(results))
     write_report(frame, folders, out, options)
-    console.print((out / "table.md").read_text())
+    console.print((out / "table.md").read_text(), soft_wrap=True, markup=False, highlight=False)
     console.print(f"report: {out / 'report.md'}")
 
 

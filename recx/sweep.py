@@ -214,7 +214,7 @@ def run_sweep(path: Path, name: str, out: Path, data_root: Path, dry_run: bool, 
     write_report(results, {run_id: runs_dir / run_id for run_id in results.run_id.unique()}, out,
                  ReportOptions(metrics=layout["metrics"], ks=layout["ks"], stratified=layout["stratified"],
                                title=f"experiment {name}", sources=[out / "results.parquet"]))
-    console.print((out / "table.md").read_text())
+    console.print((out / "table.md").read_text(), soft_wrap=True, markup=False, highlight=False)
     console.print(f"results: {out / 'results.parquet'}; report: {out / 'report.md'} (tables table.md/.csv/.tex, "
                   f"significance.md/.csv, plots/)")
     return results
