@@ -172,8 +172,10 @@ def execute_runs(tasks: list[RunTask], execution: Execution, name: str, total: i
 
         report = drive(tasks, make_backend(execution, logs, progress), on_change)
     if report.failed:
-        lines = "; ".join(f"run {run_id}: {message}" for run_id, message in report.failed.items())
-        raise RecxError(f"{len(report.failed)} of {len(tasks)} runs failed ({lines}); the other runs are complete, "
+        failed = list(report.failed.items())
+        lines = "; ".join(f"run {run_id}: {message}" for run_id, message in failed[:3])
+        more = f"; and {len(failed) - 3} more" if len(failed) > 3 else ""
+        raise RecxError(f"{len(failed)} of {len(tasks)} runs failed ({lines}{more}); the other runs are complete, "
                         f"and a rerun of the sweep retries only the failed ones")
     return report
 

@@ -4,10 +4,12 @@ import re
 
 import pandas as pd
 import pytest
+import yaml
 
 from recx.errors import RecxError
 from recx.sweeps.backends import Execution
-from sweep_helpers import EPOCHS, completed, kill_after_first_completion, reap, start_driver, sweep_in_process
+from sweep_helpers import (EPOCHS, FOUR_RUNS, completed, kill_after_first_completion, reap, start_driver,
+                           sweep_in_process)
 
 
 @pytest.fixture(scope="module")
@@ -95,3 +97,34 @@ def test_ray_driver_killed_then_resumed_by_the_local_backend(reference, tmp_path
     after = completed(out)
     assert all(after[run_id] == mtime for run_id, mtime in before.items()), "a completed run was trained again"
     pd.testing.assert_frame_equal(results, reference)
+
+
+def test_workers_are_pinned_to_one_gpu_each_or_share_the_threads(monkeypatch, tmp_path):
+    from recx.sweeps import local
+    from recx.sweeps.task import RunTask
+
+    monkeypatch.setenv("OMP_NUM_THREADS", "8")
+    monkeypatch.setattr(local, "visible_gpus", lambda: ["2", "5"])
+    backend = local.LocalProcesses(3, tmp_path)
+    task = lambda device: RunTask({"device": device}, str(tmp_path / "r"), "", [5], "m", "")  # noqa: E731
+    assert backend.threads == 2
+    assert [backend.gpu(task("auto"), slot) for slot in range(3)] == ["2", "5", "2"]
+    assert backend.gpu(task("cpu"), 0) is None
+    env = backend.environment(backend.gpu(task("cuda"), 1))
+    assert env["CUDA_VISIBLE_DEVICES"] == "5" and env["OMP_NUM_THREADS"] == "2"
+    monkeypatch.setattr(local, "visible_gpus", lambda: [])
+    assert local.LocalProcesses(16, tmp_path).threads == 1
+    assert local.LocalProcesses(2, tmp_path).gpu(task("auto"), 0) is None
+
+
+def test_a_failed_run_does_not_stop_the_others(tmp_path, recx_cli):
+
+    spec = yaml.safe_load(yaml.safe_dump(FOUR_RUNS))
+    spec["experiments"]["four"]["methods"]["ssm"]["valid_metric"] = "ndcg@100"  # fails at training: 80 items
+    spec["experiments"]["four"]["defaults"]["epochs"] = 2
+    path = tmp_path / "experiments.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    result = recx_cli("sweep", path, "-e", "four", "--out", tmp_path / "out", "--data-root", tmp_path / "data")
+    assert result.code == 1 and "2 of 4 runs failed" in result.err and "Traceback" not in result.err, result.err
+    assert "K=100 is larger than the number of items (80)" in result.err
+    assert len(completed(tmp_path / "out")) == 2

@@ -8,6 +8,7 @@
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pandas as pd
@@ -71,5 +72,8 @@ def swept(points: pd.DataFrame, parameter: str, ylabel: str, title: str) -> Figu
 
 
 def save(figure: Figure, path: Path) -> None:
+    """PNG at 120 dpi, written under a temporary name and renamed (concurrent reports never mix their bytes)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=120)
+    partial = path.with_name(f".{path.stem}.{os.getpid()}.png")
+    figure.savefig(partial, dpi=120)
+    os.replace(partial, path)

@@ -5,6 +5,7 @@ Files written to the output folder: table.md/.csv/.tex, significance.md/.csv, pl
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
@@ -78,7 +79,8 @@ def swept_points(runs: pd.DataFrame, folders: dict[str, Path], key: tuple[str, i
     configs = pd.DataFrame([flat_config(folders[chosen[chosen.method == method].run_id.iloc[0]])
                             for method in scores.index], index=scores.index)
     varying = [c for c in configs.columns if c not in excluded and configs[c].astype(str).nunique() > 1]
-    numeric = [c for c in varying if configs[c].map(lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)).all()]
+    is_number = lambda value: isinstance(value, (int, float)) and not isinstance(value, bool)  # noqa: E731
+    numeric = [c for c in varying if configs[c].map(is_number).all()]
     found = {}
     for parameter in wanted or numeric:
         if parameter not in configs.columns:
@@ -100,7 +102,7 @@ def figures(results: pd.DataFrame, folders: dict[str, Path], options: ReportOpti
     rows = results[results.split == options.split]
     for dataset, runs in rows.groupby("dataset", sort=False):
         curves, column = convergence_curves(runs, folders)
-        for x in ("epoch", "time"):
+        for x in ("epoch", "time") if any(not frame.empty for frames in curves.values() for frame in frames) else ():
             yield (f"convergence_{x}_{dataset}.png",
                    f"{column} of every run versus {'epoch' if x == 'epoch' else 'training seconds'}",
                    plots.convergence(curves, column, x, f"{dataset}: {column.replace('_', ' ')} during training"))
@@ -128,22 +130,24 @@ def write_report(results: pd.DataFrame, folders: dict[str, Path], out: Path, opt
                                          options.split, options.correction, options.resamples, options.alpha)
     marks = {(r.dataset, r.method, r.column): True for r in tested.itertuples() if r.significant}
     markdown = tables.to_markdown(table, marks)
-    (out / "table.md").write_text(markdown)
-    (out / "table.csv").write_text(tables.to_csv(table))
-    (out / "table.tex").write_text(tables.to_latex(table, marks))
-    tested.to_csv(out / "significance.csv", index=False)
-    (out / "significance.md").write_text(significance.to_markdown(tested))
+    write_atomic(out / "table.md", markdown)
+    write_atomic(out / "table.csv", tables.to_csv(table))
+    write_atomic(out / "table.tex", tables.to_latex(table, marks))
+    write_atomic(out / "significance.csv", tested.to_csv(index=False))
+    write_atomic(out / "significance.md", significance.to_markdown(tested))
     drawn = []
     for name, description, figure in figures(results, folders, options):
         plots.save(figure, out / "plots" / name)
         drawn.append((name, description))
     seeds = results.groupby(["dataset", "method"])["run_id"].nunique()
+    counts = f"{seeds.min()}" if seeds.min() == seeds.max() else f"{seeds.min()}–{seeds.max()}"
     text = [f"# {options.title}", "",
             f"Results: {', '.join(map(str, options.sources)) or 'in memory'}; split {options.split}; mean ± std over "
-            f"{seeds.min()}–{seeds.max()} runs (seeds) per method. **Bold**: best mean of its column in its dataset. "
+            f"{counts} runs (seeds) per method. **Bold**: best mean of its column in its dataset. "
             f"†: differs from the baseline **{options.baseline}** by a paired randomisation test over the "
             f"{options.split} users, {options.correction.capitalize()}-corrected p < {options.alpha} "
-            f"({options.resamples} resamples; scipy {scipy.__version__}).", "", markdown,
+            f"({options.resamples} resamples, so no p below about {2 / (options.resamples + 1):.1g}; "
+            f"scipy {scipy.__version__}).", "", markdown,
             f"## Paired tests against {options.baseline}", "",
             "Per-user values averaged over seeds; difference = method − baseline; p (t): paired t-test "
             "(scipy.stats.ttest_rel); p (rand.): randomisation test (scipy.stats.permutation_test, sign flips); "
@@ -152,5 +156,12 @@ def write_report(results: pd.DataFrame, folders: dict[str, Path], out: Path, opt
             *[f"- {note}" for note in notes], "", "## Plots", ""]
     text += [f"- `plots/{name}`: {description}\n\n  ![{name}](plots/{name})" for name, description in drawn]
     report = "\n".join(text) + "\n"
-    (out / "report.md").write_text(report)
+    write_atomic(out / "report.md", report)
     return report
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write under a temporary name, then rename: two sweeps finishing at once never leave a mixed file."""
+    partial = path.with_name(f".{path.name}.{os.getpid()}")
+    partial.write_text(text)
+    os.replace(partial, path)

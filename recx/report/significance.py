@@ -25,7 +25,8 @@ def per_user_means(run_ids, folders: dict[str, Path], split: str, keys: set) -> 
         if not path.is_file():
             return None
         rows = pd.read_parquet(path)
-        rows = rows[[key in keys for key in zip(rows.metric.astype(str), rows.k, rows.stratum.astype(str))]]
+        wanted = pd.MultiIndex.from_arrays([rows.metric.astype(str), rows.k, rows.stratum.astype(str)]).isin(list(keys))
+        rows = rows[wanted]
         frames.append(rows.pivot(index="user", columns=["metric", "k", "stratum"], values="value"))
     return pd.concat(frames).groupby(level=0).mean()
 

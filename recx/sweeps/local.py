@@ -58,14 +58,14 @@ def wants_cuda(task: RunTask, gpus: list[str]) -> bool:
 
 
 class Worker:
-    """One worker process (recx.sweeps.worker) and the run it is busy with."""
+    """One worker process (recx.sweeps.worker), the GPU it is pinned to (None: not pinned) and its current run."""
 
-    def __init__(self, slot: int, env: dict, threads: int, log: Path):
+    def __init__(self, env: dict, gpu: str | None, threads: int, log: Path):
         log.parent.mkdir(parents=True, exist_ok=True)
         with open(log, "a") as stderr:
             self.process = subprocess.Popen([sys.executable, "-m", "recx.sweeps.worker", str(threads)], env=env,
                                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, text=True)
-        self.slot, self.env, self.log, self.task = slot, env, log, None
+        self.gpu, self.log, self.task = gpu, log, None
 
     def send(self, task: RunTask) -> None:
         self.task = task
@@ -74,7 +74,7 @@ class Worker:
 
     def receive(self) -> Outcome:
         """The answer for the current run; a worker that died instead is reaped and its run reported failed."""
-        line, task = self.process.stdout.readline(), self.task
+        line = self.process.stdout.readline()
         self.task = None
         if line:
             answer = json.loads(line)
@@ -84,7 +84,8 @@ class Worker:
 
 
 class LocalProcesses:
-    """`jobs` worker processes, each running one run at a time; a worker that dies is replaced on demand."""
+    """`jobs` worker processes, each running one run at a time; a worker that died, or is pinned otherwise than
+    the next run needs, is replaced."""
 
     def __init__(self, jobs: int, logs: Path):
         self.capacity, self.logs = jobs, logs
@@ -92,20 +93,23 @@ class LocalProcesses:
         self.gpus = visible_gpus()
         self.workers: dict[int, Worker] = {}
 
-    def environment(self, task: RunTask, slot: int) -> dict:
+    def gpu(self, task: RunTask, slot: int) -> str | None:
+        return self.gpus[slot % len(self.gpus)] if wants_cuda(task, self.gpus) else None
+
+    def environment(self, gpu: str | None) -> dict:
         env = dict(os.environ, OMP_NUM_THREADS=str(self.threads), MKL_NUM_THREADS=str(self.threads))
-        if wants_cuda(task, self.gpus):
-            env["CUDA_VISIBLE_DEVICES"] = self.gpus[slot % len(self.gpus)]
+        if gpu is not None:
+            env["CUDA_VISIBLE_DEVICES"] = gpu
         return env
 
     def start(self, task: RunTask) -> str:
-        slot = next(slot for slot in range(self.capacity) if slot not in self.workers or self.workers[slot].task is None)
-        worker = self.workers.get(slot)
-        if worker is None or worker.process.poll() is not None or wants_cuda(task, self.gpus) != (
-                "CUDA_VISIBLE_DEVICES" in worker.env):
+        slot = next(slot for slot in range(self.capacity)
+                    if slot not in self.workers or self.workers[slot].task is None)
+        worker, gpu = self.workers.get(slot), self.gpu(task, slot)
+        if worker is None or worker.process.poll() is not None or worker.gpu != gpu:
             if worker is not None:
                 worker.process.stdin.close()
-            worker = Worker(slot, self.environment(task, slot), self.threads, self.logs / f"worker-{slot}.log")
+            worker = Worker(self.environment(gpu), gpu, self.threads, self.logs / f"worker-{slot}.log")
             self.workers[slot] = worker
         worker.send(task)
         return task.run_id
