@@ -61,9 +61,11 @@ def swept(points: pd.DataFrame, parameter: str, ylabel: str, title: str) -> Figu
     for line, group in points.groupby("line", sort=False):
         group = group.sort_values("value")
         axes.errorbar(group.value, group["mean"], yerr=group["std"].fillna(0.0), marker="o", capsize=2, label=line)
-    values = points.value.astype(float)
-    if values.min() > 0 and values.max() / values.min() >= 10:
+    values = sorted(set(points.value.astype(float)))
+    if values[0] > 0 and values[-1] / values[0] >= 10:
         axes.set_xscale("log")
+        axes.minorticks_off()
+    axes.set_xticks(values, [f"{value:g}" for value in values])
     axes.set_xlabel(parameter)
     axes.set_ylabel(ylabel)
     axes.set_title(title)

@@ -1,7 +1,8 @@
 """The Ray backend: each run is a Ray task on an existing cluster (`--address`) or on a local one started here with
 `--jobs` CPUs. A task asks for one GPU when its run is on CUDA (device cuda, or auto on a cluster with GPUs), else
-for its share of the cluster's CPUs (its torch thread count). Workers read the data root and write the run store
-by path, so both must be on a filesystem every node shares; recx must be importable on every node.
+for its share of the cluster's CPUs (the cluster's CPUs / jobs, at most one node's; also its torch thread count).
+Workers read the data root and write the run store by path, so both must be on a filesystem every node shares; recx
+must be importable on every node.
 Ray is an optional extra: `pip install -e ".[dist]"`.
 """
 from __future__ import annotations
@@ -29,11 +30,15 @@ class RayCluster:
         self.ray, self.started = ray, not ray.is_initialized()
         if self.started:
             options = {"address": address} if address else {"num_cpus": jobs}
-            ray.init(**options, include_dashboard=False, log_to_driver=False, configure_logging=False)
+            try:
+                ray.init(**options, include_dashboard=False, log_to_driver=False, configure_logging=False)
+            except ConnectionError as error:
+                raise RecxError(f"--address {address}: no Ray cluster answers there ({error})") from None
         resources = ray.cluster_resources()
         self.capacity = jobs
         self.has_gpus = resources.get("GPU", 0) > 0
-        self.threads = max(1, int(resources.get("CPU", 1) // jobs))
+        largest_node = max((node["Resources"].get("CPU", 0) for node in ray.nodes() if node.get("Alive")), default=1)
+        self.threads = max(1, int(min(largest_node, resources.get("CPU", 1) // jobs)))
         self.remote = ray.remote(_run)
         self.pending: dict = {}
 
