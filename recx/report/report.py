@@ -150,7 +150,8 @@ def write_report(results: pd.DataFrame, folders: dict[str, Path], out: Path, opt
             f"scipy {scipy.__version__}).", "", markdown,
             f"## Paired tests against {options.baseline}", "",
             "Per-user values averaged over seeds; difference = method − baseline; p (t): paired t-test "
-            "(scipy.stats.ttest_rel); p (rand.): randomisation test (scipy.stats.permutation_test, sign flips); "
+            "(scipy.stats.ttest_rel); p (rand.): sign-flip randomisation test (recx.report.stats, checked against "
+            "scipy.stats.permutation_test); "
             f"adjusted: {options.correction.capitalize()} over the methods compared in each dataset and column.", "",
             significance.to_markdown(tested) if not tested.empty else "(no test: per-user results missing)\n",
             *[f"- {note}" for note in notes], "", "## Plots", ""]
