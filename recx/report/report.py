@@ -146,7 +146,7 @@ def write_report(results: pd.DataFrame, folders: dict[str, Path], out: Path, opt
             f"{counts} runs (seeds) per method. **Bold**: best mean of its column in its dataset. "
             f"†: differs from the baseline **{options.baseline}** by a paired randomisation test over the "
             f"{options.split} users, {options.correction.capitalize()}-corrected p < {options.alpha} "
-            f"({options.resamples} resamples, so no p below about {2 / (options.resamples + 1):.1g}; "
+            f"({options.resamples} resamples, so no p below {1 / (options.resamples + 1):.1g}; t-tests by "
             f"scipy {scipy.__version__}).", "", markdown,
             f"## Paired tests against {options.baseline}", "",
             "Per-user values averaged over seeds; difference = method − baseline; p (t): paired t-test "
