@@ -29,11 +29,13 @@ class RayCluster:
             raise RecxError("--backend ray needs Ray: pip install -e \".[dist]\" (or pip install ray)") from None
         self.ray, self.started = ray, not ray.is_initialized()
         if self.started:
-            options = {"address": address} if address else {"num_cpus": jobs}
+            options = {"address": address} if address else {"address": "local", "num_cpus": jobs}
             try:
                 ray.init(**options, include_dashboard=False, log_to_driver=False, configure_logging=False)
             except ConnectionError as error:
-                raise RecxError(f"--address {address}: no Ray cluster answers there ({error})") from None
+                raise RecxError(f"--address {address}: cannot join that Ray cluster ({error}); a cluster with "
+                                f"Ray's token authentication must find its token here too (~/.ray/auth_token)"
+                                ) from None
         resources = ray.cluster_resources()
         self.capacity = jobs
         self.has_gpus = resources.get("GPU", 0) > 0
