@@ -1,6 +1,19 @@
 PYTHON ?= python3
+RECX ?= $(PYTHON) -m recx
+# the papers' sweeps: BACKEND local|ray, JOBS runs at once, ADDRESS of a Ray cluster, DEVICE cpu|cuda (empty: the
+# experiments' own device, auto), OUT the results folder (empty: results/<experiment>)
+BACKEND ?= local
+JOBS ?= 1
+ADDRESS ?=
+DEVICE ?=
+OUT ?=
+SWEEP = $(RECX) sweep experiments.yaml --backend $(BACKEND) --jobs $(JOBS) $(if $(ADDRESS),--address $(ADDRESS)) \
+	$(if $(DEVICE),--set device=$(DEVICE))
+sweep_out = $(if $(OUT),--out $(OUT)/$(1))
+CI_OUT ?= build/ci-reproduce
 
-.PHONY: setup quickstart test test-gpu bench gowalla
+.PHONY: setup quickstart test test-gpu bench gowalla reproduce-prism reproduce-hns reproduce-bir reproduce-fastvae \
+	reproduce-rg ci-reproduce
 
 setup:
 	$(PYTHON) -m pip install torch==2.13.0
@@ -20,3 +33,31 @@ bench:
 
 gowalla:
 	recx sweep experiments.yaml --experiment gowalla-basics
+
+reproduce-prism:
+	$(SWEEP) -e prism-gowalla $(call sweep_out,prism-gowalla)
+
+reproduce-hns:
+	$(SWEEP) -e hns-dns $(call sweep_out,hns-dns)
+	$(SWEEP) -e hns-softmax-v $(call sweep_out,hns-softmax-v)
+
+reproduce-bir:
+	$(SWEEP) -e bir-batch-size $(call sweep_out,bir-batch-size)
+
+reproduce-fastvae:
+	$(SWEEP) -e fastvae-table3 $(call sweep_out,fastvae-table3)
+	$(SWEEP) -e fastvae-samplers $(call sweep_out,fastvae-samplers)
+	$(SWEEP) -e fastvae-scaling $(call sweep_out,fastvae-scaling)
+
+reproduce-rg:
+	$(SWEEP) -e rg-table3 $(call sweep_out,rg-table3)
+
+# CI: a tiny end-to-end reproduction on synthetic data (prepare -> sweep with 2 jobs -> report with plots)
+ci-reproduce:
+	rm -rf $(CI_OUT)
+	$(RECX) prepare ci-synthetic --format synthetic --ratios 80/10/10 --data-root $(CI_OUT)/data
+	$(RECX) sweep .ci/experiments.yaml -e ci-reproduce --jobs 2 --out $(CI_OUT)/sweep --data-root $(CI_OUT)/data
+	$(RECX) report $(CI_OUT)/sweep/results.parquet --out $(CI_OUT)/report --baseline bpr
+	test -s $(CI_OUT)/report/plots/swept_n_negatives_ci-synthetic.png
+	test -s $(CI_OUT)/report/plots/strata_ci-synthetic.png
+	test -s $(CI_OUT)/report/plots/convergence_time_ci-synthetic.png

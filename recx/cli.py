@@ -271,12 +271,18 @@ def sweep(
     seeds: Optional[str] = typer.Option(None, help="Comma-separated seeds instead of the experiment's."),
     set_: list[str] = typer.Option([], "--set", help="Force a config key in every run, KEY=VALUE (e.g. epochs=5); "
                                                      "wins over the experiment's defaults and methods."),
+    backend: str = typer.Option("local", help="local (this machine) or ray (a Ray cluster; needs the dist extra)."),
+    jobs: int = typer.Option(1, help="Runs at once: local worker processes (each pinned to one GPU, else given a "
+                                     "share of the CPU threads) or Ray tasks in flight."),
+    address: Optional[str] = typer.Option(None, help="Address of an existing Ray cluster (default: start a local "
+                                                     "one with --jobs CPUs)."),
 ):
     """Run every (dataset, method, grid point, seed) of an experiment, skipping completed runs; write tables.
 
     Every run is validated before the first one starts. An interrupted sweep loses at most the run in progress: the same command skips completed runs, finishes trained ones and restarts incomplete ones.
     """
     from recx.sweep import SweepOverrides, run_sweep
+    from recx.sweeps.backends import Execution
 
     try:
         seed_list = [int(s) for s in seeds.split(",")] if seeds else None
@@ -284,7 +290,38 @@ def sweep(
         raise RecxError(f"--seeds {seeds!r}: expected comma-separated integers such as 0,1,2") from None
     overrides = SweepOverrides(datasets=dataset or None, seeds=seed_list, settings=_parse_assignments(set_))
     run_sweep(experiments_file, experiment, out or Path("results") / experiment, _data_root(data_root), dry_run,
-              console, overrides)
+              console, overrides, Execution(backend, jobs, address))
+
+
+@app.command()
+def report(
+    results: list[Path] = typer.Argument(..., help="results.parquet files of sweeps (stacked)."),
+    out: Path = typer.Option(..., help="Output folder: report.md, table.md/.csv/.tex, significance.md/.csv, plots/."),
+    runs: Optional[Path] = typer.Option(None, help="Folder of the run folders (default: runs/ beside each file)."),
+    baseline: Optional[str] = typer.Option(None, help="Method every other is tested against (default: the first)."),
+    metrics: str = typer.Option("ndcg,recall", help="Table metrics, comma separated (the first is plotted)."),
+    k: Optional[str] = typer.Option(None, "--k", help="Cut-offs of the table (default: 20 when evaluated)."),
+    stratified: str = typer.Option("ndcg", help="Metrics also shown per popularity stratum (empty: none)."),
+    split: str = typer.Option("test", help="valid or test."),
+    correction: str = typer.Option("holm", help="Multiple-comparison correction: holm or bonferroni."),
+    resamples: int = typer.Option(10_000, help="Sign flips of the randomisation test."),
+    alpha: float = typer.Option(0.05, help="Significance level of the † marks."),
+    param: list[str] = typer.Option([], "--param", help="Config key to plot the metric against, e.g. batch_size or "
+                                                        "sampler_args.m (default: every numeric key swept)."),
+):
+    """Tables (mean ± std, best in bold), paired significance tests against a baseline, and plots."""
+    from recx.report.report import ReportOptions, write_report
+    from recx.report.runs import load_results
+
+    if resamples < 1 or not 0 < alpha < 1:
+        raise RecxError(f"--resamples {resamples} / --alpha {alpha}: expected at least 1 resample and 0 < alpha < 1")
+    frame, folders = load_results(results, runs)
+    split_list = lambda text: tuple(part.strip() for part in text.split(",") if part.strip())  # noqa: E731
+    options = ReportOptions(baseline, split_list(metrics), tuple(_parse_ks(k)) if k else None, split_list(stratified),
+                            split, correction, resamples, alpha, tuple(param), sources=list(results))
+    write_report(frame, folders, out, options)
+    console.print((out / "table.md").read_text(), soft_wrap=True, markup=False, highlight=False)
+    console.print(f"report: {out / 'report.md'}")
 
 
 @app.command("list")

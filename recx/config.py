@@ -151,6 +151,11 @@ def _can_take(raw: dict, dotted: str) -> bool:
     return args_class is not None and tail in {f.name for f in fields(args_class)}
 
 
+def loss_default(loss: str, key: str):
+    """The value a loss's default bundle gives `key` (None when no bundle of the loss sets it)."""
+    return next((values[key] for values, _ in LOSS_DEFAULTS.get(loss, []) if key in values), None)
+
+
 def apply_loss_defaults(raw: dict) -> tuple[dict, dict]:
     """(`raw` with its loss's default bundles filled in, the dotted keys and values that were filled)."""
     applied = {}

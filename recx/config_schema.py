@@ -123,8 +123,9 @@ def check_against_dataset(config, n_items: int, ks: list[int], default_negatives
     default bundle) within the catalogue."""
     if max(ks) > n_items:
         raise RecxError(f"{where}: K={max(ks)} is larger than the number of items ({n_items})")
-    explicit = (config.n_negatives != default_negatives
-                and "n_negatives" not in getattr(config, "loss_defaults_applied", {}))
+    from recx.config import loss_default
+
+    explicit = config.n_negatives not in (default_negatives, loss_default(config.loss, "n_negatives"))
     if config.n_negatives > n_items and explicit:
         raise RecxError(f"{where}: n_negatives = {config.n_negatives} is larger than the catalogue of dataset "
                         f"{config.dataset!r} ({n_items} items); expected at most {n_items}")

@@ -5,25 +5,29 @@ of hyper-parameter lists. Each (dataset, method, grid point, seed) is one run, i
 resolved config; runs whose folder holds the completion marker are skipped. When a grid has several points, each
 method's reported row uses the point with the best mean validation metric over seeds (test values of that point).
 A method's own keys override the grid's: a method that fixes every grid key is planned once per seed.
+The runs execute on a backend (recx.sweeps: this process, local worker processes, or Ray); every backend writes the
+same run store, so a sweep started with one can be resumed with another.
 """
 from __future__ import annotations
 
 import itertools
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
 from recx.config import RunConfig, deep_merge, read_yaml_mapping, resolve
-from recx.data.dataset import load_dataset
 from recx.data.prepare import PrepareOptions, prepare
 from recx.errors import RecxError
-from recx.eval import tables
+from recx.report.report import ReportOptions, write_report
 from recx.runs import store
 from recx.runs.convergence import FILE as CONVERGENCE
 from recx.runs.convergence import convergence_frame
-from recx.train.trainer import train_run
+from recx.sweeps.backends import Execution, make_backend
+from recx.sweeps.drive import DriveReport, drive
+from recx.sweeps.task import RunTask
 
 EXPERIMENT_KEYS = {"description", "datasets", "methods", "seeds", "defaults", "grid", "ks", "table", "diagnostics"}
 
@@ -155,15 +159,6 @@ def table_layout(spec: dict, name: str, path: Path) -> dict:
             "stratified": tuple(layout.get("stratified", ("ndcg",)))}
 
 
-def write_tables(results: pd.DataFrame, out: Path, layout: dict) -> str:
-    table = tables.summary(results, **layout)
-    markdown = tables.to_markdown(table)
-    (out / "table.md").write_text(markdown)
-    (out / "table.csv").write_text(tables.to_csv(table))
-    (out / "table.tex").write_text(tables.to_latex(table))
-    return markdown
-
-
 def collect(runs: list[PlannedRun], runs_dir: Path) -> pd.DataFrame:
     frames = []
     for run in runs:
@@ -172,11 +167,55 @@ def collect(runs: list[PlannedRun], runs_dir: Path) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-def run_sweep(path: Path, name: str, out: Path, data_root: Path, dry_run: bool, console,
-              overrides: SweepOverrides | None = None) -> pd.DataFrame | None:
+def run_tasks(runs: list[PlannedRun], runs_dir: Path, data_root: Path, out: Path, ks: list[int],
+              diagnostics: bool = False) -> list[RunTask]:
+    """The runs as tasks a worker can execute anywhere: absolute paths, the resolved config as a mapping."""
+    return [RunTask(run.config.to_dict(), str((runs_dir / run.config.run_id()).resolve()), str(data_root.resolve()),
+                    list(ks), run.method, str((out / "logs" / f"{run.config.run_id()}.log").resolve()), diagnostics)
+            for run in runs]
+
+
+def execute_runs(tasks: list[RunTask], execution: Execution, name: str, total: int, logs: Path) -> DriveReport:
+    """Run the tasks on the chosen backend with a progress bar; a failed run does not stop the others, and the
+    sweep then ends with one error naming every failed run."""
     from recx.train.trainer import make_progress
 
+    with make_progress() as progress:
+        overall = progress.add_task(f"sweep {name}", total=total, completed=total - len(tasks), status="")
+        running: dict[str, str] = {}
+
+        def on_change(event: str, task: RunTask, outcome) -> None:
+            if event == "start":
+                running[task.run_id] = f"{task.method} seed {task.config['seed']}"
+            else:
+                running.pop(task.run_id, None)
+                if event != "locked":
+                    progress.advance(overall)
+            progress.update(overall, status=", ".join(running.values()))
+
+        report = drive(tasks, make_backend(execution, logs, progress), on_change)
+    if report.failed:
+        failed = list(report.failed.items())
+        lines = "; ".join(f"run {run_id}: {message}" for run_id, message in failed[:3])
+        more = f"; and {len(failed) - 3} more" if len(failed) > 3 else ""
+        raise RecxError(f"{len(failed)} of {len(tasks)} runs failed ({lines}{more}); the other runs are complete, "
+                        f"and a rerun of the sweep retries only the failed ones")
+    return report
+
+
+def write_results(results: pd.DataFrame, out: Path) -> None:
+    """results.parquet, replaced atomically (two sweeps of one experiment may finish at once)."""
+    out.mkdir(parents=True, exist_ok=True)
+    partial = out / f".results.parquet.{os.getpid()}"
+    results.to_parquet(partial, index=False)
+    os.replace(partial, out / "results.parquet")
+
+
+def run_sweep(path: Path, name: str, out: Path, data_root: Path, dry_run: bool, console,
+              overrides: SweepOverrides | None = None, execution: Execution | None = None) -> pd.DataFrame | None:
     overrides = overrides or SweepOverrides()
+    execution = execution or Execution()
+    execution.validate()
     content = load_experiments(path)
     spec = overrides.apply(experiment_spec(content, name, path))
     runs = plan(spec, name, path, overrides.settings)
@@ -190,25 +229,20 @@ def run_sweep(path: Path, name: str, out: Path, data_root: Path, dry_run: bool, 
             console.print(f"  {state}  {run.config.run_id()}  {run.config.dataset}  {run.method}  "
                           f"seed={run.config.seed} {run.grid_point or ''}")
         return None
+    for dataset_name in dict.fromkeys(run.config.dataset for run in pending):
+        ensure_dataset(content, dataset_name, data_root, path.parent)
     ks = spec.get("ks", [10, 20, 50])
     check_planned(pending, data_root, ks, name, path)
-    with make_progress() as progress:
-        overall = progress.add_task(f"sweep {name}", total=len(runs), completed=len(runs) - len(pending), status="")
-        loaded: dict = {}
-        for run in pending:
-            dataset_name = run.config.dataset
-            if dataset_name not in loaded:
-                ensure_dataset(content, dataset_name, data_root, path.parent)
-                loaded = {dataset_name: load_dataset(data_root, dataset_name)}
-            progress.update(overall, status=f"{dataset_name} {run.method} seed {run.config.seed}")
-            train_run(run.config, loaded[dataset_name], runs_dir / run.config.run_id(), progress=progress, ks=ks,
-                      diagnostics=bool(spec.get("diagnostics")))
-            progress.advance(overall)
+    report = execute_runs(run_tasks(pending, runs_dir, data_root, out, ks, bool(spec.get("diagnostics"))), execution,
+                          name, len(runs), out / "logs")
+    console.print(f"trained {len(report.done)} runs; {len(report.skipped)} were completed by another process meanwhile")
     results = select_grid_points(collect(runs, runs_dir), runs)
-    out.mkdir(parents=True, exist_ok=True)
-    results.to_parquet(out / "results.parquet", index=False)
+    write_results(results, out)
     convergence_frame(runs, runs_dir).to_parquet(out / CONVERGENCE, index=False)
-    console.print(write_tables(results, out, layout))
-    console.print(f"results: {out / 'results.parquet'}; tables: {out / 'table.md'}, table.csv, table.tex; "
-                  f"per-epoch curves: {out / CONVERGENCE}")
+    write_report(results, {run_id: runs_dir / run_id for run_id in results.run_id.unique()}, out,
+                 ReportOptions(metrics=layout["metrics"], ks=layout["ks"], stratified=layout["stratified"],
+                               title=f"experiment {name}", sources=[out / "results.parquet"]))
+    console.print((out / "table.md").read_text(), soft_wrap=True, markup=False, highlight=False)
+    console.print(f"results: {out / 'results.parquet'}; report: {out / 'report.md'} (tables table.md/.csv/.tex, "
+                  f"significance.md/.csv, plots/); per-epoch curves: {out / CONVERGENCE}")
     return results

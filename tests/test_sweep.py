@@ -32,7 +32,7 @@ def test_sweep_runs_skips_and_tabulates(tmp_path, recx_cli):
     assert "NDCG@20 unpopular" in table and "±" in table and "ssm-pop" in table
     assert (out / "table.csv").is_file() and (out / "table.tex").is_file()
 
-    run_dirs = sorted(p for p in (out / "runs").iterdir() if p.is_dir())  # beside each: its .lock file
+    run_dirs = sorted(p for p in (out / "runs").iterdir() if p.is_dir())  # beside them: hidden lock files
     assert len(run_dirs) == 8
     (run_dirs[0] / "COMPLETE").unlink()
     again = recx_cli("sweep", path, "--experiment", "small", "--out", out, "--data-root", data)

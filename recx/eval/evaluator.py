@@ -20,12 +20,14 @@ from recx.eval.strata import popularity_strata
 
 @dataclass
 class Evaluation:
-    """Averages over evaluated users, keyed by (metric, k, stratum), plus the top-K lists when asked."""
+    """Averages over evaluated users, keyed by (metric, k, stratum); when asked, the evaluated users (ascending id)
+    with their top-K lists and/or their per-user values (float64 on the CPU, same keys, same user order)."""
 
     values: dict[tuple[str, int, str], float]
     n_users: int
     users: torch.Tensor | None = None
     topk: torch.Tensor | None = None
+    per_user: dict[tuple[str, int, str], torch.Tensor] | None = None
 
 
 def excluded_splits(dataset: Dataset, split: str) -> list[CSR]:
@@ -54,10 +56,11 @@ def masked_scores(query: torch.Tensor, items: torch.Tensor, users: torch.Tensor,
 
 @torch.no_grad()
 def evaluate(model, dataset: Dataset, split: str, ks: list[int], batch_size: int = 1024,
-             keep_topk: bool = False, auc_beta: float | None = None,
+             keep_topk: bool = False, auc_beta: float | None = None, keep_per_user: bool = False,
              after_batch: Callable[[int, int], None] | None = None) -> Evaluation:
     """`auc_beta` given: also AUC and OPAUC(β) (recx.eval.auc), from each batch's full score matrix.
-    `after_batch(users done, users in all)` is called after each batch (progress display)."""
+    `keep_per_user`: also each evaluated user's values (paired tests). `after_batch(users done, users in all)` is
+    called after each batch (progress display)."""
     target = dataset.split(split)
     max_k = max(ks)
     if max_k > dataset.n_items:
@@ -85,6 +88,8 @@ def evaluate(model, dataset: Dataset, split: str, ks: list[int], batch_size: int
             tops.append(topk)
         if after_batch is not None:
             after_batch(start + users.numel(), users_all.numel())
-    averages = {key: float(torch.cat(chunks).mean()) for key, chunks in parts.items()}
-    return Evaluation(averages, int(users_all.numel()), users_all if keep_topk else None,
-                      torch.cat(tops) if keep_topk else None)
+    per_user = {key: torch.cat(chunks) for key, chunks in parts.items()}
+    averages = {key: float(values.mean()) for key, values in per_user.items()}
+    return Evaluation(averages, int(users_all.numel()), users_all if keep_topk or keep_per_user else None,
+                      torch.cat(tops) if keep_topk else None,
+                      {key: values.cpu() for key, values in per_user.items()} if keep_per_user else None)

@@ -23,6 +23,7 @@ from recx.eval.diagnostics import write_diagnostics
 from recx.eval.evaluator import evaluate
 from recx.folders import clean_stale, swap_in, temp_sibling, writable_folder
 from recx.names import check_name
+from recx.eval.per_user import write_per_user
 from recx.runs import store
 from recx.runs.lock import exclusive
 from recx.train.build import build_model
@@ -164,7 +165,7 @@ def _train_locked(config, dataset, folder, progress, ks, force, with_diagnostics
                 torch.save(model.state_dict(), target / "model.pt")
                 store.mark_trained(target, best_epoch)
             phase = "evaluation"
-            results = _evaluate_splits(config, dataset, model, ks, shown)
+            results = _evaluate_splits(config, dataset, model, ks, shown, target)
             store.write_results(target, results)
             if with_diagnostics:
                 with shown_task(shown, "diagnostics"):
@@ -202,13 +203,17 @@ def _built(config: RunConfig, dataset: Dataset, device: torch.device):
                         "more than is available; choose a smaller dim") from None
 
 
-def _evaluate_splits(config: RunConfig, dataset: Dataset, model, ks: list[int], progress: Progress) -> pd.DataFrame:
+def _evaluate_splits(config: RunConfig, dataset: Dataset, model, ks: list[int], progress: Progress,
+                     folder: Path) -> pd.DataFrame:
+    """Long results of valid (when present) and test; each split's per-user values go to `folder`."""
     splits = ("valid", "test") if dataset.valid is not None else ("test",)
     frames = []
     for split in splits:
         with shown_task(progress, f"evaluating {split}") as advance:
-            values = evaluate(model, dataset, split, ks, config.eval_batch_size, after_batch=advance).values
-        frames.append(store.results_frame(config, split, values))
+            evaluation = evaluate(model, dataset, split, ks, config.eval_batch_size, keep_per_user=True,
+                                  after_batch=advance)
+        write_per_user(folder, split, evaluation)
+        frames.append(store.results_frame(config, split, evaluation.values))
     return pd.concat(frames, ignore_index=True)
 
 

@@ -1,0 +1,168 @@
+"""A report from sweep results: tables (Markdown, CSV, LaTeX) with the best per column in bold, paired significance
+tests of every method against a baseline, and PNG plots; `report.md` ties them together.
+
+Files written to the output folder: table.md/.csv/.tex, significance.md/.csv, plots/*.png, report.md.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+import pandas as pd
+import scipy
+
+from recx.errors import RecxError
+from recx.eval.strata import STRATA
+from recx.eval.tables import column_name, summary
+from recx.report import plots, significance, stats, tables
+from recx.report.runs import epochs, flat_config, grid_keys
+
+
+@dataclass
+class ReportOptions:
+    baseline: str | None = None  # default: the first method of the results
+    metrics: tuple = ("ndcg", "recall")
+    ks: tuple | None = None  # default: 20 when evaluated, else the smallest cut-off
+    stratified: tuple = ("ndcg",)
+    split: str = "test"
+    correction: str = "holm"
+    resamples: int = 10_000
+    alpha: float = 0.05
+    parameters: tuple = ()  # swept parameters to plot against; default: every one found
+    title: str = "recx report"
+    sources: list = field(default_factory=list)
+
+    def resolve(self, results: pd.DataFrame) -> "ReportOptions":
+        if self.correction not in stats.CORRECTIONS:
+            raise RecxError(f"--correction {self.correction!r}; valid: {', '.join(stats.CORRECTIONS)}")
+        rows = results[results.split == self.split]
+        if rows.empty:
+            raise RecxError(f"the results have no {self.split!r} rows; splits: {', '.join(results.split.unique())}")
+        evaluated = sorted(int(k) for k in rows.k.unique() if k > 0)
+        ks = self.ks or ((20,) if 20 in evaluated else tuple(evaluated[:1]))
+        missing = [k for k in ks if k not in evaluated]
+        if missing:
+            raise RecxError(f"cut-off {missing[0]} is not in the results; evaluated: {', '.join(map(str, evaluated))}")
+        methods = list(dict.fromkeys(rows.method))
+        baseline = self.baseline or methods[0]
+        if baseline not in methods:
+            raise RecxError(f"--baseline {baseline!r} is not a method of the results; methods: {', '.join(methods)}")
+        return ReportOptions(baseline, tuple(self.metrics), tuple(ks), tuple(self.stratified), self.split,
+                             self.correction, self.resamples, self.alpha, tuple(self.parameters), self.title,
+                             list(self.sources))
+
+
+def tested_keys(table: pd.DataFrame, options: ReportOptions) -> list[tuple[str, int, str]]:
+    present = set(table["mean"].columns)
+    return [(metric, k, stratum) for metric in options.metrics for k in options.ks
+            for stratum in ("all",) + (STRATA if metric in options.stratified else ())
+            if column_name(metric, k, stratum) in present]
+
+
+def convergence_curves(runs: pd.DataFrame, folders: dict[str, Path]) -> tuple[dict, str]:
+    """method -> epochs frames of its runs, and the column to plot (the validation metric, else the loss)."""
+    curves = {method: [epochs(folders[run_id]) for run_id in group.run_id.unique() if run_id in folders]
+              for method, group in runs.groupby("method", sort=False)}
+    names = [c for frames in curves.values() for frame in frames for c in frame.columns if c.startswith("valid_")]
+    return curves, (max(set(names), key=names.count) if names else "loss")
+
+
+def swept_points(runs: pd.DataFrame, folders: dict[str, Path], key: tuple[str, int, str], excluded: set[str],
+                 wanted: tuple) -> dict[str, pd.DataFrame]:
+    """parameter -> (line, value, mean, std) for each numeric config key that varies within a family of methods
+    (a line: methods equal in every other varying key); grid keys are excluded (tuned per method)."""
+    metric, k, stratum = key
+    chosen = runs[(runs.metric == metric) & (runs.k == k) & (runs.stratum == stratum)]
+    scores = chosen.groupby("method", sort=False)["value"].agg(["mean", "std"])
+    configs = pd.DataFrame([flat_config(folders[chosen[chosen.method == method].run_id.iloc[0]])
+                            for method in scores.index], index=scores.index)
+    varying = [c for c in configs.columns if c not in excluded and configs[c].astype(str).nunique() > 1]
+    is_number = lambda value: isinstance(value, (int, float)) and not isinstance(value, bool)  # noqa: E731
+    numeric = [c for c in varying if configs[c].map(is_number).all()]
+    found = {}
+    for parameter in wanted or numeric:
+        if parameter not in configs.columns:
+            raise RecxError(f"--param {parameter!r} is not a config key of these runs; keys that vary: "
+                            f"{', '.join(varying) or '(none)'}")
+        others = [c for c in varying if c != parameter]
+        line = configs[others].apply(lambda row: ", ".join(f"{c}={v}" for c, v in row.items() if pd.notna(v)) or "all",
+                                     axis=1) if others else pd.Series("all", index=configs.index)
+        points = pd.DataFrame({"line": line, "value": configs[parameter], "mean": scores["mean"], "std": scores["std"]})
+        if wanted or points.groupby("line").value.nunique().max() > 1:
+            found[parameter] = points
+    return found
+
+
+def figures(results: pd.DataFrame, folders: dict[str, Path], options: ReportOptions) -> Iterator[tuple]:
+    """Every plot the results allow, as (file name, one-line description, matplotlib Figure)."""
+    metric, k = options.metrics[0], options.ks[0]
+    label = column_name(metric, k, "all")
+    rows = results[results.split == options.split]
+    for dataset, runs in rows.groupby("dataset", sort=False):
+        curves, column = convergence_curves(runs, folders)
+        for x in ("epoch", "time") if any(not frame.empty for frames in curves.values() for frame in frames) else ():
+            yield (f"convergence_{x}_{dataset}.png",
+                   f"{column} of every run versus {'epoch' if x == 'epoch' else 'training seconds'}",
+                   plots.convergence(curves, column, x, f"{dataset}: {column.replace('_', ' ')} during training"))
+        stratified = runs[(runs.metric == metric) & (runs.k == k) & runs.stratum.isin(STRATA)]
+        if not stratified.empty:
+            grouped = stratified.groupby(["method", "stratum"], sort=False)["value"]
+            order = list(dict.fromkeys(stratified.method))
+            means, stds = (grouped.agg(stat).unstack().reindex(order) for stat in ("mean", "std"))
+            yield (f"strata_{dataset}.png",
+                   f"{label} per popularity stratum (bars: methods, error bars: std over seeds)",
+                   plots.strata(means, stds, f"{label} (stratum share)", f"{dataset}: {label} by popularity stratum"))
+        for parameter, points in swept_points(runs, folders, (metric, k, "all"), grid_keys(results),
+                                              options.parameters).items():
+            yield (f"swept_{parameter.replace('.', '-')}_{dataset}.png",
+                   f"{label} versus {parameter} (one line per family of methods, ± std over seeds)",
+                   plots.swept(points, parameter, label, f"{dataset}: {label} versus {parameter}"))
+
+
+def write_report(results: pd.DataFrame, folders: dict[str, Path], out: Path, options: ReportOptions) -> str:
+    """Write every file of the report to `out`; returns report.md's text."""
+    options = options.resolve(results)
+    out.mkdir(parents=True, exist_ok=True)
+    table = summary(results, options.split, options.metrics, options.ks, options.stratified)
+    tested, notes = significance.compare(results, folders, options.baseline, tested_keys(table, options),
+                                         options.split, options.correction, options.resamples, options.alpha)
+    marks = {(r.dataset, r.method, r.column): True for r in tested.itertuples() if r.significant}
+    markdown = tables.to_markdown(table, marks)
+    write_atomic(out / "table.md", markdown)
+    write_atomic(out / "table.csv", tables.to_csv(table))
+    write_atomic(out / "table.tex", tables.to_latex(table, marks))
+    write_atomic(out / "significance.csv", tested.to_csv(index=False))
+    write_atomic(out / "significance.md", significance.to_markdown(tested))
+    drawn = []
+    for name, description, figure in figures(results, folders, options):
+        plots.save(figure, out / "plots" / name)
+        drawn.append((name, description))
+    seeds = results.groupby(["dataset", "method"])["run_id"].nunique()
+    counts = f"{seeds.min()}" if seeds.min() == seeds.max() else f"{seeds.min()}–{seeds.max()}"
+    text = [f"# {options.title}", "",
+            f"Results: {', '.join(map(str, options.sources)) or 'in memory'}; split {options.split}; mean ± std over "
+            f"{counts} runs (seeds) per method. **Bold**: best mean of its column in its dataset. "
+            f"†: differs from the baseline **{options.baseline}** by a paired randomisation test over the "
+            f"{options.split} users, {options.correction.capitalize()}-corrected p < {options.alpha} "
+            f"({options.resamples} resamples, so no p below {1 / (options.resamples + 1):.1g}; t-tests by "
+            f"scipy {scipy.__version__}).", "", markdown,
+            f"## Paired tests against {options.baseline}", "",
+            "Per-user values averaged over seeds; difference = method − baseline; p (t): paired t-test "
+            "(scipy.stats.ttest_rel); p (rand.): sign-flip randomisation test (recx.report.stats, checked against "
+            "scipy.stats.permutation_test); "
+            f"adjusted: {options.correction.capitalize()} over the methods compared in each dataset and column.", "",
+            significance.to_markdown(tested) if not tested.empty else "(no test: per-user results missing)\n",
+            *[f"- {note}" for note in notes], "", "## Plots", ""]
+    text += [f"- `plots/{name}`: {description}\n\n  ![{name}](plots/{name})" for name, description in drawn]
+    report = "\n".join(text) + "\n"
+    write_atomic(out / "report.md", report)
+    return report
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write under a temporary name, then rename: two sweeps finishing at once never leave a mixed file."""
+    partial = path.with_name(f".{path.name}.{os.getpid()}")
+    partial.write_text(text)
+    os.replace(partial, path)

@@ -1,0 +1,111 @@
+"""`recx report` on a tiny sweep: every plot type drawn with the expected axes, tables with the best in bold, and
+significance rows equal to scipy's tests on the runs' per-user files."""
+import io
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from rich.console import Console
+from scipy import stats as scipy_stats
+
+from recx.report.report import ReportOptions, figures
+from recx.report.runs import load_results
+
+NEGATIVES = {
+    "datasets": {"tiny": {"format": "synthetic", "ratios": "80/10/10",
+                          "synthetic": {"n_users": 150, "n_items": 80, "mean_length": 10}}},
+    "experiments": {"negatives": {
+        "datasets": ["tiny"], "seeds": [0, 1], "ks": [5, 20],
+        "defaults": {"dim": 8, "epochs": 3, "batch_size": 256, "lr": 0.01, "device": "cpu", "loss": "softmax",
+                     "sampler": "uniform"},
+        "grid": {"weight_decay": [0.0, 1.0e-4]},
+        "methods": {"bpr": {"loss": "bpr", "n_negatives": 1},
+                    "ssm-n4": {"n_negatives": 4}, "ssm-n16": {"n_negatives": 16}, "ssm-n64": {"n_negatives": 64}},
+    }},
+}
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory):
+    from recx.sweep import run_sweep
+
+    folder = tmp_path_factory.mktemp("report")
+    path = folder / "experiments.yaml"
+    path.write_text(yaml.safe_dump(NEGATIVES))
+    run_sweep(path, "negatives", folder / "out", folder / "data", False, Console(file=io.StringIO(), width=200))
+    return folder / "out"
+
+
+def test_every_plot_type_with_its_axes(swept):
+    results, folders = load_results([swept / "results.parquet"])
+    drawn = {name: figure for name, _, figure in figures(results, folders, ReportOptions().resolve(results))}
+    labels = {name: (figure.axes[0].get_xlabel(), figure.axes[0].get_ylabel()) for name, figure in drawn.items()}
+    assert labels == {"convergence_epoch_tiny.png": ("epoch", "valid ndcg@20"),
+                      "convergence_time_tiny.png": ("training time (s)", "valid ndcg@20"),
+                      "strata_tiny.png": ("item popularity stratum", "NDCG@20 (stratum share)"),
+                      "swept_n_negatives_tiny.png": ("n_negatives", "NDCG@20")}  # weight_decay is the grid: not swept
+    assert len(drawn["convergence_epoch_tiny.png"].axes[0].get_lines()) == 8  # one line per run
+    lines = drawn["swept_n_negatives_tiny.png"].axes[0].get_legend().get_texts()
+    # one line per family (bpr: one point); the label lists every other key that differs, the loss first (a loss's
+    # default bundle, e.g. softmax's cosine scoring, differs too)
+    assert [text.get_text().split(",")[0] for text in lines] == ["loss=bpr", "loss=softmax"]
+    assert [tick.get_text() for tick in drawn["strata_tiny.png"].axes[0].get_xticklabels()] == [
+        "popular", "neutral", "unpopular"]
+
+
+def test_sweep_writes_the_report(swept):
+    for name in ("report.md", "table.md", "table.csv", "table.tex", "significance.md", "significance.csv",
+                 "plots/convergence_epoch_tiny.png", "plots/convergence_time_tiny.png", "plots/strata_tiny.png",
+                 "plots/swept_n_negatives_tiny.png"):
+        assert (swept / name).stat().st_size > 0, name
+    assert (swept / "plots/strata_tiny.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    table = pd.read_csv(swept / "table.csv")
+    best = table.loc[table["NDCG@20 mean"].idxmax(), "method"]
+    row = next(line for line in (swept / "table.md").read_text().splitlines() if f"| {best} |" in line)
+    assert row.split(" | ")[2].startswith("**")
+    assert table["NDCG@20 best"].sum() == 1
+
+
+def test_significance_rows_are_scipy_tests_of_the_per_user_means(swept):
+    results = pd.read_parquet(swept / "results.parquet")
+    tested = pd.read_csv(swept / "significance.csv")
+    assert set(tested.method) == {"ssm-n4", "ssm-n16", "ssm-n64"} and set(tested.baseline) == {"bpr"}
+
+    def user_means(method):
+        runs = results[(results.method == method) & (results.split == "test")].run_id.unique()
+        assert len(runs) == 2
+        frames = [pd.read_parquet(swept / "runs" / run / "per_user_test.parquet") for run in runs]
+        rows = pd.concat(frames).query("metric == 'ndcg' and k == 20 and stratum == 'all'")
+        return rows.groupby("user").value.mean()
+
+    base = user_means("bpr")
+    family = tested[tested.column == "NDCG@20"].set_index("method")
+    p_values = {}
+    for method in family.index:
+        x = user_means(method)
+        t = scipy_stats.ttest_rel(x.to_numpy(), base.to_numpy())
+        assert family.at[method, "t"] == pytest.approx(t.statistic, rel=1e-9)
+        assert family.at[method, "p_t"] == pytest.approx(t.pvalue, rel=1e-9)
+        assert family.at[method, "users"] == len(base)
+        p_values[method] = family.at[method, "p_randomisation"]
+    ordered = sorted(p_values.values())
+    holm = np.maximum.accumulate([min(1.0, (3 - i) * p) for i, p in enumerate(ordered)])
+    assert sorted(family.p_randomisation_adjusted) == pytest.approx(list(holm))
+
+
+def test_report_command_and_its_errors(swept, tmp_path, recx_cli):
+    result = recx_cli("report", swept / "results.parquet", "--out", tmp_path / "r", "--baseline", "ssm-n4",
+                      "--correction", "bonferroni", "--resamples", "500", "--k", "5", "--param", "n_negatives")
+    assert result.code == 0, result.err
+    assert "NDCG@5" in (tmp_path / "r" / "table.md").read_text()
+    assert "Bonferroni" in (tmp_path / "r" / "report.md").read_text()
+    assert (tmp_path / "r" / "plots" / "swept_n_negatives_tiny.png").is_file()
+    for args, message in [(["--baseline", "nope"], "--baseline 'nope' is not a method"),
+                          (["--k", "7"], "cut-off 7 is not in the results"),
+                          (["--correction", "sidak"], "--correction 'sidak'"),
+                          (["--param", "nope"], "--param 'nope' is not a config key")]:
+        result = recx_cli("report", swept / "results.parquet", "--out", tmp_path / "bad", *args)
+        assert result.code == 1 and message in result.err and "Traceback" not in result.err, (args, result.err)
+    missing = recx_cli("report", tmp_path / "none.parquet", "--out", tmp_path / "bad")
+    assert missing.code == 1 and "no such results file" in missing.err
