@@ -157,7 +157,11 @@ def loss_default(loss: str, key: str):
 
 
 def apply_loss_defaults(raw: dict) -> tuple[dict, dict]:
-    """(`raw` with its loss's default bundles filled in, the dotted keys and values that were filled)."""
+    """(`raw` with its loss's default bundles filled in, the dotted keys and values that were filled). Models trained
+    without a loss (alternating solvers, MostPop) get none."""
+    model = raw.get("model", RunConfig.model)
+    if model in MODELS and MODELS.get(model).training_kind in ("alternating", "none"):
+        return raw, {}
     applied = {}
     for values, blocked_by in LOSS_DEFAULTS.get(raw.get("loss", RunConfig.loss), []):
         if any(_has_key(raw, key) for key in (*values, *blocked_by)) or not all(_can_take(raw, k) for k in values):
@@ -195,7 +199,10 @@ def non_default_settings(config: RunConfig) -> str:
     parts = [f"set: {given}"]
     if applied:
         parts.append(f"defaults for {config.loss}: " + ", ".join(f"{k}={v}" for k, v in changed if k in applied))
-    return "; ".join(parts + [f"optimizer {config.optimizer}"])
+    kind = MODELS.get(config.model).training_kind
+    trainer = {"alternating": "closed-form alternating solves (no optimizer, no sampler)",
+               "none": "nothing to train"}.get(kind, f"optimizer {config.optimizer}")
+    return "; ".join(parts + [trainer])
 
 
 def deep_merge(base: dict, extra: dict) -> dict:
