@@ -55,7 +55,7 @@ def fit(config: RunConfig, dataset: Dataset, model, folder: Path, progress: Prog
     runner = RUNNERS.get(model.training_kind)(config, dataset, model, generator)
     metric, metric_k = config.valid_metric_name
     best_score, best_epoch, best_state, waited = -math.inf, 0, None, 0
-    name = f"{config.loss}+{config.sampler}"
+    name = config.model if model.training_kind == "alternating" else f"{config.loss}+{config.sampler}"
     task = progress.add_task(name, total=max(runner.n_steps, 1), status="")
     on_host = model.device.type == "cpu"  # the running loss is shown only where reading it costs no device sync
     epoch = 0
