@@ -63,10 +63,11 @@ def check_args(name: str, args) -> None:
 @SAMPLERS.register("bir")
 class BatchImportanceResampler(Sampler):
     Args = BIRArgs
+    config_name = "bir"
 
     def __init__(self, dataset, n_negatives, args: BIRArgs, generator, kernels: str = "auto"):
         super().__init__(dataset, n_negatives, args, generator, kernels)
-        check_args("bir", args)
+        check_args(self.config_name, args)
         self.log_p = log_popularity(dataset, generator.device)
 
     def sample(self, batch: Batch) -> Negatives:

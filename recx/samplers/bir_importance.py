@@ -12,20 +12,16 @@ Kept to study the estimator, not as BIR.
 from __future__ import annotations
 
 from recx.samplers import SAMPLERS
-from recx.samplers.base import Batch, Negatives, Sampler
-from recx.samplers.bir import BIRArgs, check_args, resampling_weights, training_item_mask
+from recx.samplers.base import Batch, Negatives
+from recx.samplers.bir import BatchImportanceResampler, resampling_weights, training_item_mask
 from recx.samplers.candidates import importance_resampled_negatives
-from recx.samplers.in_batch import log_popularity
 
 
 @SAMPLERS.register("bir_iw")
-class ImportanceWeightedBatchResampler(Sampler):
-    Args = BIRArgs
+class ImportanceWeightedBatchResampler(BatchImportanceResampler):
+    """BIR's draws (same arguments and weights), returned with the appendix's importance weights."""
 
-    def __init__(self, dataset, n_negatives, args: BIRArgs, generator, kernels: str = "auto"):
-        super().__init__(dataset, n_negatives, args, generator, kernels)
-        check_args("bir_iw", args)
-        self.log_p = log_popularity(dataset, generator.device)
+    config_name = "bir_iw"
 
     def sample(self, batch: Batch) -> Negatives:
         m = self.args.n_resampled or batch.positives.numel()
