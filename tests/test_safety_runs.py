@@ -288,3 +288,22 @@ def test_sweep_interrupted_in_evaluation_finishes_that_run_without_training_it_a
     result = recx_cli(*args)
     assert result.code == 0 and "2 runs, 0 already complete" in result.out
     assert store.state(trained) == "complete" and (trained / "epochs.jsonl").read_text() == epochs
+
+
+def test_force_never_replaces_a_folder_that_is_not_a_dataset(tiny_root, tmp_path, recx_cli):
+    mine = tiny_root / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("not a dataset")
+    before = snapshot(tmp_path)
+    result = recx_cli("prepare", "mine", "--format", "synthetic", "--data-root", tiny_root, "--force")
+    assert_user_error(result, f"{mine}: a folder (not a prepared dataset) of that name exists; recx does not replace")
+    assert snapshot(tmp_path) == before
+
+
+def test_force_never_replaces_a_folder_with_a_config_yaml_that_recx_did_not_mark(tiny_root, tmp_path, recx_cli):
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "config.yaml").write_text("lr: 0.1\n")
+    before = snapshot(tmp_path)
+    assert_user_error(train(recx_cli, tiny_root, mine, "--force"), "is not a run folder")
+    assert snapshot(tmp_path) == before

@@ -68,9 +68,11 @@ def check_target(root: Path, name: str, force: bool) -> Path:
     check_name(name, "dataset name")
     writable_folder(root, "data root")
     final = root / name
+    if final.exists() and not (final / "card.json").is_file():
+        raise RecxError(f"{final}: a folder (not a prepared dataset) of that name exists; recx does not replace it, "
+                        "choose another name")
     if final.exists() and not force:
-        what = "dataset" if (final / "card.json").is_file() else "folder (not a prepared dataset)"
-        raise RecxError(f"{final}: a {what} of that name exists; pass --force to replace it, or choose another name")
+        raise RecxError(f"{final}: a dataset of that name exists; pass --force to replace it, or choose another name")
     return final
 
 

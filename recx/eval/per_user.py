@@ -10,7 +10,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -43,7 +42,3 @@ def per_user_table(evaluation: Evaluation) -> pa.Table:
 
 def write_per_user(folder: Path, split: str, evaluation: Evaluation) -> None:
     pq.write_table(per_user_table(evaluation), Path(folder) / file_name(split), compression="zstd")
-
-
-def read_per_user(folder: Path, split: str) -> pd.DataFrame:
-    return pd.read_parquet(Path(folder) / file_name(split))

@@ -34,7 +34,8 @@ from recx.errors import RecxError
 MARKER = "COMPLETE"
 TRAINED = "TRAINED"
 INCOMPLETE = "INCOMPLETE"
-RUN_FILES = (MARKER, TRAINED, "epochs.jsonl", "model.pt", "results.parquet", "diagnostics.json", "error.log")
+RUN_FILES = (MARKER, TRAINED, "epochs.jsonl", "model.pt", "results.parquet", "per_user_valid.parquet",
+             "per_user_test.parquet", "diagnostics.json", "error.log")
 STARTED_FILES = (INCOMPLETE, "config.yaml", "environment.json")
 RESULT_COLUMNS = ["run_id", "dataset", "model", "loss", "sampler", "seed", "split", "metric", "k", "stratum", "value"]
 PACKAGES = ("recx", "torch", "numpy", "pandas", "pyarrow", "scipy")
@@ -64,7 +65,7 @@ def state(folder: Path) -> str:
         return "complete"
     if (folder / TRAINED).is_file() and (folder / "model.pt").is_file():
         return "trained"
-    if (folder / INCOMPLETE).is_file() or (folder / "config.yaml").is_file():
+    if (folder / INCOMPLETE).is_file():
         return "incomplete"
     return "empty" if not any(folder.iterdir()) else "foreign"
 

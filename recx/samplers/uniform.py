@@ -27,7 +27,7 @@ def redraw_training_items(sampler: Sampler, users: torch.Tensor, items: torch.Te
     """Rejection: redraw the candidates that are the user's training items (vectorised, bounded rounds)."""
     for _ in range(max_redraws):
         hit = sampler.is_training_item(users, items)
-        if not hit.any():
+        if hit.device.type == "cpu" and not hit.any():  # free on the CPU; on CUDA every round runs (no host sync)
             break
         items = torch.where(hit, draw(items.shape), items)
     return items

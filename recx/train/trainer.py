@@ -130,7 +130,7 @@ def train_run(config: RunConfig, dataset: Dataset, folder: Path, progress: Progr
 def _check_folder(config: RunConfig, folder: Path, force: bool) -> str:
     current = store.state(folder)
     if current == "foreign":
-        raise RecxError(f"{folder} exists and is not a run folder (no config.yaml); choose another --run-dir")
+        raise RecxError(f"{folder} exists and is not a run folder recx wrote (no run marker); choose another --run-dir")
     if current == "complete" and not force:
         raise RecxError(f"run {folder.name} is already complete in {folder}; pass --force to train it again")
     if current in ("incomplete", "trained") and not force and store.read_config(folder) != config.to_dict():
