@@ -70,9 +70,11 @@ class MultVAE(Model):
         offsets = torch.arange(rows.numel(), device=users.device) - (torch.cumsum(lengths, 0) - lengths)[rows]
         return rows, self.history_items[starts[rows] + offsets]
 
-    def posterior(self, users: torch.Tensor, generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-        """(μ, log σ²) [B, dim] from the users' training histories; `generator` given: input dropout is applied."""
-        rows, items = self.history(users)
+    def posterior(self, users: torch.Tensor, generator: torch.Generator | None = None,
+                  history: tuple[torch.Tensor, torch.Tensor] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """(μ, log σ²) [B, dim] from the users' training histories (`history`: their (row, item) pairs when the
+        caller has them already); `generator` given: input dropout is applied."""
+        rows, items = self.history(users) if history is None else history
         lengths = torch.bincount(rows, minlength=users.numel()).clamp_min(1).to(self.items.dtype)
         weights = lengths.rsqrt()[rows]
         if generator is not None and self.args.dropout > 0:

@@ -74,10 +74,10 @@ class UserEpochs(EpochRunner):
     def batch_objective(self, users: torch.Tensor) -> torch.Tensor:
         """Σ_u [nll_u + β KL_u] over the batch's users."""
         model = self.model
-        mu, log_var = model.posterior(users, self.generator)
+        rows, positives = model.history(users)
+        mu, log_var = model.posterior(users, self.generator, (rows, positives))
         noise = torch.randn(mu.shape, generator=self.generator, device=mu.device, dtype=mu.dtype)
         query = model.decode(mu + noise * torch.exp(0.5 * log_var)) / self.config.loss_args["temperature"]
-        rows, positives = model.history(users)
         item_table = model.items
         if self.sampler is None:
             nll = full_softmax_nll(query, item_table, rows, positives)
