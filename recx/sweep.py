@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from recx.data.prepare import PrepareOptions, prepare
 from recx.errors import RecxError
 from recx.report.report import ReportOptions, write_report
 from recx.runs import store
+from recx.runs.lock import LockedError
 from recx.runs.convergence import FILE as CONVERGENCE
 from recx.runs.convergence import convergence_frame
 from recx.sweeps.backends import Execution, make_backend
@@ -115,8 +117,17 @@ def check_planned(runs: list[PlannedRun], data_root: Path, ks: list[int], name: 
 
 
 def ensure_dataset(content: dict, dataset: str, data_root: Path, base: Path) -> None:
-    if (data_root / dataset / "card.json").is_file():
-        return
+    """Prepare `dataset` from the experiments file's recipe unless it is prepared. When another process is preparing
+    it (two sweeps started at once), wait for that process: its lock is released when it ends, even if it dies."""
+    card = data_root / dataset / "card.json"
+    while not card.is_file():
+        try:
+            return _prepare_from_recipe(content, dataset, data_root, base)
+        except LockedError:
+            time.sleep(0.5)
+
+
+def _prepare_from_recipe(content: dict, dataset: str, data_root: Path, base: Path) -> None:
     recipe = (content.get("datasets") or {}).get(dataset)
     if recipe is None:
         raise RecxError(f"dataset {dataset!r} is not prepared under {data_root} and has no recipe in the "

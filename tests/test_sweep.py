@@ -64,3 +64,25 @@ def test_command_line_overrides_datasets_seeds_and_keys(tmp_path, recx_cli):
     assert {c["dataset"] for c in configs} == {"other"} and {c["seed"] for c in configs} == {4}
     assert {c["epochs"] for c in configs} == {1}
     assert all(c["sampler_args"]["exclude_train"] is True for c in configs)
+
+
+def test_a_sweep_waits_for_a_dataset_another_process_is_preparing(tmp_path, monkeypatch):
+    """Two sweeps started at once: the one that finds the dataset's lock held waits, then uses the prepared data."""
+    import recx.sweep as sweep_module
+    from recx.runs.lock import LockedError
+
+    card = tmp_path / "data" / "tiny" / "card.json"
+    calls = []
+
+    def busy_then_prepared(content, dataset, data_root, base):
+        calls.append(dataset)
+        if len(calls) == 1:
+            card.parent.mkdir(parents=True)
+            card.write_text("{}")  # the other process finishes while this one waits
+            raise LockedError("dataset tiny is being written by process 1")
+        raise AssertionError("prepared twice")
+
+    monkeypatch.setattr(sweep_module, "_prepare_from_recipe", busy_then_prepared)
+    monkeypatch.setattr(sweep_module.time, "sleep", lambda seconds: None)
+    sweep_module.ensure_dataset({}, "tiny", tmp_path / "data", tmp_path)
+    assert calls == ["tiny"]
