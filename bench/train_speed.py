@@ -1,7 +1,7 @@
 """Benchmark: seconds per training epoch on Gowalla (MF, dim 64, batch 2048) next to implicit's BPR epoch and the
 bare matmul floor of the same shapes, all in this process with the same number of threads.
 
-Cases (the trainer's own epoch runner, optimizer as resolved unless --optimizer is given):
+Cases (the trainer's own epoch runner, optimizer as `recx train` resolves it (the loss's default bundle) unless --optimizer is given):
   BPR, uniform, 1 negative;  BPR, DNS(5, 100);  sampled softmax, 2000 uniform negatives shared by the batch.
 Baselines: implicit 0.7.3's BPR (64 factors, one iteration = one epoch over the training interactions; an optional
 bench dependency: `pip install implicit`), and the floor: forward and backward of the step's score products alone
@@ -40,10 +40,15 @@ def synchronize(device: torch.device) -> None:
         torch.cuda.synchronize()
 
 
-def epoch_seconds(raw: dict, dataset, device: torch.device, epochs: int, count_syncs: bool = False
+def case_config(raw: dict, optimizer: str, device: torch.device):
+    """The case's resolved config; `auto` leaves the optimizer to the loss's default bundle, as `recx train` does."""
+    chosen = {} if optimizer == "auto" else {"optimizer": optimizer}
+    return resolve({"model": "mf", "dim": 64, "batch_size": 2048, "device": device.type, **raw, **chosen})
+
+
+def epoch_seconds(config, dataset, device: torch.device, epochs: int, count_syncs: bool = False
                   ) -> tuple[float, int | None]:
     """(mean seconds per epoch (on CUDA after a warm-up epoch), host syncs inside an epoch on CUDA)."""
-    config = resolve({"model": "mf", "dim": 64, "batch_size": 2048, "device": device.type, **raw})
     model = build_model(config, dataset, device)
     runner = InteractionEpochs(config, dataset, model, torch.Generator(device=device).manual_seed(0))
     losses = torch.zeros(runner.n_steps, device=device)
@@ -122,16 +127,19 @@ def main() -> None:
           "implicit BPR: not installed (pip install implicit) or not on CPU; skipped", flush=True)
     floors = {"bpr": floor_seconds(n_steps, 2048, 64, None, device),
               "softmax": floor_seconds(n_steps, 2048, 64, 2000, device)}
-    print(f"{'case':32s} {'s/epoch':>8s} {'floor':>8s} {'/floor':>7s} {'/implicit':>10s}")
+    print(f"{'case':32s} {'optimizer':>10s} {'s/epoch':>8s} {'floor':>8s} {'/floor':>7s} {'/implicit':>10s}")
     cases = [CASES[key] for key in options.cases.split(",")]
     for name, raw in cases:
-        seconds, _ = epoch_seconds({**raw, "optimizer": options.optimizer}, dataset, device, options.epochs)
+        config = case_config(raw, options.optimizer, device)
+        seconds, _ = epoch_seconds(config, dataset, device, options.epochs)
         floor = floors[raw["loss"]]
         versus = f"{seconds / reference:10.2f}" if reference else f"{'-':>10s}"
-        print(f"{name:32s} {seconds:8.3f} {floor:8.3f} {seconds / floor:7.2f} {versus}", flush=True)
+        print(f"{name:32s} {config.optimizer:>10s} {seconds:8.3f} {floor:8.3f} {seconds / floor:7.2f} {versus}",
+              flush=True)
     if device.type == "cuda":
         for name, raw in cases:
-            seconds, syncs = epoch_seconds({**raw, "optimizer": options.optimizer}, dataset, device, 1, True)
+            config = case_config(raw, options.optimizer, device)
+            seconds, syncs = epoch_seconds(config, dataset, device, 1, True)
             print(f"cuda {name:27s} {seconds:8.3f} s/epoch, host syncs inside an epoch: {syncs}")
 
 

@@ -7,7 +7,7 @@ def test_softmax_gets_shared_candidates_and_cosine_scores_unless_told_otherwise(
     assert (config.loss, config.n_negatives, config.sampler_args["shared"]) == ("softmax", 2000, True)
     assert (config.model_args["scoring"], config.model_args["temperature"], config.model_args["init"]) == \
         ("cosine", 0.1, "xavier")
-    assert config.optimizer == "adam" and resolve({"loss": "bpr"}).optimizer == "lazy_adam"
+    assert config.optimizer == "adam"
     summary = non_default_settings(config)
     assert summary == ("set: (nothing); defaults for softmax: n_negatives=2000, model_args.scoring=cosine, "
                        "model_args.temperature=0.1, sampler_args.shared=True; optimizer adam")
@@ -20,8 +20,19 @@ def test_a_bundle_is_not_applied_when_any_of_its_keys_is_set():
     assert non_default_settings(config) == "set: n_negatives=10, loss_args.temperature=0.2; optimizer adam"
 
 
-def test_bpr_gets_one_negative_and_samplers_without_shared_keep_their_args():
-    assert resolve({"loss": "bpr"}).n_negatives == 1
+def test_bpr_gets_one_negative_and_adagrad_unless_its_lr_optimizer_or_decay_is_set():
+    config = resolve({"loss": "bpr"})
+    assert (config.n_negatives, config.optimizer, config.lr) == (1, "adagrad", 0.05)
+    assert non_default_settings(config) == ("set: loss=bpr; defaults for bpr: n_negatives=1, lr=0.05; "
+                                            "optimizer adagrad")
+    assert (resolve({"loss": "bpr", "lr": 0.01}).optimizer, resolve({"loss": "bpr", "lr": 0.01}).lr) == \
+        ("lazy_adam", 0.01)
+    assert resolve({"loss": "bpr", "optimizer": "sgd"}).lr == 5e-3
+    decayed = resolve({"loss": "bpr", "weight_decay": 1e-4})  # full-table decay: dense Adam, not the bundle
+    assert (decayed.optimizer, decayed.lr) == ("adam", 5e-3)
+
+
+def test_samplers_without_shared_keep_their_args():
     config = resolve({"sampler": "dns"})  # softmax with DNS: no `shared` key, so 2000 negatives are not imposed
     assert config.n_negatives == 100 and "shared" not in config.sampler_args
     assert config.model_args["scoring"] == "cosine"

@@ -51,9 +51,10 @@ class RowSparseOptimizer(torch.optim.Optimizer):
                 if param.grad.is_sparse:
                     sync_free = param.is_cuda if self.sync_free is None else self.sync_free
                     rows, grad = self._touched_rows(param, state, sync_free)
+                    touched = TouchedRows(rows, distinct=not sync_free)
                 else:
-                    rows, grad = None, param.grad
-                self.update(param, rows, grad, state, group)
+                    touched, grad = TouchedRows(None, distinct=True), param.grad
+                self.update(param, touched, grad, state, group)
 
     @staticmethod
     def _touched_rows(param: torch.Tensor, state: dict, sync_free: bool) -> tuple[torch.Tensor, torch.Tensor]:
@@ -73,60 +74,79 @@ class RowSparseOptimizer(torch.optim.Optimizer):
         buffer.index_fill_(0, rows, 0.0)
         return rows, grad
 
-    def update(self, param, rows, grad, state, group) -> None:
+    def update(self, param, touched: "TouchedRows", grad, state, group) -> None:
         raise NotImplementedError
 
 
-def read_rows(tensor: torch.Tensor, rows: torch.Tensor | None) -> torch.Tensor:
-    return tensor if rows is None else tensor.index_select(0, rows)
+class TouchedRows:
+    """The rows a step updates: `ids` (None: every row), listed once each when `distinct` (else a repeated id
+    carries the same values every time it is listed, so a write of new values is idempotent but an add is not)."""
 
+    def __init__(self, ids: torch.Tensor | None, distinct: bool):
+        self.ids, self.distinct = ids, distinct
 
-def write_rows(tensor: torch.Tensor, rows: torch.Tensor | None, values: torch.Tensor) -> None:
-    if rows is None:
-        tensor.copy_(values)
-    else:
-        tensor.index_copy_(0, rows, values)
+    def read(self, tensor: torch.Tensor) -> torch.Tensor:
+        return tensor if self.ids is None else tensor.index_select(0, self.ids)
+
+    def write(self, tensor: torch.Tensor, values: torch.Tensor) -> None:
+        if self.ids is None:
+            if values is not tensor:
+                tensor.copy_(values)
+        else:
+            tensor.index_copy_(0, self.ids, values)
+
+    def add(self, tensor: torch.Tensor, delta: torch.Tensor) -> None:
+        """tensor[ids] += delta: an in-place add on distinct rows (no read of the old rows), else a write."""
+        if self.ids is None:
+            tensor.add_(delta)
+        elif self.distinct:
+            tensor.index_add_(0, self.ids, delta)
+        else:
+            self.write(tensor, self.read(tensor) + delta)
 
 
 class RowSparseSGD(RowSparseOptimizer):
     def __init__(self, params, lr: float):
         super().__init__(params, {"lr": lr})
 
-    def update(self, param, rows, grad, state, group) -> None:
-        write_rows(param, rows, read_rows(param, rows) - group["lr"] * grad)
+    def update(self, param, touched, grad, state, group) -> None:
+        touched.add(param, grad * -group["lr"])
 
 
 class RowSparseAdagrad(RowSparseOptimizer):
     def __init__(self, params, lr: float, eps: float = 1e-10):
         super().__init__(params, {"lr": lr, "eps": eps})
 
-    def update(self, param, rows, grad, state, group) -> None:
+    def update(self, param, touched, grad, state, group) -> None:
         if "sum" not in state:
             state["sum"] = torch.zeros_like(param)
-        squares = read_rows(state["sum"], rows) + grad * grad
-        write_rows(state["sum"], rows, squares)
-        write_rows(param, rows, read_rows(param, rows) - group["lr"] * grad / (squares.sqrt() + group["eps"]))
+        grad_squared = grad * grad
+        squares = touched.read(state["sum"]) + grad_squared
+        touched.add(state["sum"], grad_squared)
+        touched.add(param, grad.div(squares.sqrt_().add_(group["eps"])).mul_(-group["lr"]))
 
 
 class LazyAdam(RowSparseOptimizer):
-    """The touched rows of the parameter and its moments are gathered, updated by torch's fused Adam kernel (the one
-    `torch.optim.Adam(fused=True)` runs; one pass instead of a dozen elementwise operations), and written back."""
+    """The touched rows of the moments are gathered and updated by torch's fused Adam kernel (the one
+    `torch.optim.Adam(fused=True)` runs; one pass instead of a dozen elementwise operations) applied to a zero
+    parameter, which leaves the step's change in it; the moments are written back and the change added to the rows."""
 
     def __init__(self, params, lr: float, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8):
         super().__init__(params, {"lr": lr, "betas": betas, "eps": eps})
 
-    def update(self, param, rows, grad, state, group) -> None:
+    def update(self, param, touched, grad, state, group) -> None:
         if "step" not in state:
             state.update(step=torch.zeros((), dtype=torch.float32, device=param.device),
                          exp_avg=torch.zeros_like(param), exp_avg_sq=torch.zeros_like(param))
         state["step"] += 1
-        values, first, second = (read_rows(tensor, rows) for tensor in (param, state["exp_avg"], state["exp_avg_sq"]))
+        first, second = touched.read(state["exp_avg"]), touched.read(state["exp_avg_sq"])
+        change = torch.zeros_like(grad)
         beta1, beta2 = group["betas"]
-        torch._fused_adam_([values], [grad], [first], [second], [], [state["step"]], lr=group["lr"], beta1=beta1,
+        torch._fused_adam_([change], [grad], [first], [second], [], [state["step"]], lr=group["lr"], beta1=beta1,
                            beta2=beta2, weight_decay=0.0, eps=group["eps"], amsgrad=False, maximize=False)
-        if rows is not None:
-            for tensor, new in ((param, values), (state["exp_avg"], first), (state["exp_avg_sq"], second)):
-                tensor.index_copy_(0, rows, new)
+        touched.write(state["exp_avg"], first)
+        touched.write(state["exp_avg_sq"], second)
+        touched.add(param, change)
 
 
 def make_optimizer(name: str, params: list[torch.nn.Parameter], lr: float, weight_decay: float = 0.0,

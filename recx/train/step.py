@@ -16,7 +16,7 @@ from recx.losses.base import LossInput
 from recx.models.scoring import per_query_scores
 from recx.samplers.base import Batch, Negatives
 
-FEW_CANDIDATES = 8  # per-query candidates up to which elementwise products beat a batched matrix product
+FEW_CANDIDATES = 9  # rows per query (positive + candidates) up to which elementwise products beat a batched matrix product
 
 
 def whole_table_pays(n_items: int, negatives: Negatives) -> bool:
@@ -35,18 +35,23 @@ def scores_from_table(query: torch.Tensor, item_table: torch.Tensor, positives: 
     return (query * positive_repr).sum(-1), neg_scores, positive_repr
 
 
-def scores_from_rows(query: torch.Tensor, rows: torch.Tensor, negatives: Negatives
-                     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """`rows` are the positives' [B] then the candidates' representations."""
+def shared_scores_from_rows(query: torch.Tensor, rows: torch.Tensor
+                            ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """`rows` are the positives' [B] then the shared candidates' representations."""
     batch = query.shape[0]
-    positive_repr, candidate_repr = rows[:batch], rows[batch:]
-    if negatives.shared:
-        neg_scores = query @ candidate_repr.T
-    elif negatives.items.shape[1] <= FEW_CANDIDATES:
-        neg_scores = (query[:, None, :] * candidate_repr.view(batch, -1, query.shape[1])).sum(-1)
+    positive_repr = rows[:batch]
+    return (query * positive_repr).sum(-1), query @ rows[batch:].T, positive_repr
+
+
+def per_query_scores_from_rows(query: torch.Tensor, rows: torch.Tensor
+                               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """`rows` [B, 1 + n, d]: each query's positive then its candidates. One product for all of them, sliced after,
+    so the backward never scatters into a zero-filled copy of the tall row tensor."""
+    if rows.shape[1] <= FEW_CANDIDATES:
+        scores = (query[:, None, :] * rows).sum(-1)
     else:
-        neg_scores = torch.einsum("bd,bnd->bn", query, candidate_repr.view(batch, -1, query.shape[1]))
-    return (query * positive_repr).sum(-1), neg_scores, positive_repr
+        scores = torch.bmm(rows, query[:, :, None]).squeeze(-1)
+    return scores[:, 0], scores[:, 1:], rows[:, 0]
 
 
 def step_scores(model, users: torch.Tensor, positives: torch.Tensor, negatives: Negatives
@@ -55,8 +60,12 @@ def step_scores(model, users: torch.Tensor, positives: torch.Tensor, negatives: 
     if whole_table_pays(model.n_items, negatives):
         query, item_table = model.representations(users)
         return (query, *scores_from_table(query, item_table, positives, negatives))
-    query, rows = model.rows(users, torch.cat([positives, negatives.items.flatten()]))
-    return (query, *scores_from_rows(query, rows, negatives))
+    if negatives.shared:
+        query, rows = model.rows(users, torch.cat([positives, negatives.items[0]]))
+        return (query, *shared_scores_from_rows(query, rows))
+    per_query = torch.cat([positives[:, None], negatives.items], dim=1)
+    query, rows = model.rows(users, per_query.flatten())
+    return (query, *per_query_scores_from_rows(query, rows.view(*per_query.shape, -1)))
 
 
 def distinct_rows_norm(table: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:

@@ -36,9 +36,10 @@ class InteractionEpochs(EpochRunner):
         if self.sampler.rebuild_every == "epoch":
             self.sampler.rebuild(None, model.item_table())
         order = torch.randperm(self.items_of.numel(), generator=self.generator, device=model.device)
+        users_of, items_of = self.users_of.index_select(0, order), self.items_of.index_select(0, order)
         for step in range(self.n_steps):
-            index = order[step * config.batch_size:(step + 1) * config.batch_size]
-            users, positives = self.users_of.index_select(0, index), self.items_of.index_select(0, index)
+            batch = slice(step * config.batch_size, (step + 1) * config.batch_size)
+            users, positives = users_of[batch], items_of[batch]
             loss = training_loss(model, self.sampler, self.loss_fn, config, users, positives)
             self.optimizer.zero_grad(set_to_none=True)
             loss.backward()
