@@ -41,3 +41,18 @@ def test_prism_gowalla_plans_every_method():
     assert all(r.config.model_args["scoring"] == "cosine" and r.config.n_negatives == 10
                for r in runs if r.method.startswith("ssm"))
     assert all(r.config.epochs == 1000 and r.config.patience == 10 for r in runs)
+
+
+def test_paper_experiments_state_their_scoring_and_optimizer_rather_than_take_recx_defaults():
+    """recx's per-loss bundles (cosine / 0.1 for the softmax losses, Adagrad for BPR) are for a first run; a paper's
+    experiment must run the paper's scores and optimizer, so none of it may come from a bundle."""
+    path = ROOT / "experiments.yaml"
+    content = load_experiments(path)
+    for name in content["experiments"]:
+        if name == "quickstart":
+            continue
+        for run in plan(experiment_spec(content, name, path), name, path):
+            filled = set(getattr(run.config, "loss_defaults_applied", {}))
+            assert not filled - {"n_negatives"}, (name, run.method, filled)
+    bir = plan(experiment_spec(content, "bir-batch-size", path), "bir-batch-size", path)
+    assert {(r.config.model_args["scoring"], r.config.model_args["temperature"]) for r in bir} == {("dot", 1.0)}
