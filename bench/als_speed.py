@@ -24,6 +24,7 @@ from recx.data.dataset import load_dataset
 from recx.data.prepare import PrepareOptions, prepare
 from recx.eval.evaluator import evaluate
 from recx.models import MODELS
+from recx.memory import keep_freed_memory
 
 GOWALLA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "gowalla"
 
@@ -115,6 +116,7 @@ def main() -> None:
     parser.add_argument("--regularization", type=float, default=0.05)
     parser.add_argument("--source", type=Path, default=GOWALLA)
     args = parser.parse_args()
+    keep_freed_memory()  # as the recx command does (recx/memory.py)
     torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory() as root:
         prepare("gowalla", PrepareOptions(format="lightgcn", source=args.source), Path(root))

@@ -18,6 +18,7 @@ from recx.data.dataset import load_dataset
 from recx.data.prepare import PrepareOptions, prepare
 from recx.eval.evaluator import evaluate
 from recx.train.build import build_model
+from recx.memory import keep_freed_memory
 
 GOWALLA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "gowalla"
 
@@ -48,6 +49,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--source", type=Path, default=GOWALLA)
     args = parser.parse_args()
+    keep_freed_memory()  # as the recx command does (recx/memory.py)
     device = torch.device(args.device)
     with tempfile.TemporaryDirectory() as root:
         prepare("gowalla", PrepareOptions(format="lightgcn", source=args.source), Path(root))

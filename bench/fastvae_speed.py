@@ -26,6 +26,7 @@ from recx.models.multvae import FastVAE, MultVAE, MultVAEArgs
 from recx.samplers import SAMPLERS
 from recx.samplers.base import Batch
 from recx.train.runners.users import UserEpochs
+from recx.memory import keep_freed_memory
 
 
 def synthetic_dataset(n_users: int, n_items: int, mean_length: int, seed: int = 0) -> Dataset:
@@ -124,6 +125,7 @@ def main() -> None:
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--skip-draws", default="", help="comma-separated samplers not to time per draw")
     args = parser.parse_args()
+    keep_freed_memory()  # as the recx command does (recx/memory.py)
     device = torch.device(args.device)
     sizes = [int(s) for s in args.items.split(",")] if args.items else (
         [40_000, 200_000, 1_500_000] if device.type == "cuda" else [40_000, 200_000])

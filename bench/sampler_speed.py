@@ -24,6 +24,7 @@ from recx.train.build import build_loss, build_model, build_sampler
 from recx.train.device import resolve_device
 from recx.train.runners.interactions import make_optimizer
 from recx.train.step import training_loss
+from recx.memory import keep_freed_memory
 
 ROOT = Path(__file__).resolve().parents[1]
 GOWALLA = ROOT / ".." / "shared" / "data" / "gowalla"
@@ -122,6 +123,7 @@ def main() -> None:
     parser.add_argument("--kernels", default="auto")
     parser.add_argument("--threads", type=int, default=2)
     options = parser.parse_args()
+    keep_freed_memory()  # as the recx command does (recx/memory.py)
     torch.set_num_threads(options.threads)
     device = resolve_device(options.device)
     with tempfile.TemporaryDirectory() as root:

@@ -26,6 +26,7 @@ from recx.data.dataset import load_dataset
 from recx.train.build import build_model
 from recx.train.device import resolve_device
 from recx.train.runners.interactions import InteractionEpochs
+from recx.memory import keep_freed_memory
 
 CASES = {
     "bpr": ("bpr, uniform, 1 negative", {"loss": "bpr", "sampler": "uniform", "n_negatives": 1}),
@@ -115,6 +116,7 @@ def main() -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--cases", default=",".join(CASES), help=f"comma-separated, of: {', '.join(CASES)}")
     options = parser.parse_args()
+    keep_freed_memory()  # as the recx command does (recx/memory.py)
     torch.set_num_threads(options.threads)
     device = resolve_device(options.device)
     dataset = load_dataset(options.data_root, options.dataset).to(device)

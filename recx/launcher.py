@@ -8,6 +8,9 @@ import sys
 def main() -> None:
     from rich.console import Console
 
+    from recx.memory import keep_freed_memory
+
+    keep_freed_memory()
     console = Console(stderr=True)
     asks_help = any(arg in ("--help", "-h") for arg in sys.argv[1:]) or len(sys.argv) == 1
     if console.is_terminal and not asks_help:

@@ -51,3 +51,19 @@ def test_full_softmax_is_the_cross_entropy_over_all_items():
         return torch.stack([-torch.log_softmax(scores[b] / TAU, 0)[positives[b]] for b in range(B)]).mean()
 
     assert_same_value_and_gradients(ours, reference, {"scores": scores}, ["scores"])
+
+
+def test_a_query_whose_candidates_are_all_masked_gets_zero_loss_and_finite_gradients():
+    """In-batch candidates that are all the query's own positive are masked to -inf: the positive alone is the
+    softmax, so the loss is 0 and no gradient is NaN (the other rows still learn)."""
+    pos = torch.randn(2, dtype=torch.float64, requires_grad=True)
+    neg = torch.randn(2, 4, dtype=torch.float64)
+    neg[1] = float("-inf")
+    neg.requires_grad_()
+    zeros = torch.zeros(2, dtype=torch.float64)
+    loss = SampledSoftmax(SoftmaxArgs())(LossInput(pos, neg, zeros, torch.zeros(2, 4, dtype=torch.float64)))
+    loss.backward()
+    expected = (torch.logsumexp(torch.cat([pos[:1, None], neg[:1]], dim=1), dim=1) - pos[:1]).sum() / 2
+    torch.testing.assert_close(loss, expected)
+    assert torch.isfinite(neg.grad).all() and torch.isfinite(pos.grad).all()
+    assert torch.equal(neg.grad[1], torch.zeros(4, dtype=torch.float64)) and pos.grad[1] == 0

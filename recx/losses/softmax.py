@@ -23,13 +23,32 @@ class SoftmaxArgs:
     logq_correction: bool = True
 
 
-def corrected_logits(pos_scores, neg_scores, pos_log_q, neg_log_q, temperature: float, correct: bool) -> torch.Tensor:
-    pos = pos_scores[:, None] / temperature
-    neg = neg_scores / temperature
+def corrected_logits(pos_scores, neg_scores, pos_log_q, neg_log_q, temperature: float, correct: bool
+                     ) -> tuple[torch.Tensor, torch.Tensor]:
+    """(positive logits [B], candidate logits [B or 1, n]): o / τ - log q (no pass over the scores for τ = 1)."""
+    pos, neg = pos_scores, neg_scores
+    if temperature != 1.0:
+        pos, neg = pos / temperature, neg / temperature
     if correct:
-        pos = pos - pos_log_q[:, None]
-        neg = neg - neg_log_q
-    return torch.cat([pos, neg.expand(pos.shape[0], -1)], dim=1)
+        pos, neg = pos - pos_log_q, neg - neg_log_q
+    return pos, neg
+
+
+class RowLogSumExp(torch.autograd.Function):
+    """log Σ_j exp(x_j) over dim 1, with a zero gradient (not NaN) for a row whose entries are all -inf (every
+    candidate masked: the positive alone then makes up the softmax)."""
+
+    @staticmethod
+    def forward(ctx, logits):
+        total = torch.logsumexp(logits, dim=1)
+        ctx.save_for_backward(logits, total)
+        return total
+
+    @staticmethod
+    def backward(ctx, grad):
+        logits, total = ctx.saved_tensors
+        finite_total = torch.where(torch.isinf(total), 0.0, total)
+        return torch.exp(logits - finite_total[:, None]).mul_(grad[:, None])
 
 
 @LOSSES.register("softmax")
@@ -38,19 +57,22 @@ class SampledSoftmax(Loss):
     mask_positive = True
 
     def __call__(self, batch: LossInput):
-        logits = corrected_logits(batch.pos_scores, batch.neg_scores, batch.pos_log_q, batch.neg_log_q,
-                                  self.args.temperature, self.args.logq_correction)
+        """log(exp(o_pos) + Σ_j exp(o_j)) as logaddexp(o_pos, logsumexp_j o_j): the [B, 1 + n] logits are never
+        concatenated, which saves two passes over the largest tensor of the step."""
+        pos, neg = corrected_logits(batch.pos_scores, batch.neg_scores, batch.pos_log_q, batch.neg_log_q,
+                                    self.args.temperature, self.args.logq_correction)
         if batch.neg_segments is None:
-            return (torch.logsumexp(logits, dim=1) - logits[:, 0]).mean()
-        return segmented_cross_entropy(logits, batch.neg_segments)
+            return (torch.logaddexp(pos, RowLogSumExp.apply(neg)) - pos).mean()
+        return segmented_cross_entropy(pos, neg.expand(pos.shape[0], -1), batch.neg_segments)
 
 
-def segmented_cross_entropy(logits: torch.Tensor, segments: tuple[tuple[int, float], ...]) -> torch.Tensor:
-    """Σ_g w_g mean(logsumexp([o_pos, o_g]) - o_pos) over the column groups of logits [B, 1 + n]."""
-    positive, total, start = logits[:, :1], logits.new_zeros(()), 1
+def segmented_cross_entropy(pos: torch.Tensor, neg: torch.Tensor, segments: tuple[tuple[int, float], ...]
+                            ) -> torch.Tensor:
+    """Σ_g w_g mean(log(exp(o_pos) + Σ_{j ∈ g} exp(o_j)) - o_pos) over the column groups g of `neg` [B, n]."""
+    total, start = pos.new_zeros(()), 0
     for size, weight in segments:
-        group = torch.cat([positive, logits[:, start:start + size]], dim=1)
-        total = total + weight * (torch.logsumexp(group, dim=1) - logits[:, 0]).mean()
+        group = RowLogSumExp.apply(neg[:, start:start + size])
+        total = total + weight * (torch.logaddexp(pos, group) - pos).mean()
         start += size
     return total
 

@@ -14,8 +14,10 @@ from recx.sweeps.task import Outcome, RunTask
 def _run(task_json: str, threads: int) -> tuple[str, str]:
     import torch
 
+    from recx.memory import keep_freed_memory
     from recx.sweeps.task import execute
 
+    keep_freed_memory()
     torch.set_num_threads(threads)
     outcome = execute(RunTask.from_json(task_json))
     return outcome.status, outcome.message
