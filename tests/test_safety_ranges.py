@@ -26,6 +26,9 @@ FAST = ["--dim", "8", "--epochs", "1", "--batch-size", "256", "--quiet", "--devi
     (["--set", "sampler_args=5"], "sampler_args = 5: expected a mapping"),
     (["--set", "model_args.temperature=hot"], "model_args.temperature = 'hot': expected float"),
     (["--set", "batch_size=0"], "batch_size = 0: expected an integer in [1,"),
+    (["--set", "model_args.init_std=1.0"], "model_args.init_std = 1.0 applies only with init: normal (here init: "
+                                           "xavier)"),
+    (["--set", "model_args.prism_alpha=0.5"], "model_args.prism_alpha = 0.5 applies only with init: prism"),
 ])
 def test_out_of_range_option_is_refused_before_any_work(tiny_root, tmp_path, recx_cli, args, expected):
     before = snapshot(tmp_path)

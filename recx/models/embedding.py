@@ -7,6 +7,7 @@ the scoring (recx.models.scoring) so that score = query · item holds for dot an
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 import torch.nn.functional as F
@@ -27,6 +28,9 @@ class EmbeddingArgs:
     PRISM scales item rows by their training popularity (the paper's Eq. 4 is stated for items); `prism_scope: both`
     also scales user rows by their training interaction count.
     """
+
+    applies_with: ClassVar[dict] = {"init_std": ("init", "normal"), "prism_alpha": ("init", "prism"),
+                                    "prism_scope": ("init", "prism")}
 
     scoring: str = "dot"
     temperature: float = 1.0
