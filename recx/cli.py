@@ -269,6 +269,8 @@ def sweep(
     dry_run: bool = typer.Option(False, help="List the runs and exit."),
     dataset: list[str] = typer.Option([], "--dataset", help="Run on these datasets instead of the experiment's."),
     seeds: Optional[str] = typer.Option(None, help="Comma-separated seeds instead of the experiment's."),
+    methods: Optional[str] = typer.Option(None, help="Comma-separated methods of the experiment to run (default: "
+                                                    "all); tables then hold these only."),
     set_: list[str] = typer.Option([], "--set", help="Force a config key in every run, KEY=VALUE (e.g. epochs=5); "
                                                      "wins over the experiment's defaults and methods."),
     backend: str = typer.Option("local", help="local (this machine) or ray (a Ray cluster; needs the dist extra)."),
@@ -288,7 +290,8 @@ def sweep(
         seed_list = [int(s) for s in seeds.split(",")] if seeds else None
     except ValueError:
         raise RecxError(f"--seeds {seeds!r}: expected comma-separated integers such as 0,1,2") from None
-    overrides = SweepOverrides(datasets=dataset or None, seeds=seed_list, settings=_parse_assignments(set_))
+    overrides = SweepOverrides(datasets=dataset or None, seeds=seed_list, settings=_parse_assignments(set_),
+                               methods=[m.strip() for m in methods.split(",") if m.strip()] if methods else None)
     run_sweep(experiments_file, experiment, out or Path("results") / experiment, _data_root(data_root), dry_run,
               console, overrides, Execution(backend, jobs, address))
 

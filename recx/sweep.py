@@ -36,18 +36,26 @@ EXPERIMENT_KEYS = {"description", "datasets", "methods", "seeds", "defaults", "g
 
 @dataclass
 class SweepOverrides:
-    """Command-line changes to an experiment: other datasets or seeds, and config keys forced in every run."""
+    """Command-line changes to an experiment: other datasets or seeds, some of its methods only, and config keys
+    forced in every run."""
 
     datasets: list[str] | None = None
     seeds: list[int] | None = None
     settings: dict = field(default_factory=dict)
+    methods: list[str] | None = None
 
-    def apply(self, spec: dict) -> dict:
+    def apply(self, spec: dict, where: str = "experiment") -> dict:
         spec = dict(spec)
         if self.datasets:
             spec["datasets"] = self.datasets
         if self.seeds:
             spec["seeds"] = self.seeds
+        if self.methods:
+            unknown = [m for m in self.methods if m not in spec["methods"]]
+            if unknown:
+                raise RecxError(f"--methods: {where} has no method {unknown[0]!r}; its methods: "
+                                f"{', '.join(spec['methods'])}")
+            spec["methods"] = {m: spec["methods"][m] for m in self.methods}
         return spec
 
 
@@ -228,7 +236,7 @@ def run_sweep(path: Path, name: str, out: Path, data_root: Path, dry_run: bool, 
     execution = execution or Execution()
     execution.validate()
     content = load_experiments(path)
-    spec = overrides.apply(experiment_spec(content, name, path))
+    spec = overrides.apply(experiment_spec(content, name, path), f"{path}: experiment {name!r}")
     runs = plan(spec, name, path, overrides.settings)
     layout = table_layout(spec, name, path)
     runs_dir = out / "runs"

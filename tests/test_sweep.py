@@ -86,3 +86,17 @@ def test_a_sweep_waits_for_a_dataset_another_process_is_preparing(tmp_path, monk
     monkeypatch.setattr(sweep_module.time, "sleep", lambda seconds: None)
     sweep_module.ensure_dataset({}, "tiny", tmp_path / "data", tmp_path)
     assert calls == ["tiny"]
+
+
+def test_methods_option_runs_only_the_named_methods_and_names_an_unknown_one(tmp_path, recx_cli):
+    path = tmp_path / "experiments.yaml"
+    path.write_text(yaml.safe_dump(EXPERIMENT))
+    out = tmp_path / "out"
+    first = sorted(EXPERIMENT["experiments"]["small"]["methods"])[0]
+    result = recx_cli("sweep", path, "-e", "small", "--out", out, "--data-root", tmp_path / "data", "--dry-run",
+                      "--methods", first)
+    assert result.code == 0, result.err
+    others = set(EXPERIMENT["experiments"]["small"]["methods"]) - {first}
+    assert first in result.out and not any(f" {m} " in result.out for m in others)
+    wrong = recx_cli("sweep", path, "-e", "small", "--out", out, "--data-root", tmp_path / "data", "--methods", "nope")
+    assert wrong.code == 1 and "--methods:" in wrong.err and "'nope'" in wrong.err and "Traceback" not in wrong.err
