@@ -111,8 +111,9 @@ def _type_ok(value, default) -> bool:
 
 
 def check_args(args_class, given: dict, where: str) -> None:
-    """Each given method argument has the type of its default (bool, int, finite number, string), and one that only
-    means something beside another value (the class's `applies_with`: {key: (other key, value)}) comes with it."""
+    """Each given method argument has the type of its default (bool, int, finite number, string), and one set to
+    other than its default that only means something beside another value (the class's `applies_with`:
+    {key: (other key, value)}) comes with it."""
     for spec in fields(args_class):
         if spec.name in given and spec.default is not MISSING and not _type_ok(given[spec.name], spec.default):
             raise RecxError(f"{where}.{spec.name} = {given[spec.name]!r}: expected "
@@ -120,7 +121,7 @@ def check_args(args_class, given: dict, where: str) -> None:
     defaults = {spec.name: spec.default for spec in fields(args_class)}
     for key, (other, needed) in getattr(args_class, "applies_with", {}).items():
         actual = given.get(other, defaults.get(other))
-        if key in given and actual != needed:
+        if key in given and given[key] != defaults.get(key) and actual != needed:  # a resolved config keeps defaults
             raise RecxError(f"{where}.{key} = {given[key]!r} applies only with {other}: {needed} (here {other}: "
                             f"{actual}); set {other}: {needed} as well, or leave {key} out")
 

@@ -94,3 +94,12 @@ def test_sweep_checks_negatives_against_a_prepared_catalogue_before_the_first_ru
     result = recx_cli("sweep", path, "-e", "big", "--out", tmp_path / "out", "--data-root", tiny_root)
     assert_user_error(result, "method 'huge'", "n_negatives = 5000 is larger than the catalogue")
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("raw", [{}, {"loss": "bpr"}, {"model_args": {"init": "normal", "init_std": 1.0}},
+                                 {"model_args": {"init": "prism", "prism_alpha": 0.5}}])
+def test_a_resolved_config_resolves_again_to_itself(raw):
+    """Sweep workers and `recx eval` resolve a saved config.yaml again: its filled-in defaults must not trip a check
+    (such as init_std's, which needs init: normal only when set to other than its default)."""
+    config = resolve(raw)
+    assert resolve(config.to_dict()).to_dict() == config.to_dict()
