@@ -35,7 +35,8 @@ class DenseAdam(torch.optim.Adam):
 
 
 class RowSparseOptimizer(torch.optim.Optimizer):
-    """Applies `update(param, rows, grad, state, group)` to the rows a gradient touches (rows None: all rows).
+    """Applies `update(param, touched, grad, state, group)` to the rows a gradient touches (`TouchedRows`; its ids
+    are None for a dense gradient: every row).
 
     `sync_free` (default: on CUDA) sums repeated rows without learning how many distinct rows there are."""
 
