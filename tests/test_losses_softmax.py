@@ -67,3 +67,11 @@ def test_a_query_whose_candidates_are_all_masked_gets_zero_loss_and_finite_gradi
     torch.testing.assert_close(loss, expected)
     assert torch.isfinite(neg.grad).all() and torch.isfinite(pos.grad).all()
     assert torch.equal(neg.grad[1], torch.zeros(4, dtype=torch.float64)) and pos.grad[1] == 0
+
+
+def test_row_logsumexp_equals_torch_and_passes_gradcheck():
+    from recx.losses.softmax import RowLogSumExp
+
+    logits = torch.randn(5, 7, dtype=torch.float64, requires_grad=True)
+    torch.testing.assert_close(RowLogSumExp.apply(logits), torch.logsumexp(logits, dim=1))
+    assert torch.autograd.gradcheck(RowLogSumExp.apply, (logits,))

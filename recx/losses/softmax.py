@@ -35,20 +35,24 @@ def corrected_logits(pos_scores, neg_scores, pos_log_q, neg_log_q, temperature: 
 
 
 class RowLogSumExp(torch.autograd.Function):
-    """log Σ_j exp(x_j) over dim 1, with a zero gradient (not NaN) for a row whose entries are all -inf (every
-    candidate masked: the positive alone then makes up the softmax)."""
+    """log Σ_j exp(x_j) over dim 1. The forward keeps e = exp(x - max) for the backward (grad · e / Σ e: one pass
+    instead of recomputing the exponentials), and a row whose entries are all -inf (every candidate masked: the
+    positive alone makes up the softmax) gets -inf and a zero gradient, not NaN."""
 
     @staticmethod
     def forward(ctx, logits):
-        total = torch.logsumexp(logits, dim=1)
-        ctx.save_for_backward(logits, total)
-        return total
+        shift = logits.amax(dim=1, keepdim=True)
+        shift = torch.where(torch.isinf(shift), 0.0, shift)
+        exponentials = (logits - shift).exp_()
+        sums = exponentials.sum(dim=1, keepdim=True)
+        ctx.save_for_backward(exponentials, sums)
+        return (sums.log() + shift).squeeze(1)
 
     @staticmethod
+    @torch.autograd.function.once_differentiable
     def backward(ctx, grad):
-        logits, total = ctx.saved_tensors
-        finite_total = torch.where(torch.isinf(total), 0.0, total)
-        return torch.exp(logits - finite_total[:, None]).mul_(grad[:, None])
+        exponentials, sums = ctx.saved_tensors
+        return exponentials * (grad[:, None] / torch.where(sums == 0, 1.0, sums))
 
 
 @LOSSES.register("softmax")

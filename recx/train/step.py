@@ -92,7 +92,7 @@ def training_loss(model, sampler, loss_fn, config: RunConfig, users: torch.Tenso
     negatives = sampler.sample(batch)
     query, pos_scores, neg_scores, positive_repr = step_scores(model, users, positives, negatives)
     if loss_fn.mask_positive and not negatives.keeps_positive:
-        neg_scores = neg_scores.masked_fill(negatives.items == positives[:, None], float("-inf"))
+        neg_scores.masked_fill_(negatives.items == positives[:, None], float("-inf"))  # in place: no [B, n] copy
     loss = loss_fn(LossInput(pos_scores, neg_scores, negatives.positive_log_q, negatives.log_q, negatives.weights,
                              users, positives, query, positive_repr, negatives.segments))
     if config.weight_decay_mode == "batch" and config.weight_decay > 0:
