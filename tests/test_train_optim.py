@@ -63,10 +63,12 @@ def test_lazy_adam_touched_rows_equal_a_float64_reference_and_others_stay(sync_f
     assert torch.equal(table.detach()[N_ROWS // 2:], start[N_ROWS // 2:])
 
 
-def test_adagrad_touched_rows_equal_a_float64_reference():
+@pytest.mark.parametrize("sync_free", [False, True])
+def test_adagrad_touched_rows_equal_a_float64_reference(sync_free):
     start = torch.randn(N_ROWS, DIM, dtype=torch.float64)
     table = torch.nn.Parameter(start.clone())
     optimizer = RowSparseAdagrad([table], lr=0.3)
+    optimizer.sync_free = sync_free
     theta, squares = start.clone(), torch.zeros_like(start)
     for rows, upstream in _batches(4, seed=1):
         _sparse_step(optimizer, table, rows, upstream)
