@@ -270,7 +270,8 @@ def sweep(
     dataset: list[str] = typer.Option([], "--dataset", help="Run on these datasets instead of the experiment's."),
     seeds: Optional[str] = typer.Option(None, help="Comma-separated seeds instead of the experiment's."),
     methods: Optional[str] = typer.Option(None, help="Comma-separated methods of the experiment to run (default: "
-                                                    "all); tables then hold these only."),
+                                                    "all); the tables keep the experiment's runs already complete "
+                                                    "in --out."),
     set_: list[str] = typer.Option([], "--set", help="Force a config key in every run, KEY=VALUE (e.g. epochs=5); "
                                                      "wins over the experiment's defaults and methods."),
     backend: str = typer.Option("local", help="local (this machine) or ray (a Ray cluster; needs the dist extra)."),

@@ -178,6 +178,15 @@ def table_layout(spec: dict, name: str, path: Path) -> dict:
             "stratified": tuple(layout.get("stratified", ("ndcg",)))}
 
 
+def complete_elsewhere(whole: list[PlannedRun], runs: list[PlannedRun], runs_dir: Path) -> list[PlannedRun]:
+    """Runs of the whole experiment (its own datasets, seeds and methods) that this sweep did not plan but that are
+    complete in its output folder: a sweep narrowed by --methods, --seeds or --dataset adds to the experiment's
+    tables instead of replacing them."""
+    planned = {(run.method, run.config.run_id()) for run in runs}
+    return [run for run in whole if (run.method, run.config.run_id()) not in planned
+            and store.is_complete(runs_dir / run.config.run_id())]
+
+
 def collect(runs: list[PlannedRun], runs_dir: Path) -> pd.DataFrame:
     frames = []
     for run in runs:
@@ -236,7 +245,8 @@ def run_sweep(path: Path, name: str, out: Path, data_root: Path, dry_run: bool, 
     execution = execution or Execution()
     execution.validate()
     content = load_experiments(path)
-    spec = overrides.apply(experiment_spec(content, name, path), f"{path}: experiment {name!r}")
+    whole = experiment_spec(content, name, path)
+    spec = overrides.apply(whole, f"{path}: experiment {name!r}")
     runs = plan(spec, name, path, overrides.settings)
     layout = table_layout(spec, name, path)
     runs_dir = out / "runs"
@@ -255,9 +265,10 @@ def run_sweep(path: Path, name: str, out: Path, data_root: Path, dry_run: bool, 
     report = execute_runs(run_tasks(pending, runs_dir, data_root, out, ks, bool(spec.get("diagnostics"))), execution,
                           name, len(runs), out / "logs")
     console.print(f"trained {len(report.done)} runs; {len(report.skipped)} were completed by another process meanwhile")
-    results = select_grid_points(collect(runs, runs_dir), runs)
+    shown = runs + complete_elsewhere(plan(whole, name, path, overrides.settings), runs, runs_dir)
+    results = select_grid_points(collect(shown, runs_dir), shown)
     write_results(results, out)
-    convergence_frame(runs, runs_dir).to_parquet(out / CONVERGENCE, index=False)
+    convergence_frame(shown, runs_dir).to_parquet(out / CONVERGENCE, index=False)
     write_report(results, {run_id: runs_dir / run_id for run_id in results.run_id.unique()}, out,
                  ReportOptions(metrics=layout["metrics"], ks=layout["ks"], stratified=layout["stratified"],
                                title=f"experiment {name}", sources=[out / "results.parquet"]))

@@ -100,3 +100,16 @@ def test_methods_option_runs_only_the_named_methods_and_names_an_unknown_one(tmp
     assert first in result.out and not any(f" {m} " in result.out for m in others)
     wrong = recx_cli("sweep", path, "-e", "small", "--out", out, "--data-root", tmp_path / "data", "--methods", "nope")
     assert wrong.code == 1 and "--methods:" in wrong.err and "'nope'" in wrong.err and "Traceback" not in wrong.err
+
+
+def test_a_sweep_narrowed_to_one_method_keeps_the_other_methods_complete_runs_in_its_tables(tmp_path, recx_cli):
+    path = tmp_path / "experiments.yaml"
+    path.write_text(yaml.safe_dump(EXPERIMENT))
+    out, data = tmp_path / "out", tmp_path / "data"
+    assert recx_cli("sweep", path, "-e", "small", "--out", out, "--data-root", data, "--seeds", "0").code == 0
+    before = pd.read_parquet(out / "results.parquet")
+    rerun = recx_cli("sweep", path, "-e", "small", "--out", out, "--data-root", data, "--seeds", "0", "--methods", "bpr")
+    assert rerun.code == 0, rerun.err
+    after = pd.read_parquet(out / "results.parquet")
+    assert set(after.method) == set(before.method) == {"bpr", "ssm-pop"}
+    assert len(after) == len(before)

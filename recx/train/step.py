@@ -16,7 +16,7 @@ from recx.losses.base import LossInput
 from recx.models.scoring import per_query_scores
 from recx.samplers.base import Batch, Negatives
 
-FEW_CANDIDATES = 9  # rows per query (positive + candidates) up to which elementwise products beat a batched matrix product
+FEW_CANDIDATES = 9  # rows per query (positive + candidates) up to which elementwise products beat a bmm
 
 
 def whole_table_pays(n_items: int, negatives: Negatives) -> bool:
