@@ -34,7 +34,7 @@ class RunConfig:
     batch_size: int = 2048
     n_negatives: int = 100
     lr: float = 5e-3
-    optimizer: str = "auto"  # adam (dense), lazy_adam, adagrad, sgd; auto: see `resolve_optimizer`
+    optimizer: str = "auto"  # adam (dense), lazy_adam, adagrad, rowwise_adagrad, sgd; auto: `resolve_optimizer`
     weight_decay: float = 0.0
     weight_decay_mode: str = "full"
     seed: int = 0
@@ -120,7 +120,8 @@ def resolve(raw: dict, where: str = "config") -> RunConfig:
 # candidates shared by the batch (one [B, 2000] matrix product) and cosine scores at temperature 0.1 (with dot
 # products and Adam the softmax losses overfit early on Gowalla).
 LOSS_DEFAULTS: dict[str, list[tuple[dict, tuple[str, ...]]]] = {
-    "bpr": [({"n_negatives": 1}, ()), ({"optimizer": "adagrad", "lr": 0.05}, ("weight_decay", "weight_decay_mode"))],
+    "bpr": [({"n_negatives": 1}, ()),
+            ({"optimizer": "rowwise_adagrad", "lr": 0.05}, ("weight_decay", "weight_decay_mode"))],
     "softmax": [({"n_negatives": 2000, "sampler_args.shared": True}, ()),
                 ({"model_args.scoring": "cosine", "model_args.temperature": 0.1}, ("loss_args.temperature",))],
     "full_softmax": [({"model_args.scoring": "cosine", "model_args.temperature": 0.1}, ("loss_args.temperature",))],
@@ -128,9 +129,10 @@ LOSS_DEFAULTS: dict[str, list[tuple[dict, tuple[str, ...]]]] = {
 # Optimizers by measurement on Gowalla (MF dim 64, batch 2048, seed 0, 10 epochs, 1 thread; README "Defaults"):
 # sampled softmax (2000 shared negatives touch a tenth of the item rows per step) learns much faster per epoch with
 # dense Adam (valid NDCG@20 after 4 epochs 0.0960 vs 0.0861 with lazy Adam), so `auto` gives it dense Adam. BPR's
-# bundle is row-sparse Adagrad at lr 0.05: best test NDCG@20 0.1113 against dense Adam's 0.1002 (lr 5e-3, best at
-# epoch 4) and lazy Adam's 0.0977, at 1.1 s per epoch against 2.9 s and 1.4 s. A BPR run that sets lr, optimizer or
-# weight decay gets `auto` (Adam's lr scale).
+# bundle is row-wise Adagrad at lr 0.05: best test NDCG@20 0.1114 (elementwise Adagrad 0.1113, dense Adam 0.1002 at
+# lr 5e-3, best at epoch 4; lazy Adam 0.0977; row-wise at lr 0.03 0.1101, at 0.1 0.0973), in the shortest epochs
+# (bench/train_speed.py: row-wise 0.84-0.87 s against elementwise Adagrad's 1.29-1.41 s). A BPR run that sets lr,
+# optimizer or weight decay gets `auto` (Adam's lr scale).
 DENSE_ADAM_LOSSES = ("softmax", "full_softmax")
 
 

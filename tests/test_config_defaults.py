@@ -20,11 +20,11 @@ def test_a_bundle_is_not_applied_when_any_of_its_keys_is_set():
     assert non_default_settings(config) == "set: n_negatives=10, loss_args.temperature=0.2; optimizer adam"
 
 
-def test_bpr_gets_one_negative_and_adagrad_unless_its_lr_optimizer_or_decay_is_set():
+def test_bpr_gets_one_negative_and_rowwise_adagrad_unless_its_lr_optimizer_or_decay_is_set():
     config = resolve({"loss": "bpr"})
-    assert (config.n_negatives, config.optimizer, config.lr) == (1, "adagrad", 0.05)
+    assert (config.n_negatives, config.optimizer, config.lr) == (1, "rowwise_adagrad", 0.05)
     assert non_default_settings(config) == ("set: loss=bpr; defaults for bpr: n_negatives=1, lr=0.05; "
-                                            "optimizer adagrad")
+                                            "optimizer rowwise_adagrad")
     assert (resolve({"loss": "bpr", "lr": 0.01}).optimizer, resolve({"loss": "bpr", "lr": 0.01}).lr) == \
         ("lazy_adam", 0.01)
     assert resolve({"loss": "bpr", "optimizer": "sgd"}).lr == 5e-3

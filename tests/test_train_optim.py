@@ -3,7 +3,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from recx.train.optim import DenseAdam, LazyAdam, RowSparseAdagrad, RowSparseSGD
+from recx.train.optim import DenseAdam, LazyAdam, RowSparseAdagrad, RowSparseSGD, RowwiseAdagrad
 
 N_ROWS, DIM = 30, 4
 
@@ -77,6 +77,38 @@ def test_adagrad_touched_rows_equal_a_float64_reference(sync_free):
             squares[r] += grad[r] ** 2
             theta[r] -= 0.3 * grad[r] / (squares[r].sqrt() + 1e-10)
         torch.testing.assert_close(table.detach(), theta, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("sync_free", [False, True])
+def test_rowwise_adagrad_touched_rows_equal_a_float64_reference(sync_free):
+    """One accumulator per row: s_r += mean_j g_rj^2, theta_r -= lr g_r / (sqrt(s_r) + eps)."""
+    start = torch.randn(N_ROWS, DIM, dtype=torch.float64)
+    table = torch.nn.Parameter(start.clone())
+    optimizer = RowwiseAdagrad([table], lr=0.3)
+    optimizer.sync_free = sync_free
+    theta, squares = start.clone(), torch.zeros(N_ROWS, dtype=torch.float64)
+    for rows, upstream in _batches(4, seed=2):
+        _sparse_step(optimizer, table, rows, upstream)
+        grad = _summed(rows, upstream)
+        for r in torch.unique(rows).tolist():
+            squares[r] += (grad[r] ** 2).mean()
+            theta[r] -= 0.3 * grad[r] / (squares[r].sqrt() + 1e-10)
+        torch.testing.assert_close(table.detach(), theta, rtol=0, atol=1e-12)
+    assert optimizer.state[table]["sum"].shape == (N_ROWS,)
+    assert torch.equal(table.detach()[N_ROWS // 2:], start[N_ROWS // 2:])
+
+
+def test_rowwise_adagrad_treats_each_element_of_a_vector_as_a_row():
+    """A 1-D parameter (MAWU's margins) under a dense gradient: per-element Adagrad."""
+    margins = torch.nn.Parameter(torch.zeros(5, dtype=torch.float64))
+    optimizer = RowwiseAdagrad([margins], lr=0.5)
+    weights = torch.tensor([1.0, -2.0, 0.5, 0.0, 3.0], dtype=torch.float64)
+    for _ in range(2):
+        optimizer.zero_grad()
+        (margins * weights).sum().backward()
+        optimizer.step()
+    expected = -0.5 * weights / (weights.abs() + 1e-10) * (1 + 1 / 2 ** 0.5)
+    torch.testing.assert_close(margins.detach(), expected, rtol=0, atol=1e-9)
 
 
 def test_dense_gradients_move_every_row_as_the_dense_rule():

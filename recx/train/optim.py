@@ -6,6 +6,9 @@
       m_r ← β1 m_r + (1-β1) g_r,  v_r ← β2 v_r + (1-β2) g_r²,  θ_r ← θ_r - lr m̂_r / (√v̂_r + ε),
   m̂ = m / (1 - β1^t), v̂ = v / (1 - β2^t), t the number of steps taken; untouched rows and their moments stay.
 - `adagrad` (Duchi et al. 2011), touched rows only: s_r ← s_r + g_r², θ_r ← θ_r - lr g_r / (√s_r + ε).
+- `rowwise_adagrad`, touched rows only, one accumulator per row (Caffe2's RowWiseSparseAdagrad, FBGEMM's rowwise
+  Adagrad for embedding tables): s_r ← s_r + mean_j g_rj², θ_r ← θ_r - lr g_r / (√s_r + ε). Its state is a scalar
+  per row, so a step reads and writes d times less optimizer state than `adagrad`.
 - `sgd`, touched rows only: θ_r ← θ_r - lr g_r (equal to dense SGD on those rows; other rows have zero gradient).
 
 A row-sparse gradient is a sparse COO tensor (embedding tables read with `F.embedding(..., sparse=True)`); its
@@ -18,8 +21,8 @@ import torch
 
 from recx.errors import RecxError
 
-OPTIMIZERS = ("adam", "lazy_adam", "adagrad", "sgd")
-ROW_SPARSE = ("lazy_adam", "adagrad", "sgd")
+OPTIMIZERS = ("adam", "lazy_adam", "adagrad", "rowwise_adagrad", "sgd")
+ROW_SPARSE = ("lazy_adam", "adagrad", "rowwise_adagrad", "sgd")
 
 
 class DenseAdam(torch.optim.Adam):
@@ -127,6 +130,22 @@ class RowSparseAdagrad(RowSparseOptimizer):
         touched.add(param, grad.div(squares.sqrt_().add_(group["eps"])).mul_(-group["lr"]))
 
 
+class RowwiseAdagrad(RowSparseOptimizer):
+    """Adagrad with one accumulator per row (a 1-D parameter's rows are its elements)."""
+
+    def __init__(self, params, lr: float, eps: float = 1e-10):
+        super().__init__(params, {"lr": lr, "eps": eps})
+
+    def update(self, param, touched, grad, state, group) -> None:
+        if "sum" not in state:
+            state["sum"] = param.new_zeros(param.shape[:1])
+        row_squares = grad.pow(2).flatten(1).mean(1) if grad.dim() > 1 else grad * grad
+        squares = touched.read(state["sum"]) + row_squares
+        touched.add(state["sum"], row_squares)
+        step = squares.sqrt_().add_(group["eps"]).reciprocal_().mul_(-group["lr"])
+        touched.add(param, grad * step.view(-1, *[1] * (grad.dim() - 1)))
+
+
 class LazyAdam(RowSparseOptimizer):
     """The touched rows of the moments are gathered and updated by torch's fused Adam kernel (the one
     `torch.optim.Adam(fused=True)` runs; one pass instead of a dozen elementwise operations) applied to a zero
@@ -165,4 +184,5 @@ def make_optimizer(name: str, params: list[torch.nn.Parameter], lr: float, weigh
         raise RecxError(f"optimizer {name!r} updates only the rows a step touches, so it cannot decay every row "
                         f"every step (weight_decay_mode 'full'); use optimizer 'adam' or weight_decay_mode 'batch'")
     everything = list(params) + list(extra_params)
-    return {"lazy_adam": LazyAdam, "adagrad": RowSparseAdagrad, "sgd": RowSparseSGD}[name](everything, lr=lr)
+    return {"lazy_adam": LazyAdam, "adagrad": RowSparseAdagrad, "rowwise_adagrad": RowwiseAdagrad,
+            "sgd": RowSparseSGD}[name](everything, lr=lr)
