@@ -2,7 +2,7 @@
 import torch
 
 from recx.losses.base import LossInput
-from recx.losses.softmax import FullSoftmax, SampledSoftmax, SoftmaxArgs
+from recx.losses.softmax import FullSoftmax, RowLogSumExp, SampledSoftmax, SoftmaxArgs
 from tests.loss_reference import assert_same_value_and_gradients
 
 B, N, TAU = 6, 9, 0.3
@@ -70,8 +70,34 @@ def test_a_query_whose_candidates_are_all_masked_gets_zero_loss_and_finite_gradi
 
 
 def test_row_logsumexp_equals_torch_and_passes_gradcheck():
-    from recx.losses.softmax import RowLogSumExp
-
     logits = torch.randn(5, 7, dtype=torch.float64, requires_grad=True)
     torch.testing.assert_close(RowLogSumExp.apply(logits), torch.logsumexp(logits, dim=1))
     assert torch.autograd.gradcheck(RowLogSumExp.apply, (logits,))
+
+
+def test_row_logsumexp_is_exact_where_most_exponentials_underflow_and_with_masked_entries():
+    """lse = x_max - log p_max: exact when the row's spread is far beyond float32's exponent range."""
+    logits = torch.tensor([[300.0, -400.0, 0.0, float("-inf")], [-1e3, -1e3 - 150.0, float("-inf"), -1e3 + 1.0]])
+    lse = RowLogSumExp.apply(logits)
+    torch.testing.assert_close(lse, torch.logsumexp(logits.double(), dim=1).float(), rtol=0, atol=1e-4)
+    masked = torch.randn(3, 5, dtype=torch.float64)
+    masked[0, 1], masked[2, :] = float("-inf"), float("-inf")
+    masked.requires_grad_()
+    out = RowLogSumExp.apply(masked)
+    assert torch.isneginf(out[2]) and torch.isfinite(out[:2]).all()
+    out[:2].sum().backward()
+    torch.testing.assert_close(masked.grad[:2], torch.softmax(masked.detach()[:2], dim=1))
+    assert torch.equal(masked.grad[2], torch.zeros(5, dtype=torch.float64))
+
+
+def test_a_uniform_log_q_shifts_the_log_sum_exp_and_equals_subtracting_it_from_every_logit():
+    """Shared uniform candidates carry one log q per row (a stride-0 row): subtracted once, same loss and gradient."""
+    inputs = _inputs(5)
+    constant = torch.full((B, 1), -2.5).expand(B, N)
+    assert constant.stride(1) == 0
+    loss = SampledSoftmax(SoftmaxArgs(temperature=TAU))
+    assert_same_value_and_gradients(
+        lambda **t: loss(LossInput(t["pos"], t["neg"], t["pos_log_q"], constant.to(t["neg"].dtype))),
+        lambda pos, neg, pos_log_q, neg_log_q: sampled_reference(True)(pos, neg, pos_log_q,
+                                                                       torch.full((B, N), -2.5, dtype=neg.dtype)),
+        inputs, ["pos", "neg"])

@@ -24,35 +24,46 @@ class SoftmaxArgs:
 
 
 def corrected_logits(pos_scores, neg_scores, pos_log_q, neg_log_q, temperature: float, correct: bool
-                     ) -> tuple[torch.Tensor, torch.Tensor]:
-    """(positive logits [B], candidate logits [B or 1, n]): o / τ - log q (no pass over the scores for τ = 1)."""
-    pos, neg = pos_scores, neg_scores
+                     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | float]:
+    """(positive logits [B], candidate logits [B or 1, n], row shift): o / τ - log q = candidate logits - shift.
+
+    Where a row's log q is the same for all its candidates (uniform proposals) it is returned as the shift, to be
+    subtracted from the row's log-sum-exp instead of from each of its n logits: one pass over [B, n] less."""
+    pos, neg, shift = pos_scores, neg_scores, 0.0
     if temperature != 1.0:
         pos, neg = pos / temperature, neg / temperature
     if correct:
-        pos, neg = pos - pos_log_q, neg - neg_log_q
-    return pos, neg
+        pos = pos - pos_log_q
+        if neg_log_q.shape[1] == 1 or neg_log_q.stride(1) == 0:
+            shift = neg_log_q[:, 0]
+        else:
+            neg = neg - neg_log_q
+    return pos, neg, shift
 
 
 class RowLogSumExp(torch.autograd.Function):
-    """log Σ_j exp(x_j) over dim 1. The forward keeps e = exp(x - max) for the backward (grad · e / Σ e: one pass
-    instead of recomputing the exponentials), and a row whose entries are all -inf (every candidate masked: the
-    positive alone makes up the softmax) gets -inf and a zero gradient, not NaN."""
+    """log Σ_j exp(x_j) over dim 1, through torch's row-fused softmax kernel (one read and one write of [B, n]):
+    p = softmax(x) and m = argmax_j x_j give lse = x_m - log p_m, exact since p_m ≥ 1/n cannot underflow; the
+    backward is grad · p, one pass over p. A row whose entries are all -inf (every candidate masked: the positive
+    alone makes up the softmax) gets -inf and a zero gradient, not NaN."""
 
     @staticmethod
     def forward(ctx, logits):
-        shift = logits.amax(dim=1, keepdim=True)
-        shift = torch.where(torch.isinf(shift), 0.0, shift)
-        exponentials = (logits - shift).exp_()
-        sums = exponentials.sum(dim=1, keepdim=True)
-        ctx.save_for_backward(exponentials, sums)
-        return (sums.log() + shift).squeeze(1)
+        probabilities = torch.softmax(logits, dim=1)
+        top, at = logits.max(dim=1, keepdim=True)
+        lse = top - probabilities.gather(1, at).log_()
+        empty = top == float("-inf")
+        if logits.device.type != "cpu" or bool(empty.any()):  # on CUDA always: reading `any` would be a host sync
+            probabilities.masked_fill_(empty, 0.0)
+            lse = torch.where(empty, top, lse)
+        ctx.save_for_backward(probabilities)
+        return lse.squeeze(1)
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad):
-        exponentials, sums = ctx.saved_tensors
-        return exponentials * (grad[:, None] / torch.where(sums == 0, 1.0, sums))
+        probabilities, = ctx.saved_tensors
+        return probabilities * grad[:, None]
 
 
 @LOSSES.register("softmax")
@@ -63,19 +74,19 @@ class SampledSoftmax(Loss):
     def __call__(self, batch: LossInput):
         """log(exp(o_pos) + Σ_j exp(o_j)) as logaddexp(o_pos, logsumexp_j o_j): the [B, 1 + n] logits are never
         concatenated, which saves two passes over the largest tensor of the step."""
-        pos, neg = corrected_logits(batch.pos_scores, batch.neg_scores, batch.pos_log_q, batch.neg_log_q,
-                                    self.args.temperature, self.args.logq_correction)
+        pos, neg, shift = corrected_logits(batch.pos_scores, batch.neg_scores, batch.pos_log_q, batch.neg_log_q,
+                                           self.args.temperature, self.args.logq_correction)
         if batch.neg_segments is None:
-            return (torch.logaddexp(pos, RowLogSumExp.apply(neg)) - pos).mean()
-        return segmented_cross_entropy(pos, neg.expand(pos.shape[0], -1), batch.neg_segments)
+            return (torch.logaddexp(pos, RowLogSumExp.apply(neg) - shift) - pos).mean()
+        return segmented_cross_entropy(pos, neg.expand(pos.shape[0], -1), shift, batch.neg_segments)
 
 
-def segmented_cross_entropy(pos: torch.Tensor, neg: torch.Tensor, segments: tuple[tuple[int, float], ...]
+def segmented_cross_entropy(pos: torch.Tensor, neg: torch.Tensor, shift, segments: tuple[tuple[int, float], ...]
                             ) -> torch.Tensor:
-    """Σ_g w_g mean(log(exp(o_pos) + Σ_{j ∈ g} exp(o_j)) - o_pos) over the column groups g of `neg` [B, n]."""
+    """Σ_g w_g mean(log(exp(o_pos) + Σ_{j ∈ g} exp(o_j - shift)) - o_pos) over the column groups g of `neg` [B, n]."""
     total, start = pos.new_zeros(()), 0
     for size, weight in segments:
-        group = RowLogSumExp.apply(neg[:, start:start + size])
+        group = RowLogSumExp.apply(neg[:, start:start + size]) - shift
         total = total + weight * (torch.logaddexp(pos, group) - pos).mean()
         start += size
     return total

@@ -15,6 +15,7 @@ from recx.config import RunConfig
 from recx.losses.base import LossInput
 from recx.models.scoring import per_query_scores
 from recx.samplers.base import Batch, Negatives
+from recx.train.positive_mask import mask_positives
 
 FEW_CANDIDATES = 9  # rows per query (positive + candidates) up to which elementwise products beat a bmm
 
@@ -92,7 +93,7 @@ def training_loss(model, sampler, loss_fn, config: RunConfig, users: torch.Tenso
     negatives = sampler.sample(batch)
     query, pos_scores, neg_scores, positive_repr = step_scores(model, users, positives, negatives)
     if loss_fn.mask_positive and not negatives.keeps_positive:
-        neg_scores.masked_fill_(negatives.items == positives[:, None], float("-inf"))  # in place: no [B, n] copy
+        neg_scores = mask_positives(neg_scores, negatives.items, positives)
     loss = loss_fn(LossInput(pos_scores, neg_scores, negatives.positive_log_q, negatives.log_q, negatives.weights,
                              users, positives, query, positive_repr, negatives.segments))
     if config.weight_decay_mode == "batch" and config.weight_decay > 0:
