@@ -29,13 +29,13 @@ def _sigmoid(x):
     return 1 / (1 + torch.exp(-x))
 
 
-def bpr_reference(pos, neg, weights=None):
+def bpr_reference(pos, neg, weights=None, summed=False):
     total = pos.new_zeros(())
     for b in range(B):
         for j in range(N):
-            w = weights[b, j] if weights is not None else 1.0 / N
+            w = weights[b, j] if weights is not None else (1.0 if summed else 1.0 / N)
             total = total - w * torch.log(_sigmoid(pos[b] - neg[b, j]))
-    return total / B
+    return total if summed else total / B
 
 
 def bce_reference(pos, neg, weights=None):
@@ -53,6 +53,14 @@ def test_bpr_matches_reference_unweighted_and_weighted():
         loss = BPR(BPRArgs())
         assert_same_value_and_gradients(lambda **t: loss(_batch(t["pos"], t["neg"], t.get("weights"))),
                                         bpr_reference, _inputs(0, weighted), ["pos", "neg"])
+
+
+def test_bpr_sum_reduction_sums_over_queries_and_candidates_as_the_hns_official_code():
+    for weighted in (False, True):
+        loss = BPR(BPRArgs(reduction="sum"))
+        assert_same_value_and_gradients(lambda **t: loss(_batch(t["pos"], t["neg"], t.get("weights"))),
+                                        lambda **t: bpr_reference(**t, summed=True), _inputs(1, weighted),
+                                        ["pos", "neg"])
 
 
 def test_bce_matches_reference_unweighted_and_weighted():

@@ -54,7 +54,7 @@ def test_dns_selected_item_follows_the_max_of_n_uniforms():
 
 def softmax_v_reference(pos: np.ndarray, neg: np.ndarray, rho: float, form: str) -> np.ndarray:
     losses = np.logaddexp(0, neg - pos[:, None]) if form == "bpr" else np.logaddexp(0, neg)
-    tau = np.sqrt(losses.var(axis=1, keepdims=True) / (2 * rho))
+    tau = np.sqrt(losses.var(axis=1, ddof=1, keepdims=True) / (2 * rho))
     weights = np.exp((losses - losses.max(axis=1, keepdims=True)) / tau)
     return weights / weights.sum(axis=1, keepdims=True)
 

@@ -1,17 +1,30 @@
-"""BPR (Rendle et al. 2009): -Σ_j w_j log σ(s_pos - s_j), w_j = 1/n unless the sampler weights candidates. Ignores log_q."""
+"""BPR (Rendle et al. 2009): -Σ_j w_j log σ(s_pos - s_j), w_j = 1/n unless the sampler weights candidates. Ignores log_q.
+
+`reduction` mean (default): the mean over the batch's queries. `reduction` sum: Σ over the queries and, unweighted,
+over the candidates (w_j = 1): the hard-negative-sampling paper's official code (swt-user/WWW_2023_code, DNS(M, N)
+and Softmax(ρ, N), `reduction=False`). Adam's step does not depend on the loss's scale, but its coupled weight decay
+λθ does: with a sum, the decay is B·n times weaker against the data term than with a mean.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import torch.nn.functional as F
 
+from recx.errors import RecxError
 from recx.losses import LOSSES
 from recx.losses.base import Loss, LossInput
+
+REDUCTIONS = ("mean", "sum")
 
 
 @dataclass
 class BPRArgs:
-    pass
+    reduction: str = "mean"
+
+    def __post_init__(self):
+        if self.reduction not in REDUCTIONS:
+            raise RecxError(f"loss_args.reduction: {self.reduction!r}; valid: {', '.join(REDUCTIONS)}")
 
 
 @LOSSES.register("bpr")
@@ -20,6 +33,9 @@ class BPR(Loss):
 
     def __call__(self, batch: LossInput):
         pairwise = F.softplus(batch.neg_scores - batch.pos_scores[:, None])
-        if batch.neg_weights is None:
+        if batch.neg_weights is not None:
+            pairwise = pairwise * batch.neg_weights
+        elif self.args.reduction == "mean":
             return pairwise.mean(dim=1).mean()
-        return (pairwise * batch.neg_weights).sum(dim=1).mean()
+        per_query = pairwise.sum(dim=1)
+        return per_query.sum() if self.args.reduction == "sum" else per_query.mean()

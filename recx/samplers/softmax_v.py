@@ -38,8 +38,9 @@ class SoftmaxVArgs:
 
 
 def softmax_v_weights(pairwise_losses: torch.Tensor, rho: float) -> torch.Tensor:
-    """Rows of softmax(L / τ), τ = sqrt(Var(L) / (2ρ)) per row (a constant row gets equal weights)."""
-    tau = torch.sqrt(pairwise_losses.var(dim=1, unbiased=False, keepdim=True) / (2 * rho))
+    """Rows of softmax(L / τ), τ = sqrt(Var(L) / (2ρ)) per row (a constant row gets equal weights). Var is the
+    sample variance (divisor N - 1), as the official code's torch.var; the slides do not say which."""
+    tau = torch.sqrt(pairwise_losses.var(dim=1, keepdim=True) / (2 * rho))
     return torch.softmax(pairwise_losses / tau.clamp_min(torch.finfo(tau.dtype).tiny), dim=1)
 
 
