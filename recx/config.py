@@ -123,16 +123,19 @@ LOSS_DEFAULTS: dict[str, list[tuple[dict, tuple[str, ...]]]] = {
     "bpr": [({"n_negatives": 1}, ()),
             ({"optimizer": "rowwise_adagrad", "lr": 0.05}, ("weight_decay", "weight_decay_mode"))],
     "softmax": [({"n_negatives": 2000, "sampler_args.shared": True}, ()),
-                ({"model_args.scoring": "cosine", "model_args.temperature": 0.1}, ("loss_args.temperature",))],
+                ({"model_args.scoring": "cosine", "model_args.temperature": 0.1}, ("loss_args.temperature",)),
+                ({"optimizer": "rowwise_adagrad", "lr": 0.02}, ("weight_decay", "weight_decay_mode"))],
     "full_softmax": [({"model_args.scoring": "cosine", "model_args.temperature": 0.1}, ("loss_args.temperature",))],
 }
-# Optimizers by measurement on Gowalla (MF dim 64, batch 2048, seed 0, 10 epochs, 1 thread; README "Defaults"):
-# sampled softmax (2000 shared negatives touch a tenth of the item rows per step) learns much faster per epoch with
-# dense Adam (valid NDCG@20 after 4 epochs 0.0960 vs 0.0861 with lazy Adam), so `auto` gives it dense Adam. BPR's
-# bundle is row-wise Adagrad at lr 0.05: best test NDCG@20 0.1114 (elementwise Adagrad 0.1113, dense Adam 0.1002 at
-# lr 5e-3, best at epoch 4; lazy Adam 0.0977; row-wise at lr 0.03 0.1101, at 0.1 0.0973), in the shortest epochs
-# (bench/train_speed.py: row-wise 0.84-0.87 s against elementwise Adagrad's 1.29-1.41 s). A BPR run that sets lr,
-# optimizer or weight decay gets `auto` (Adam's lr scale).
+# Optimizers by measurement on Gowalla (MF dim 64, batch 2048, seed 0, 10 epochs, 1 thread; README "Defaults").
+# Sampled softmax (2000 shared negatives, cosine / 0.1): row-wise Adagrad at lr 0.02 reaches best valid NDCG@20
+# 0.1051 and test 0.1165 against dense Adam's 0.1059 and 0.1146, in 1.3-1.5x the matmul floor per epoch against
+# dense Adam's 1.45-1.6x (lr 0.01: 0.1041 / 0.1163; 0.05 and above learn slower; lazy Adam 0.0861 valid after 4
+# epochs against Adam's 0.0960). BPR: row-wise Adagrad at lr 0.05: best test NDCG@20 0.1114 (elementwise Adagrad
+# 0.1113, dense Adam 0.1002 at lr 5e-3, best at epoch 4; lazy Adam 0.0977; row-wise at lr 0.03 0.1101, at 0.1
+# 0.0973), in the shortest epochs (bench/train_speed.py: row-wise 0.84-1.1 s against elementwise Adagrad's
+# 1.3-1.6 s). A run that sets lr, optimizer or weight decay gets `auto` (Adam's lr scale); full_softmax keeps
+# dense Adam.
 DENSE_ADAM_LOSSES = ("softmax", "full_softmax")
 
 

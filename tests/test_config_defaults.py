@@ -2,22 +2,24 @@
 from recx.config import non_default_settings, resolve
 
 
-def test_softmax_gets_shared_candidates_and_cosine_scores_unless_told_otherwise():
+def test_softmax_gets_shared_candidates_cosine_scores_and_rowwise_adagrad_unless_told_otherwise():
     config = resolve({})
     assert (config.loss, config.n_negatives, config.sampler_args["shared"]) == ("softmax", 2000, True)
     assert (config.model_args["scoring"], config.model_args["temperature"], config.model_args["init"]) == \
         ("cosine", 0.1, "xavier")
-    assert config.optimizer == "adam"
+    assert (config.optimizer, config.lr) == ("rowwise_adagrad", 0.02)
     summary = non_default_settings(config)
-    assert summary == ("set: (nothing); defaults for softmax: n_negatives=2000, model_args.scoring=cosine, "
-                       "model_args.temperature=0.1, sampler_args.shared=True; optimizer adam")
+    assert summary == ("set: (nothing); defaults for softmax: n_negatives=2000, lr=0.02, model_args.scoring=cosine, "
+                       "model_args.temperature=0.1, sampler_args.shared=True; optimizer rowwise_adagrad")
+    assert resolve({"lr": 1e-3}).optimizer == "adam"  # an lr in Adam's scale: the optimizer bundle steps aside
 
 
 def test_a_bundle_is_not_applied_when_any_of_its_keys_is_set():
     config = resolve({"n_negatives": 10, "loss_args": {"temperature": 0.2}})
     assert (config.n_negatives, config.sampler_args["shared"]) == (10, False)
     assert (config.model_args["scoring"], config.model_args["temperature"]) == ("dot", 1.0)
-    assert non_default_settings(config) == "set: n_negatives=10, loss_args.temperature=0.2; optimizer adam"
+    assert non_default_settings(config) == ("set: n_negatives=10, loss_args.temperature=0.2; defaults for softmax: "
+                                            "lr=0.02; optimizer rowwise_adagrad")
 
 
 def test_bpr_gets_one_negative_and_rowwise_adagrad_unless_its_lr_optimizer_or_decay_is_set():

@@ -43,15 +43,16 @@ def corrected_logits(pos_scores, neg_scores, pos_log_q, neg_log_q, temperature: 
 
 class RowLogSumExp(torch.autograd.Function):
     """log Σ_j exp(x_j) over dim 1, through torch's row-fused softmax kernel (one read and one write of [B, n]):
-    p = softmax(x) and m = argmax_j x_j give lse = x_m - log p_m, exact since p_m ≥ 1/n cannot underflow; the
-    backward is grad · p, one pass over p. A row whose entries are all -inf (every candidate masked: the positive
-    alone makes up the softmax) gets -inf and a zero gradient, not NaN."""
+    with p = softmax(x), max_j p_j = exp(0) / Σ_j exp(x_j - max x), so lse = max x - log max p, exact to rounding
+    (two row maxima, each a fast read; `max` with indices costs several times more). The backward is grad · p, one
+    pass over p. A row whose entries are all -inf (every candidate masked: the positive alone makes up the softmax)
+    gets -inf and a zero gradient, not NaN."""
 
     @staticmethod
     def forward(ctx, logits):
         probabilities = torch.softmax(logits, dim=1)
-        top, at = logits.max(dim=1, keepdim=True)
-        lse = top - probabilities.gather(1, at).log_()
+        top = logits.amax(dim=1, keepdim=True)
+        lse = top - probabilities.amax(dim=1, keepdim=True).log_()
         empty = top == float("-inf")
         if logits.device.type != "cpu" or bool(empty.any()):  # on CUDA always: reading `any` would be a host sync
             probabilities.masked_fill_(empty, 0.0)
