@@ -78,7 +78,7 @@ class InvertedMultiIndexSampler(Sampler):
     def proposal(self, query: torch.Tensor, item_table: torch.Tensor) -> Proposal:
         raise NotImplementedError
 
-    def item_log_weight(self, proposal: Proposal, rows: torch.Tensor, items: torch.Tensor) -> torch.Tensor:
+    def item_log_weight(self, proposal: Proposal, items: torch.Tensor) -> torch.Tensor:
         """log w_i of items [B, L] for their queries."""
         raise NotImplementedError
 
@@ -87,10 +87,9 @@ class InvertedMultiIndexSampler(Sampler):
             self.rebuild(None, batch.item_table)
 
     def _log_q(self, proposal: Proposal, items: torch.Tensor) -> torch.Tensor:
-        codebooks = self.codebooks
-        rows = torch.arange(items.shape[0], device=items.device)[:, None].expand_as(items)
-        score = proposal.first[rows, codebooks.assignments[0][items]] + proposal.second[rows, codebooks.assignments[1][items]]
-        log_q = score + self.item_log_weight(proposal, rows, items) - proposal.log_norm[:, None]
+        first, second = (assignment.take(items) for assignment in self.codebooks.assignments)
+        score = proposal.first.gather(1, first) + proposal.second.gather(1, second)
+        log_q = score + self.item_log_weight(proposal, items) - proposal.log_norm[:, None]
         return log_q.to(proposal.first.dtype)
 
     def log_probability(self, batch: Batch, items: torch.Tensor) -> torch.Tensor:
@@ -140,8 +139,8 @@ class StaticCellSampler(InvertedMultiIndexSampler):
         log_joint = self.log_cell_weights + first[:, :, None] + second[:, None, :]
         return Proposal(first, second, log_joint, torch.logsumexp(log_joint.flatten(1), dim=1), self.cumulative)
 
-    def item_log_weight(self, proposal: Proposal, rows: torch.Tensor, items: torch.Tensor) -> torch.Tensor:
-        return self.log_weights[items]
+    def item_log_weight(self, proposal: Proposal, items: torch.Tensor) -> torch.Tensor:
+        return self.log_weights.take(items)
 
 
 @SAMPLERS.register("midx_uni")
@@ -193,5 +192,5 @@ class MidxExact(InvertedMultiIndexSampler):
         return Proposal(first, second, log_joint, torch.logsumexp(log_joint.flatten(1), dim=1), cumulative,
                         residual_scores)
 
-    def item_log_weight(self, proposal: Proposal, rows: torch.Tensor, items: torch.Tensor) -> torch.Tensor:
-        return proposal.residual_scores[rows, items]
+    def item_log_weight(self, proposal: Proposal, items: torch.Tensor) -> torch.Tensor:
+        return proposal.residual_scores.gather(1, items)
