@@ -5,6 +5,7 @@ import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass, field, fields
+from typing import NamedTuple
 from pathlib import Path
 
 import yaml
@@ -119,13 +120,27 @@ def resolve(raw: dict, where: str = "config") -> RunConfig:
 # BPR: one negative per positive (the paper's setting; 100 cost 100x for little gain). Sampled softmax: 2000 uniform
 # candidates shared by the batch (one [B, 2000] matrix product) and cosine scores at temperature 0.1 (with dot
 # products and Adam the softmax losses overfit early on Gowalla).
-LOSS_DEFAULTS: dict[str, list[tuple[dict, tuple[str, ...]]]] = {
-    "bpr": [({"n_negatives": 1}, ()),
-            ({"optimizer": "rowwise_adagrad", "lr": 0.05}, ("weight_decay", "weight_decay_mode"))],
-    "softmax": [({"n_negatives": 2000, "sampler_args.shared": True}, ()),
-                ({"model_args.scoring": "cosine", "model_args.temperature": 0.1}, ("loss_args.temperature",)),
-                ({"optimizer": "rowwise_adagrad", "lr": 0.02}, ("weight_decay", "weight_decay_mode"))],
-    "full_softmax": [({"model_args.scoring": "cosine", "model_args.temperature": 0.1}, ("loss_args.temperature",))],
+class Bundle(NamedTuple):
+    """Settings applied together to a run that sets none of `values`' keys nor of `blocked_by`, with a model in
+    `models` (None: any model)."""
+
+    values: dict
+    blocked_by: tuple[str, ...] = ()
+    models: tuple[str, ...] | None = None
+
+
+# The optimizer bundles were measured with MF on the softmax bundle's candidates and scores (below), so any other
+# model, sampler, candidate set or score leaves the optimizer to `auto`.
+SOFTMAX_SETUP = ("sampler", "n_negatives", "sampler_args.shared", "model_args.scoring", "model_args.temperature",
+                 "loss_args.temperature")
+DECAY = ("weight_decay", "weight_decay_mode")
+LOSS_DEFAULTS: dict[str, list[Bundle]] = {
+    "bpr": [Bundle({"n_negatives": 1}),
+            Bundle({"optimizer": "rowwise_adagrad", "lr": 0.05}, DECAY + ("sampler", "n_negatives"), ("mf",))],
+    "softmax": [Bundle({"n_negatives": 2000, "sampler_args.shared": True}),
+                Bundle({"model_args.scoring": "cosine", "model_args.temperature": 0.1}, ("loss_args.temperature",)),
+                Bundle({"optimizer": "rowwise_adagrad", "lr": 0.02}, DECAY + SOFTMAX_SETUP, ("mf",))],
+    "full_softmax": [Bundle({"model_args.scoring": "cosine", "model_args.temperature": 0.1}, ("loss_args.temperature",))],
 }
 # Optimizers by measurement on Gowalla (MF dim 64, batch 2048, seed 0, 10 epochs, 1 thread; README "Defaults").
 # Sampled softmax (2000 shared negatives, cosine / 0.1): row-wise Adagrad at lr 0.02 reaches best valid NDCG@20
@@ -134,7 +149,8 @@ LOSS_DEFAULTS: dict[str, list[tuple[dict, tuple[str, ...]]]] = {
 # epochs against Adam's 0.0960). BPR: row-wise Adagrad at lr 0.05: best test NDCG@20 0.1114 (elementwise Adagrad
 # 0.1113, dense Adam 0.1002 at lr 5e-3, best at epoch 4; lazy Adam 0.0977; row-wise at lr 0.03 0.1101, at 0.1
 # 0.0973), in the shortest epochs (bench/train_speed.py: row-wise 0.84-1.1 s against elementwise Adagrad's
-# 1.3-1.6 s). A run that sets lr, optimizer or weight decay gets `auto` (Adam's lr scale); full_softmax keeps
+# 1.3-1.6 s). A run outside the measured setup (another lr, weight decay, model, sampler, candidates or scores)
+# gets `auto` (dense Adam for the softmax losses, lazy Adam otherwise, in Adam's lr scale); full_softmax keeps
 # dense Adam.
 DENSE_ADAM_LOSSES = ("softmax", "full_softmax")
 
@@ -160,7 +176,7 @@ def _can_take(raw: dict, dotted: str) -> bool:
 
 def loss_default(loss: str, key: str):
     """The value a loss's default bundle gives `key` (None when no bundle of the loss sets it)."""
-    return next((values[key] for values, _ in LOSS_DEFAULTS.get(loss, []) if key in values), None)
+    return next((bundle.values[key] for bundle in LOSS_DEFAULTS.get(loss, []) if key in bundle.values), None)
 
 
 def apply_loss_defaults(raw: dict) -> tuple[dict, dict]:
@@ -170,8 +186,10 @@ def apply_loss_defaults(raw: dict) -> tuple[dict, dict]:
     if model in MODELS and MODELS.get(model).training_kind in ("alternating", "none"):
         return raw, {}
     applied = {}
-    for values, blocked_by in LOSS_DEFAULTS.get(raw.get("loss", RunConfig.loss), []):
+    for values, blocked_by, models in LOSS_DEFAULTS.get(raw.get("loss", RunConfig.loss), []):
         if any(_has_key(raw, key) for key in (*values, *blocked_by)) or not all(_can_take(raw, k) for k in values):
+            continue
+        if models is not None and model not in models:
             continue
         applied.update(values)
     filled = raw

@@ -18,8 +18,19 @@ def test_a_bundle_is_not_applied_when_any_of_its_keys_is_set():
     config = resolve({"n_negatives": 10, "loss_args": {"temperature": 0.2}})
     assert (config.n_negatives, config.sampler_args["shared"]) == (10, False)
     assert (config.model_args["scoring"], config.model_args["temperature"]) == ("dot", 1.0)
-    assert non_default_settings(config) == ("set: n_negatives=10, loss_args.temperature=0.2; defaults for softmax: "
-                                            "lr=0.02; optimizer rowwise_adagrad")
+    assert non_default_settings(config) == "set: n_negatives=10, loss_args.temperature=0.2; optimizer adam"
+
+
+def test_the_optimizer_bundles_apply_only_to_the_measured_setup():
+    """Row-wise Adagrad was measured with MF on each loss's default candidates and scores; elsewhere `auto`."""
+    assert resolve({"model": "mf"}).optimizer == "rowwise_adagrad"
+    for raw in ({"model": "lightgcn"}, {"sampler": "popularity"}, {"model_args": {"scoring": "dot"}},
+                {"n_negatives": 500}):
+        config = resolve(raw)
+        assert (config.optimizer, config.lr) == ("adam", 5e-3), raw
+    for raw in ({"loss": "bpr", "model": "lightgcn"}, {"loss": "bpr", "sampler": "dns"}):
+        config = resolve(raw)
+        assert (config.optimizer, config.lr) == ("lazy_adam", 5e-3), raw
 
 
 def test_bpr_gets_one_negative_and_rowwise_adagrad_unless_its_lr_optimizer_or_decay_is_set():

@@ -2,7 +2,7 @@
 import torch
 
 from recx.losses.base import LossInput
-from recx.losses.softmax import FullSoftmax, RowLogSumExp, SampledSoftmax, SoftmaxArgs
+from recx.losses.softmax import FullSoftmax, RowLogSumExp, SampledSoftmax, SoftmaxArgs, corrected_logits
 from tests.loss_reference import assert_same_value_and_gradients
 
 B, N, TAU = 6, 9, 0.3
@@ -91,13 +91,16 @@ def test_row_logsumexp_is_exact_where_most_exponentials_underflow_and_with_maske
 
 
 def test_a_uniform_log_q_shifts_the_log_sum_exp_and_equals_subtracting_it_from_every_logit():
-    """Shared uniform candidates carry one log q per row (a stride-0 row): subtracted once, same loss and gradient."""
-    inputs = _inputs(5)
-    constant = torch.full((B, 1), -2.5).expand(B, N)
-    assert constant.stride(1) == 0
+    """A uniform proposal carries one log q per row (a stride-0 row, [B, n] per query or [1, n] shared): it is
+    subtracted from the log-sum-exp once, with the loss and gradient of subtracting it from every logit."""
+    per_query = torch.full((B, 1), -2.5, dtype=torch.float64).expand(B, N)
+    shared = torch.full((1, 1), -2.5, dtype=torch.float64).expand(1, N)
+    _, _, shift = corrected_logits(torch.zeros(B), torch.zeros(B, N), torch.zeros(B), shared, 1.0, True)
+    assert torch.is_tensor(shift) and shared.stride(1) == 0
     loss = SampledSoftmax(SoftmaxArgs(temperature=TAU))
-    assert_same_value_and_gradients(
-        lambda **t: loss(LossInput(t["pos"], t["neg"], t["pos_log_q"], constant.to(t["neg"].dtype))),
-        lambda pos, neg, pos_log_q, neg_log_q: sampled_reference(True)(pos, neg, pos_log_q,
-                                                                       torch.full((B, N), -2.5, dtype=neg.dtype)),
-        inputs, ["pos", "neg"])
+    for log_q in (per_query, shared):
+        assert_same_value_and_gradients(
+            lambda **t: loss(LossInput(t["pos"], t["neg"], t["pos_log_q"], log_q)),
+            lambda pos, neg, pos_log_q: sampled_reference(True)(pos, neg, pos_log_q,
+                                                                 torch.full((B, N), -2.5, dtype=torch.float64)),
+            {key: value for key, value in _inputs(5).items() if key != "neg_log_q"}, ["pos", "neg"])

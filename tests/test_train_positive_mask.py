@@ -24,18 +24,18 @@ def test_shared_hits_are_exactly_the_entries_equal_to_the_positive():
 
 def test_sparse_mask_equals_the_elementwise_mask_in_value_and_gradient():
     candidates, positives = _shared_case(7)
-    upstream = torch.randn(9, 40, dtype=torch.float64)
+    upstream = torch.randn(9, 40, dtype=torch.float64)  # not zero at the masked entries: their gradient must be zeroed
     results = []
     for sparse in (True, False):
         scores = torch.randn(9, 40, dtype=torch.float64, generator=torch.Generator().manual_seed(1), requires_grad=True)
         base = scores * 1.0
         masked = mask_positives(base, candidates, positives) if sparse else \
             base.masked_fill(candidates == positives[:, None], float("-inf"))
-        finite = torch.where(torch.isinf(masked), 0.0, masked)
-        (finite * upstream).sum().backward()  # a gradient that is not zero at the masked entries
-        results.append((finite.detach(), scores.grad))
+        gradient, = torch.autograd.grad(masked, scores, upstream)
+        results.append((masked.detach(), gradient))
     assert torch.equal(results[0][0], results[1][0]) and torch.equal(results[0][1], results[1][1])
-    assert (results[0][1][candidates.expand(9, -1) == positives[:, None]] == 0).all()
+    hits = candidates.expand(9, -1) == positives[:, None]
+    assert hits.any() and (results[0][1][hits] == 0).all() and (results[0][1][~hits] == upstream[~hits]).all()
 
 
 def test_a_gradient_already_zero_at_the_hits_is_passed_on_without_a_copy():

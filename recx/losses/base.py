@@ -31,7 +31,7 @@ class LossInput:
 
 
 class Loss:
-    """`__call__(LossInput) -> scalar`, the mean over the batch's queries.
+    """`__call__(LossInput) -> scalar`, the mean over the batch's queries (BPR's `reduction: sum`: their sum).
 
     `required_sampler` names the only sampler the loss is defined with (None: any). `mask_positive` asks the
     trainer to remove a query's own positive from its candidates (score -inf), as softmax losses need.

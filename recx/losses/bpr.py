@@ -1,7 +1,7 @@
 """BPR (Rendle et al. 2009): -Σ_j w_j log σ(s_pos - s_j), w_j = 1/n unless the sampler weights candidates. Ignores log_q.
 
-`reduction` mean (default): the mean over the batch's queries. `reduction` sum: Σ over the queries and, unweighted,
-over the candidates (w_j = 1): the hard-negative-sampling paper's official code (swt-user/WWW_2023_code, DNS(M, N)
+`reduction` mean (default): the mean over the batch's queries. `reduction` sum: Σ over the queries and over the
+candidates, with w_j = 1 unless the sampler weights them: the hard-negative-sampling paper's official code (swt-user/WWW_2023_code, DNS(M, N)
 and Softmax(ρ, N), `reduction=False`). Adam's step does not depend on the loss's scale, but its coupled weight decay
 λθ does: with a sum, the decay is B·n times weaker against the data term than with a mean.
 """

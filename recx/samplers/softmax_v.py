@@ -2,8 +2,8 @@
 
 N candidates j drawn uniformly (P_0, from the user's non-interacted items unless `exclude_train` is off) are weighted by
     w_j = exp(L_j / τ) / Σ_k exp(L_k / τ),   τ = sqrt(Var_j(L) / (2ρ)),
-where L_j = ℓ(r(u, i) - r(u, j)) is the pairwise loss of the positive i against j and Var_j is the population variance
-over the N candidates; τ is computed per positive, without gradient. This is the KL-DRO worst case around P_0 (a larger
+where L_j = ℓ(r(u, i) - r(u, j)) is the pairwise loss of the positive i against j and Var_j is the sample variance
+over the N ≥ 2 candidates (the official code's torch.var); τ is computed per positive, without gradient. This is the KL-DRO worst case around P_0 (a larger
 ρ, a smaller β = exp(-ρ), gives harder weights). The weights must use the trained loss's form: `loss_form` bpr,
 L_j = softplus(s_j - s_i), or bce, L_j = softplus(s_j); the loss applies them as Σ_j w_j L_j (BPR, BCE `neg_weights`).
 
@@ -38,10 +38,10 @@ class SoftmaxVArgs:
 
 
 def softmax_v_weights(pairwise_losses: torch.Tensor, rho: float) -> torch.Tensor:
-    """Rows of softmax(L / τ), τ = sqrt(Var(L) / (2ρ)) per row (a constant row gets equal weights). Var is the
-    sample variance (divisor N - 1), as the official code's torch.var; the slides do not say which."""
+    """Rows of softmax(L / τ), τ = sqrt(Var(L) / (2ρ)) per row; a row of equal losses (τ = 0) gets equal weights.
+    Var is the sample variance (divisor N - 1), as the official code's torch.var; the slides do not say which."""
     tau = torch.sqrt(pairwise_losses.var(dim=1, keepdim=True) / (2 * rho))
-    return torch.softmax(pairwise_losses / tau.clamp_min(torch.finfo(tau.dtype).tiny), dim=1)
+    return torch.softmax(torch.where(tau > 0, pairwise_losses / tau, 0.0), dim=1)
 
 
 @SAMPLERS.register("softmax_v")
@@ -52,8 +52,9 @@ class SoftmaxVSampler(Sampler):
         super().__init__(dataset, n_negatives, args, generator, kernels)
         if args.loss_form not in LOSS_FORMS:
             raise RecxError(f"sampler_args.loss_form {args.loss_form!r}; valid: {', '.join(LOSS_FORMS)}")
-        if args.rho <= 0 or args.n_candidates < 1:
-            raise RecxError("sampler_args: softmax_v needs rho > 0 and n_candidates >= 1")
+        if args.rho <= 0 or args.n_candidates < 2:
+            raise RecxError("sampler_args: softmax_v needs rho > 0 and n_candidates >= 2 (its temperature is a "
+                            "variance over the candidates)")
 
     def sample(self, batch: Batch) -> Negatives:
         items = uniform_candidates(self, batch.users, self.args.n_candidates, self.args.exclude_train,

@@ -143,7 +143,7 @@ class RowwiseAdagrad(RowSparseOptimizer):
         squares = touched.read(state["sum"]) + row_squares
         touched.add(state["sum"], row_squares)
         step = squares.sqrt_().add_(group["eps"]).reciprocal_().mul_(-group["lr"])
-        touched.add(param, grad * step.view(-1, *[1] * (grad.dim() - 1)))
+        touched.add(param, grad * step.view(grad.shape[:1] + (1,) * max(grad.dim() - 1, 0)))
 
 
 class LazyAdam(RowSparseOptimizer):

@@ -31,6 +31,7 @@ def draw_torch(log_joint: torch.Tensor, cumulative: torch.Tensor, cell_ptr: torc
                uniforms: torch.Tensor) -> torch.Tensor:
     """Items [B, n] for `uniforms` [B, n, 3] (float64); `cumulative` is [M + 1] (shared), [B, M + 1], or None
     for equal stage-3 weights (the uniform draw start + floor(u3 · |cell|), the same law as an arange cumulative).
+
     Stages 1 and 2 search each query's cumulative joint weights over the K² cells (k1-major): its values at row
     ends are stage 1's CDF, and within row k1 it is stage 2's CDF shifted by the rows before, so stage 2 compares
     its target with row k1's K values only (the rows before are all ≤ it)."""
