@@ -99,3 +99,14 @@ def test_self_adversarial_weights_are_a_softmax_of_scores(temperature):
     np.testing.assert_allclose(negatives.weights.double().numpy(), expected / expected.sum(1, keepdims=True),
                                rtol=1e-4, atol=1e-7)
     assert not negatives.weights.requires_grad
+
+
+def test_softmax_v_gives_a_row_of_equal_losses_equal_weights_and_refuses_one_candidate():
+    from recx.errors import RecxError
+    from recx.samplers.softmax_v import softmax_v_weights
+
+    losses = torch.tensor([[5.0, 5.0, 5.0, 5.0], [0.1, 2.0, 0.3, 0.4]])
+    weights = softmax_v_weights(losses, rho=1.0)
+    assert torch.equal(weights[0], torch.full((4,), 0.25)) and torch.isfinite(weights).all()
+    with pytest.raises(RecxError, match="n_candidates >= 2"):
+        make_sampler("softmax_v", random_dataset(), rho=1.0, n_candidates=1)
