@@ -90,6 +90,26 @@ def test_row_logsumexp_is_exact_where_most_exponentials_underflow_and_with_maske
     assert torch.equal(masked.grad[2], torch.zeros(5, dtype=torch.float64))
 
 
+def test_row_logsumexp_rows_whose_first_column_underflows_or_is_masked_take_the_maxima_path():
+    """Column 0 anchors lse = x_0 - log p_0 on the CPU; where p_0 underflows or x_0 is -inf the row falls back to
+    max x - log max p (the path every row takes on CUDA): both equal float64 logsumexp, gradients too."""
+    from recx.losses.softmax import _lse_from_maxima
+
+    logits = torch.tensor([[-200.0, 0.0, 1.0], [float("-inf"), 2.0, -1.0], [0.5, 0.2, -0.3],
+                           [float("-inf")] * 3], requires_grad=True)
+    lse = RowLogSumExp.apply(logits)
+    expected = torch.logsumexp(logits.detach().double(), dim=1).float()
+    torch.testing.assert_close(lse[:3], expected[:3], rtol=0, atol=1e-5)
+    assert torch.isneginf(lse[3])
+    lse[:3].sum().backward()
+    torch.testing.assert_close(logits.grad[:3], torch.softmax(logits.detach()[:3], dim=1))
+    assert torch.equal(logits.grad[3], torch.zeros(3))
+    probabilities = torch.softmax(logits.detach(), dim=1)
+    everywhere = _lse_from_maxima(logits.detach(), probabilities, None)
+    torch.testing.assert_close(everywhere, lse.detach(), rtol=0, atol=1e-5)
+    assert torch.equal(probabilities[3], torch.zeros(3))
+
+
 def test_a_uniform_log_q_shifts_the_log_sum_exp_and_equals_subtracting_it_from_every_logit():
     """A uniform proposal carries one log q per row (a stride-0 row, [B, n] per query or [1, n] shared): it is
     subtracted from the log-sum-exp once, with the loss and gradient of subtracting it from every logit."""

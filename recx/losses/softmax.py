@@ -41,30 +41,49 @@ def corrected_logits(pos_scores, neg_scores, pos_log_q, neg_log_q, temperature: 
     return pos, neg, shift
 
 
+ANCHOR_FLOOR = 1e-30  # a probability this large is a normal float32, exact to a few ulps
+
+
 class RowLogSumExp(torch.autograd.Function):
     """log Σ_j exp(x_j) over dim 1, through torch's row-fused softmax kernel (one read and one write of [B, n]):
-    with p = softmax(x), max_j p_j = exp(0) / Σ_j exp(x_j - max x), so lse = max x - log max p, exact to rounding
-    (two row maxima, each a fast read; `max` with indices costs several times more). The backward is grad · p, one
-    pass over p. A row whose entries are all -inf (every candidate masked: the positive alone makes up the softmax)
-    gets -inf and a zero gradient, not NaN."""
+    with p = softmax(x), lse = x_j - log p_j for any column j whose p_j is not tiny. On the CPU j is column 0,
+    read without another pass; the rows where p_0 < 1e-30 (or x_0 = -inf) take j = argmax, through
+    max x - log max p (max_j p_j = 1 / Σ_j exp(x_j - max x)). On CUDA every row takes the maxima (two fast reads;
+    choosing rows would be a host sync). The backward is grad · p, one pass over p. A row whose entries are all -inf
+    (every candidate masked: the positive alone makes up the softmax) gets -inf and a zero gradient, not NaN."""
 
     @staticmethod
     def forward(ctx, logits):
         probabilities = torch.softmax(logits, dim=1)
-        top = logits.amax(dim=1, keepdim=True)
-        lse = top - probabilities.amax(dim=1, keepdim=True).log_()
-        empty = top == float("-inf")
-        if logits.device.type != "cpu" or bool(empty.any()):  # on CUDA always: reading `any` would be a host sync
-            probabilities.masked_fill_(empty, 0.0)
-            lse = torch.where(empty, top, lse)
+        if logits.device.type == "cpu":
+            lse = logits[:, 0] - probabilities[:, 0].log()
+            rows = (~(probabilities[:, 0] >= ANCHOR_FLOOR)).nonzero().squeeze(1)  # NaN (all -inf) included
+            if rows.numel():
+                lse[rows] = _lse_from_maxima(logits[rows], probabilities, rows)
+        else:
+            lse = _lse_from_maxima(logits, probabilities, None)
         ctx.save_for_backward(probabilities)
-        return lse.squeeze(1)
+        return lse
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad):
         probabilities, = ctx.saved_tensors
         return probabilities * grad[:, None]
+
+
+def _lse_from_maxima(logits: torch.Tensor, probabilities: torch.Tensor, rows: torch.Tensor | None) -> torch.Tensor:
+    """max x - log max p for `logits` (the rows `rows` of `probabilities`, or all); an all -inf row gets -inf and
+    its probabilities (NaN from the softmax) become 0."""
+    top = logits.amax(dim=1)
+    own = probabilities if rows is None else probabilities[rows]
+    empty = top == float("-inf")
+    lse = torch.where(empty, top, top - own.amax(dim=1).log())
+    if rows is None:
+        probabilities.masked_fill_(empty[:, None], 0.0)
+    else:
+        probabilities[rows[empty]] = 0.0
+    return lse
 
 
 @LOSSES.register("softmax")
