@@ -121,25 +121,26 @@ def resolve(raw: dict, where: str = "config") -> RunConfig:
 # candidates shared by the batch (one [B, 2000] matrix product) and cosine scores at temperature 0.1 (with dot
 # products and Adam the softmax losses overfit early on Gowalla).
 class Bundle(NamedTuple):
-    """Settings applied together to a run that sets none of `values`' keys nor of `blocked_by`, with a model in
-    `models` (None: any model)."""
+    """Settings applied together to a run that sets none of `values`' keys nor of `blocked_by`, and whose settings
+    (given, by default or by an earlier bundle) equal `requires` (dotted key -> value)."""
 
     values: dict
     blocked_by: tuple[str, ...] = ()
-    models: tuple[str, ...] | None = None
+    requires: dict | None = None
 
 
-# The optimizer bundles were measured with MF on the softmax bundle's candidates and scores (below), so any other
-# model, sampler, candidate set or score leaves the optimizer to `auto`.
-SOFTMAX_SETUP = ("sampler", "n_negatives", "sampler_args.shared", "model_args.scoring", "model_args.temperature",
-                 "loss_args.temperature")
+# The optimizer bundles were measured with MF on each loss's default candidates and scores (below), so a run with
+# any other model, sampler, candidate set or score leaves the optimizer to `auto`.
 DECAY = ("weight_decay", "weight_decay_mode")
 LOSS_DEFAULTS: dict[str, list[Bundle]] = {
     "bpr": [Bundle({"n_negatives": 1}),
-            Bundle({"optimizer": "rowwise_adagrad", "lr": 0.05}, DECAY + ("sampler", "n_negatives"), ("mf",))],
+            Bundle({"optimizer": "rowwise_adagrad", "lr": 0.05}, DECAY,
+                   {"model": "mf", "sampler": "uniform", "n_negatives": 1})],
     "softmax": [Bundle({"n_negatives": 2000, "sampler_args.shared": True}),
                 Bundle({"model_args.scoring": "cosine", "model_args.temperature": 0.1}, ("loss_args.temperature",)),
-                Bundle({"optimizer": "rowwise_adagrad", "lr": 0.02}, DECAY + SOFTMAX_SETUP, ("mf",))],
+                Bundle({"optimizer": "rowwise_adagrad", "lr": 0.02}, DECAY,
+                       {"model": "mf", "sampler": "uniform", "n_negatives": 2000, "sampler_args.shared": True,
+                        "model_args.scoring": "cosine", "model_args.temperature": 0.1, "loss_args.temperature": 1.0})],
     "full_softmax": [Bundle({"model_args.scoring": "cosine", "model_args.temperature": 0.1}, ("loss_args.temperature",))],
 }
 # Optimizers by measurement on Gowalla (MF dim 64, batch 2048, seed 0, 10 epochs, 1 thread; README "Defaults").
@@ -179,23 +180,34 @@ def loss_default(loss: str, key: str):
     return next((bundle.values[key] for bundle in LOSS_DEFAULTS.get(loss, []) if key in bundle.values), None)
 
 
+def _setting(raw: dict, dotted: str):
+    """The value `raw` gives `dotted`, else its plain default (RunConfig's, or the named method's Args)."""
+    head, _, tail = dotted.partition(".")
+    if not tail:
+        return raw[head] if head in raw else next(f.default for f in fields(RunConfig) if f.name == head)
+    if tail in (raw.get(head) or {}):
+        return raw[head][tail]
+    owner = {"model_args": "model", "sampler_args": "sampler", "loss_args": "loss"}[head]
+    args_class = _args_class(head, raw.get(owner, getattr(RunConfig, owner)))
+    return next((f.default for f in fields(args_class) if f.name == tail), None) if args_class else None
+
+
 def apply_loss_defaults(raw: dict) -> tuple[dict, dict]:
     """(`raw` with its loss's default bundles filled in, the dotted keys and values that were filled). Models trained
     without a loss (alternating solvers, MostPop) get none."""
     model = raw.get("model", RunConfig.model)
     if model in MODELS and MODELS.get(model).training_kind in ("alternating", "none"):
         return raw, {}
-    applied = {}
-    for values, blocked_by, models in LOSS_DEFAULTS.get(raw.get("loss", RunConfig.loss), []):
+    applied, filled = {}, raw
+    for values, blocked_by, requires in LOSS_DEFAULTS.get(raw.get("loss", RunConfig.loss), []):
         if any(_has_key(raw, key) for key in (*values, *blocked_by)) or not all(_can_take(raw, k) for k in values):
             continue
-        if models is not None and model not in models:
+        if requires and any(_setting(filled, key) != value for key, value in requires.items()):
             continue
         applied.update(values)
-    filled = raw
-    for dotted, value in applied.items():
-        head, _, tail = dotted.partition(".")
-        filled = deep_merge(filled, {head: {tail: value}} if tail else {head: value})
+        for dotted, value in values.items():
+            head, _, tail = dotted.partition(".")
+            filled = deep_merge(filled, {head: {tail: value}} if tail else {head: value})
     return filled, applied
 
 

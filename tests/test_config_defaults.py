@@ -24,8 +24,10 @@ def test_a_bundle_is_not_applied_when_any_of_its_keys_is_set():
 def test_the_optimizer_bundles_apply_only_to_the_measured_setup():
     """Row-wise Adagrad was measured with MF on each loss's default candidates and scores; elsewhere `auto`."""
     assert resolve({"model": "mf"}).optimizer == "rowwise_adagrad"
+    stated = resolve({"sampler": "uniform", "n_negatives": 2000, "sampler_args": {"shared": True}})
+    assert (stated.optimizer, stated.lr) == ("rowwise_adagrad", 0.02)  # the defaults, written out: same setup
     for raw in ({"model": "lightgcn"}, {"sampler": "popularity"}, {"model_args": {"scoring": "dot"}},
-                {"n_negatives": 500}):
+                {"n_negatives": 500}, {"model_args": {"scoring": "cosine"}}):  # cosine at τ 1: not the measured
         config = resolve(raw)
         assert (config.optimizer, config.lr) == ("adam", 5e-3), raw
     for raw in ({"loss": "bpr", "model": "lightgcn"}, {"loss": "bpr", "sampler": "dns"}):
