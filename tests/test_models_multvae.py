@@ -11,6 +11,7 @@ from recx.config import resolve
 from recx.errors import RecxError
 from recx.models.multvae import MultVAE, MultVAEArgs
 from recx.samplers.base import Batch
+from recx.train.build import build_model
 from recx.train.runners.users import UserEpochs, full_softmax_nll, sampled_softmax_nll
 from recx.train.trainer import train_run
 from sampler_helpers import make_sampler, random_dataset
@@ -132,3 +133,38 @@ def test_sampled_softmax_scores_negatives_the_same_way_on_both_paths(monkeypatch
                                                corrected[r, negatives.items[r]] - negatives.log_q[r]]), 0)
                     - (corrected[r, p] - lq) for r, p, lq in zip(rows, positives, positive_log_q))
     assert torch.allclose(dense, reference) and torch.allclose(gathered, reference)
+
+
+def test_the_epochs_history_sizes_are_each_steps_training_items():
+    dataset = random_dataset(n_users=23, n_items=30)
+    config = resolve({"model": "multvae", "loss": "full_softmax", "dim": 4, "batch_size": 5, "device": "cpu"})
+    model = MultVAE(dataset.n_users, dataset.n_items, 4, MultVAEArgs(), dataset)
+    runner = UserEpochs(config, dataset, model, torch.Generator().manual_seed(0))
+    order = runner.users[torch.randperm(runner.users.numel())]
+    sizes = runner.history_sizes(order)
+    lengths = dataset.train.row_lengths()
+    assert sizes == [int(lengths[order[s * 5:(s + 1) * 5]].sum()) for s in range(runner.n_steps)]
+    rows, items = model.history(order[:5], sizes[0])
+    assert torch.equal(rows, model.history(order[:5])[0]) and items.numel() == sizes[0]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name, loss, sampler", [("multvae", "full_softmax", "full"), ("fastvae", "softmax", "uniform")])
+def test_a_cuda_vae_step_issues_no_host_sync(name, loss, sampler):
+    device = torch.device("cuda")
+    dataset = random_dataset(n_users=40, n_items=30).to(device)
+    config = resolve({"model": name, "loss": loss, "sampler": sampler, "n_negatives": 6, "dim": 4, "batch_size": 8,
+                      "device": "cuda"})
+    model = build_model(config, dataset, device)
+    runner = UserEpochs(config, dataset, model, torch.Generator(device=device).manual_seed(0))
+    users = runner.users[:8]
+    nnz = runner.history_sizes(runner.users)[0]
+    for debug in ("default", "error"):  # a warm-up step, then one that fails on any host sync
+        torch.cuda.set_sync_debug_mode(debug)
+        try:
+            objective = runner.batch_objective(users, nnz)
+            runner.optimizer.zero_grad(set_to_none=True)
+            objective.backward()
+            runner.optimizer.step()
+        finally:
+            torch.cuda.set_sync_debug_mode("default")

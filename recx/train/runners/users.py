@@ -20,7 +20,7 @@ import math
 import torch
 
 from recx.errors import RecxError
-from recx.models.multvae import kl_divergence
+from recx.models.multvae import kl_divergence, row_counts
 from recx.samplers.base import Batch
 from recx.train.build import build_sampler
 from recx.train.runners import RUNNERS
@@ -71,10 +71,10 @@ class UserEpochs(EpochRunner):
         self.n_steps = math.ceil(self.users.numel() / config.batch_size)
         self.updates = 0
 
-    def batch_objective(self, users: torch.Tensor) -> torch.Tensor:
-        """Σ_u [nll_u + β KL_u] over the batch's users."""
+    def batch_objective(self, users: torch.Tensor, nnz: int | None = None) -> torch.Tensor:
+        """Σ_u [nll_u + β KL_u] over the batch's users (`nnz`: their number of training items, when known)."""
         model = self.model
-        rows, positives = model.history(users)
+        rows, positives = model.history(users, nnz)
         mu, log_var = model.posterior(users, self.generator, (rows, positives))
         noise = torch.randn(mu.shape, generator=self.generator, device=mu.device, dtype=mu.dtype)
         query = model.decode(mu + noise * torch.exp(0.5 * log_var)) / self.config.loss_args["temperature"]
@@ -88,7 +88,7 @@ class UserEpochs(EpochRunner):
     def sampled_nll(self, users, query, item_table, rows, positives) -> torch.Tensor:
         """Negatives drawn once per user (the sampler's `positives` are each user's first training item, only for
         the contract: the positives' log q are asked for all of them at once)."""
-        lengths = torch.bincount(rows, minlength=users.numel())
+        lengths = row_counts(rows, users.numel())
         batch = Batch(users, positives[torch.cumsum(lengths, 0) - lengths], query.detach(), item_table.detach())
         negatives = self.sampler.sample(batch)
         per_positive = Batch(users[rows], positives, query.detach()[rows], batch.item_table)
@@ -98,14 +98,23 @@ class UserEpochs(EpochRunner):
             negatives.log_q = torch.where(torch.isinf(negatives.log_q), negatives.log_q, 0.0)
         return sampled_softmax_nll(query, item_table, rows, positives, positive_log_q, negatives)
 
+    def history_sizes(self, order: torch.Tensor) -> list[int]:
+        """Training items per step's users, read once per epoch (the only host read of an epoch's steps on CUDA)."""
+        indptr = self.model.history_indptr
+        lengths = indptr[order + 1] - indptr[order]
+        padded = torch.zeros(self.n_steps * self.config.batch_size, dtype=lengths.dtype, device=lengths.device)
+        padded[:lengths.numel()] = lengths
+        return padded.view(self.n_steps, -1).sum(1).tolist()
+
     def train_epoch(self, epoch, losses, after_step) -> None:
         config, model = self.config, self.model
         if self.sampler is not None and self.sampler.rebuild_every == "epoch":
             self.sampler.rebuild(None, model.item_table())
         order = self.users[torch.randperm(self.users.numel(), generator=self.generator, device=model.device)]
+        sizes = self.history_sizes(order)
         for step in range(self.n_steps):
             users = order[step * config.batch_size:(step + 1) * config.batch_size]
-            objective = self.batch_objective(users)
+            objective = self.batch_objective(users, sizes[step])
             self.optimizer.zero_grad(set_to_none=True)
             objective.backward()
             self.optimizer.step()
