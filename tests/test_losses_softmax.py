@@ -1,4 +1,5 @@
 """Sampled softmax (with and without logQ) and full softmax against float64 references."""
+import pytest
 import torch
 
 from recx.losses.base import LossInput
@@ -124,3 +125,40 @@ def test_a_uniform_log_q_shifts_the_log_sum_exp_and_equals_subtracting_it_from_e
             lambda pos, neg, pos_log_q: sampled_reference(True)(pos, neg, pos_log_q,
                                                                  torch.full((B, N), -2.5, dtype=torch.float64)),
             {key: value for key, value in _inputs(5).items() if key != "neg_log_q"}, ["pos", "neg"])
+
+
+@pytest.mark.parametrize("temperature, correct, column_log_q", [(1.0, True, False), (0.3, True, True),
+                                                                 (0.3, False, True), (1.0, True, True)])
+def test_the_fused_shared_candidate_loss_equals_scores_then_loss(temperature, correct, column_log_q):
+    """over_shared_candidates (the product inside, rows of p scaled in the backward's products) against the loss on
+    the [B, n] scores with the positives masked: same value and gradients, float64; a row whose candidates are all
+    its positive included."""
+    from recx.train.positive_mask import positive_mask
+
+    g = torch.Generator().manual_seed(11)
+    n = 7
+    candidates_ids = torch.randint(0, 5, (1, n), generator=g)
+    candidates_ids[0, :] = torch.where(torch.arange(n) < n - 1, candidates_ids[0], candidates_ids[0, 0])
+    positives = torch.cat([candidates_ids[0, :3], torch.tensor([9, 10, 11])])  # hits in rows 0-2
+    inputs = {"query": torch.randn(6, 4, generator=g, dtype=torch.float64),
+              "candidates": torch.randn(n, 4, generator=g, dtype=torch.float64),
+              "positive_repr": torch.randn(6, 4, generator=g, dtype=torch.float64)}
+    pos_log_q = -torch.rand(6, generator=g, dtype=torch.float64) * 3
+    neg_log_q = (-torch.rand(1, n, generator=g, dtype=torch.float64) * 3 if column_log_q
+                 else torch.full((1, 1), -2.0, dtype=torch.float64).expand(1, n))
+    loss = SampledSoftmax(SoftmaxArgs(temperature=temperature, logq_correction=correct))
+
+    def fused(query, candidates, positive_repr):
+        pos = (query * positive_repr).sum(-1)
+        return loss.over_shared_candidates(query, candidates, pos, pos_log_q, neg_log_q,
+                                           positive_mask(candidates_ids, positives))
+
+    def scores_then_loss(query, candidates, positive_repr):
+        neg = (query @ candidates.T).masked_fill(candidates_ids == positives[:, None], float("-inf"))
+        return loss(LossInput((query * positive_repr).sum(-1), neg, pos_log_q, neg_log_q))
+
+    assert_same_value_and_gradients(fused, scores_then_loss, inputs, ["query", "candidates", "positive_repr"])
+    everything = SampledSoftmax(SoftmaxArgs()).over_shared_candidates(
+        inputs["query"][:1], inputs["candidates"][:1], torch.zeros(1, dtype=torch.float64), pos_log_q[:1],
+        neg_log_q[:, :1], positive_mask(candidates_ids[:, :1], candidates_ids[0, :1]))
+    assert everything.item() == 0.0  # the positive alone makes up the softmax

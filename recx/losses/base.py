@@ -37,12 +37,15 @@ class Loss:
     trainer to remove a query's own positive from its candidates (score -inf), as softmax losses need.
     `uses_negatives` False (alignment/uniformity losses): the candidates play no part, so batched weight decay
     does not touch their rows. Losses with learned parameters (margins) return them from `parameters()`; the
-    optimizer trains them too.
+    optimizer trains them too. `fuses_shared_candidates`: the loss has `over_shared_candidates(query, candidates,
+    pos_scores, pos_log_q, neg_log_q, mask)`, the same loss computed from the representations of candidates shared
+    by the batch (the step uses it when there are no segments).
     """
 
     required_sampler: str | None = None
     mask_positive: bool = False
     uses_negatives: bool = True
+    fuses_shared_candidates: bool = False
 
     def __init__(self, args, dataset=None):
         self.args = args

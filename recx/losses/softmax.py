@@ -54,14 +54,7 @@ class RowLogSumExp(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, logits):
-        probabilities = torch.softmax(logits, dim=1)
-        if logits.device.type == "cpu":
-            lse = logits[:, 0] - probabilities[:, 0].log()
-            rows = (~(probabilities[:, 0] >= ANCHOR_FLOOR)).nonzero().squeeze(1)  # NaN (all -inf) included
-            if rows.numel():
-                lse[rows] = _lse_from_maxima(logits[rows], probabilities, rows)
-        else:
-            lse = _lse_from_maxima(logits, probabilities, None)
+        probabilities, lse = softmax_and_log_sum_exp(logits)
         ctx.save_for_backward(probabilities)
         return lse
 
@@ -70,6 +63,45 @@ class RowLogSumExp(torch.autograd.Function):
     def backward(ctx, grad):
         probabilities, = ctx.saved_tensors
         return probabilities * grad[:, None]
+
+
+def softmax_and_log_sum_exp(logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(softmax over dim 1, log-sum-exp over dim 1), as RowLogSumExp computes them."""
+    probabilities = torch.softmax(logits, dim=1)
+    if logits.device.type != "cpu":
+        return probabilities, _lse_from_maxima(logits, probabilities, None)
+    lse = logits[:, 0] - probabilities[:, 0].log()
+    rows = (~(probabilities[:, 0] >= ANCHOR_FLOOR)).nonzero().squeeze(1)  # NaN (all -inf) included
+    if rows.numel():
+        lse[rows] = _lse_from_maxima(logits[rows], probabilities, rows)
+    return probabilities, lse
+
+
+class SharedCandidateLogSumExp(torch.autograd.Function):
+    """lse_b = log Σ_j exp(q_b · c_j - log q_j) over candidates c shared by the batch, with the masked entries
+    (`mask`: a [B, n] bool tensor, or (rows, cols)) at -inf, computed from the query and the candidates so that the
+    backward scales the rows of p in the products: ∂q = g ⊙ (P C), ∂C = Pᵀ (g ⊙ q), without writing g ⊙ P (one pass
+    over [B, n] less than the product followed by RowLogSumExp; the values and gradients are the same)."""
+
+    @staticmethod
+    def forward(ctx, query, candidates, column_log_q, mask):
+        logits = query @ candidates.T
+        if column_log_q is not None:
+            logits.sub_(column_log_q)
+        if isinstance(mask, tuple):
+            logits.index_put_(mask, torch.tensor(float("-inf"), dtype=logits.dtype, device=logits.device))
+        elif mask is not None:
+            logits.masked_fill_(mask, float("-inf"))
+        probabilities, lse = softmax_and_log_sum_exp(logits)
+        ctx.save_for_backward(probabilities, query, candidates)
+        return lse
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad):
+        probabilities, query, candidates = ctx.saved_tensors
+        weight = grad[:, None]
+        return (probabilities @ candidates) * weight, probabilities.T @ (query * weight), None, None
 
 
 def _lse_from_maxima(logits: torch.Tensor, probabilities: torch.Tensor, rows: torch.Tensor | None) -> torch.Tensor:
@@ -90,6 +122,7 @@ def _lse_from_maxima(logits: torch.Tensor, probabilities: torch.Tensor, rows: to
 class SampledSoftmax(Loss):
     Args = SoftmaxArgs
     mask_positive = True
+    fuses_shared_candidates = True
 
     def __call__(self, batch: LossInput):
         """log(exp(o_pos) + Σ_j exp(o_j)) as logaddexp(o_pos, logsumexp_j o_j): the [B, 1 + n] logits are never
@@ -99,6 +132,23 @@ class SampledSoftmax(Loss):
         if batch.neg_segments is None:
             return (torch.logaddexp(pos, RowLogSumExp.apply(neg) - shift) - pos).mean()
         return segmented_cross_entropy(pos, neg.expand(pos.shape[0], -1), shift, batch.neg_segments)
+
+    def over_shared_candidates(self, query: torch.Tensor, candidates: torch.Tensor, pos_scores: torch.Tensor,
+                               pos_log_q: torch.Tensor, neg_log_q: torch.Tensor, mask) -> torch.Tensor:
+        """The same loss for candidates [n, d] shared by the batch, from the representations (the step's
+        `fuses_shared_candidates` path): the candidates' scores are never handed over as [B, n]."""
+        temperature = self.args.temperature
+        if temperature != 1.0:
+            query, pos_scores = query / temperature, pos_scores / temperature
+        pos, column_log_q, shift = pos_scores, None, 0.0
+        if self.args.logq_correction:
+            pos = pos - pos_log_q
+            if neg_log_q.stride(1) == 0 or neg_log_q.shape[1] == 1:
+                shift = neg_log_q[:, 0]
+            else:
+                column_log_q = neg_log_q
+        lse = SharedCandidateLogSumExp.apply(query, candidates, column_log_q, mask) - shift
+        return (torch.logaddexp(pos, lse) - pos).mean()
 
 
 def segmented_cross_entropy(pos: torch.Tensor, neg: torch.Tensor, shift, segments: tuple[tuple[int, float], ...]
@@ -119,6 +169,7 @@ class FullSoftmax(SampledSoftmax):
 
     required_sampler = "full"
     mask_positive = False
+    fuses_shared_candidates = False
 
     def __call__(self, batch: LossInput):
         temperature = self.args.temperature

@@ -41,6 +41,14 @@ class MaskEntries(torch.autograd.Function):
         return grad, None, None
 
 
+def positive_mask(candidates: torch.Tensor, positives: torch.Tensor):
+    """Where each query's candidate is its own positive: (rows, cols) for shared candidates on the CPU, else a
+    [B, n] bool tensor."""
+    if candidates.shape[0] == 1 and candidates.device.type == "cpu":
+        return shared_hits(candidates[0], positives)
+    return candidates == positives[:, None]
+
+
 def mask_positives(neg_scores: torch.Tensor, candidates: torch.Tensor, positives: torch.Tensor) -> torch.Tensor:
     """neg_scores [B, n] with -inf where a query's candidate is its own positive (in place)."""
     if candidates.shape[0] == 1 and neg_scores.device.type == "cpu" and neg_scores.shape[0] == positives.shape[0]:

@@ -15,7 +15,7 @@ from recx.config import RunConfig
 from recx.losses.base import LossInput
 from recx.models.scoring import per_query_scores
 from recx.samplers.base import Batch, Negatives
-from recx.train.positive_mask import mask_positives
+from recx.train.positive_mask import mask_positives, positive_mask
 
 FEW_CANDIDATES = 9  # rows per query (positive + candidates) up to which elementwise products beat a bmm
 
@@ -88,14 +88,30 @@ def batched_decay(model, users: torch.Tensor, items: torch.Tensor) -> torch.Tens
     return distinct_rows_norm(user_table, users) + distinct_rows_norm(item_table, items)
 
 
+def fused_shared_loss(model, loss_fn, users: torch.Tensor, positives: torch.Tensor, negatives: Negatives
+                      ) -> torch.Tensor:
+    """The loss from the representations of shared candidates (`Loss.fuses_shared_candidates`)."""
+    query, rows = model.rows(users, torch.cat([positives, negatives.items[0]]))
+    pos_scores = (query * rows[:positives.numel()]).sum(-1)
+    mask = None
+    if loss_fn.mask_positive and not negatives.keeps_positive:
+        mask = positive_mask(negatives.items, positives)
+    return loss_fn.over_shared_candidates(query, rows[positives.numel():], pos_scores, negatives.positive_log_q,
+                                          negatives.log_q, mask)
+
+
 def training_loss(model, sampler, loss_fn, config: RunConfig, users: torch.Tensor, positives: torch.Tensor) -> torch.Tensor:
     batch = Batch(users, positives, lambda: model.query(users), model.item_table)
     negatives = sampler.sample(batch)
-    query, pos_scores, neg_scores, positive_repr = step_scores(model, users, positives, negatives)
-    if loss_fn.mask_positive and not negatives.keeps_positive:
-        neg_scores = mask_positives(neg_scores, negatives.items, positives)
-    loss = loss_fn(LossInput(pos_scores, neg_scores, negatives.positive_log_q, negatives.log_q, negatives.weights,
-                             users, positives, query, positive_repr, negatives.segments))
+    if (loss_fn.fuses_shared_candidates and negatives.shared and negatives.segments is None
+            and not whole_table_pays(model.n_items, negatives)):
+        loss = fused_shared_loss(model, loss_fn, users, positives, negatives)
+    else:
+        query, pos_scores, neg_scores, positive_repr = step_scores(model, users, positives, negatives)
+        if loss_fn.mask_positive and not negatives.keeps_positive:
+            neg_scores = mask_positives(neg_scores, negatives.items, positives)
+        loss = loss_fn(LossInput(pos_scores, neg_scores, negatives.positive_log_q, negatives.log_q, negatives.weights,
+                                 users, positives, query, positive_repr, negatives.segments))
     if config.weight_decay_mode == "batch" and config.weight_decay > 0:
         used = torch.cat([positives, negatives.items.flatten()]) if loss_fn.uses_negatives else positives
         loss = loss + config.weight_decay * batched_decay(model, users, used)
