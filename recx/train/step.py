@@ -4,7 +4,8 @@ The step reads only the representations it scores (`model.rows`: the batch's use
 so gradients and row-sparse optimizer updates touch only those rows. The whole item table is computed only where a
 method needs it: a sampler that scores every item (read lazily through `Batch.item_table`), a candidate set as large
 as the catalogue (full softmax), or per-query candidates on a catalogue small enough that one [B, n_items] product
-is cheaper than gathering rows.
+is cheaper than gathering rows. Candidates shared by the batch go to a loss that `fuses_shared_candidates` (sampled
+softmax) as representations, so that its backward needs no [B, n] product of gradients.
 """
 from __future__ import annotations
 
