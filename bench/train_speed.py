@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import statistics
 import time
 import warnings
 from pathlib import Path
@@ -49,18 +50,20 @@ def case_config(raw: dict, optimizer: str, device: torch.device):
 
 def epoch_seconds(config, dataset, device: torch.device, epochs: int, count_syncs: bool = False
                   ) -> tuple[float, int | None]:
-    """(mean seconds per epoch (on CUDA after a warm-up epoch), host syncs inside an epoch on CUDA)."""
+    """(median seconds per epoch (on CUDA after a warm-up epoch), host syncs inside an epoch on CUDA)."""
     model = build_model(config, dataset, device)
     runner = InteractionEpochs(config, dataset, model, torch.Generator(device=device).manual_seed(0))
     losses = torch.zeros(runner.n_steps, device=device)
     if device.type == "cuda":
         runner.train_epoch(0, losses, lambda step: None)
-    synchronize(device)
-    started = time.perf_counter()
+    times = []
     for epoch in range(epochs):
+        synchronize(device)
+        started = time.perf_counter()
         runner.train_epoch(epoch + 1, losses, lambda step: None)
-    synchronize(device)
-    seconds = (time.perf_counter() - started) / epochs
+        synchronize(device)
+        times.append(time.perf_counter() - started)
+    seconds = statistics.median(times)
     syncs = None
     if count_syncs:
         torch.cuda.set_sync_debug_mode("warn")
@@ -73,20 +76,25 @@ def epoch_seconds(config, dataset, device: torch.device, epochs: int, count_sync
     return seconds, syncs
 
 
-def floor_seconds(n_steps: int, batch: int, dim: int, n_shared: int | None, device: torch.device) -> float:
-    """Forward + backward of the score products alone, per epoch: B dot products (n_shared None) or [B, d] x [d, n]."""
+def floor_seconds(n_steps: int, batch: int, dim: int, n_shared: int | None, device: torch.device,
+                  repeats: int) -> float:
+    """Forward + backward of the score products alone, per epoch (the median of `repeats` epochs, as the cases):
+    B dot products (n_shared None) or [B, d] x [d, n]."""
     query = torch.randn(batch, dim, device=device, requires_grad=True)
     items = torch.randn(n_shared or 2 * batch, dim, device=device, requires_grad=True)
     def step():
         scores = query @ items.T if n_shared else (query * items[:batch]).sum(-1) - (query * items[batch:]).sum(-1)
         scores.sum().backward()
     step()
-    synchronize(device)
-    started = time.perf_counter()
-    for _ in range(n_steps):
-        step()
-    synchronize(device)
-    return time.perf_counter() - started
+    times = []
+    for _ in range(repeats):
+        synchronize(device)
+        started = time.perf_counter()
+        for _ in range(n_steps):
+            step()
+        synchronize(device)
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
 
 
 def implicit_bpr_seconds(dataset, threads: int, epochs: int) -> float | None:
@@ -111,7 +119,7 @@ def main() -> None:
     parser.add_argument("--data-root", type=Path, default=Path("data"))
     parser.add_argument("--dataset", default="gowalla")
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--epochs", type=int, default=1, help="timed epochs per case")
+    parser.add_argument("--epochs", type=int, default=1, help="timed epochs per case and of each floor (medians)")
     parser.add_argument("--optimizer", default="auto")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--cases", default=",".join(CASES), help=f"comma-separated, of: {', '.join(CASES)}")
@@ -127,8 +135,8 @@ def main() -> None:
     reference = implicit_bpr_seconds(dataset, options.threads, options.epochs) if device.type == "cpu" else None
     print(f"implicit BPR (64 factors): {reference:.3f} s/epoch" if reference else
           "implicit BPR: not installed (pip install implicit) or not on CPU; skipped", flush=True)
-    floors = {"bpr": floor_seconds(n_steps, 2048, 64, None, device),
-              "softmax": floor_seconds(n_steps, 2048, 64, 2000, device)}
+    floors = {"bpr": floor_seconds(n_steps, 2048, 64, None, device, options.epochs),
+              "softmax": floor_seconds(n_steps, 2048, 64, 2000, device, options.epochs)}
     print(f"{'case':32s} {'optimizer':>10s} {'s/epoch':>8s} {'floor':>8s} {'/floor':>7s} {'/implicit':>10s}")
     cases = [CASES[key] for key in options.cases.split(",")]
     for name, raw in cases:
