@@ -145,12 +145,12 @@ LOSS_DEFAULTS: dict[str, list[Bundle]] = {
 }
 # Optimizers by measurement on Gowalla (MF dim 64, batch 2048, seed 0, 10 epochs, 1 thread; README "Defaults").
 # Sampled softmax (2000 shared negatives, cosine / 0.1): row-wise Adagrad at lr 0.02 reaches best valid NDCG@20
-# 0.1051 and test 0.1165 against dense Adam's 0.1059 and 0.1146, in 1.3-1.5x the matmul floor per epoch against
-# dense Adam's 1.45-1.6x (lr 0.01: 0.1041 / 0.1163; 0.05 and above learn slower; lazy Adam 0.0861 valid after 4
-# epochs against Adam's 0.0960). BPR: row-wise Adagrad at lr 0.05: best test NDCG@20 0.1114 (elementwise Adagrad
+# 0.1051 and test 0.1165 against dense Adam's 0.1059 and 0.1146, in a shorter epoch (11.3-12.4 s against 12.8 s,
+# bench/train_speed.py, one thread; lr 0.01: 0.1041 / 0.1163; 0.05 and above learn slower; lazy Adam 0.0861
+# valid after 4 epochs against Adam's 0.0960). BPR: row-wise Adagrad at lr 0.05: best test NDCG@20 0.1114 (elementwise Adagrad
 # 0.1113, dense Adam 0.1002 at lr 5e-3, best at epoch 4; lazy Adam 0.0977; row-wise at lr 0.03 0.1101, at 0.1
-# 0.0973), in the shortest epochs (bench/train_speed.py: row-wise 0.84-1.1 s against elementwise Adagrad's
-# 1.3-1.6 s). A run outside the measured setup (another lr, weight decay, model, sampler, candidates or scores)
+# 0.0973), in the shortest epochs (bench/train_speed.py: row-wise 0.82-1.5 s, median 2.9x implicit's BPR,
+# against elementwise Adagrad's 1.3-1.6 s). A run outside the measured setup (another lr, weight decay, model, sampler, candidates or scores)
 # gets `auto` (dense Adam for the softmax losses, lazy Adam otherwise, in Adam's lr scale); full_softmax keeps
 # dense Adam.
 DENSE_ADAM_LOSSES = ("softmax", "full_softmax")
