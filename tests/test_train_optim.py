@@ -109,6 +109,11 @@ def test_rowwise_adagrad_treats_each_element_of_a_vector_as_a_row():
         optimizer.step()
     expected = -0.5 * weights / (weights.abs() + 1e-10) * (1 + 1 / 2 ** 0.5)
     torch.testing.assert_close(margins.detach(), expected, rtol=0, atol=1e-9)
+    scalar = torch.nn.Parameter(torch.tensor(1.0, dtype=torch.float64))  # a 0-dim parameter is one row
+    optimizer = RowwiseAdagrad([scalar], lr=0.5)
+    (scalar * 3.0).backward()
+    optimizer.step()
+    assert scalar.shape == () and torch.isclose(scalar.detach(), torch.tensor(0.5, dtype=torch.float64))
 
 
 def test_dense_gradients_move_every_row_as_the_dense_rule():
