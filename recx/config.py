@@ -166,12 +166,17 @@ def _has_key(raw: dict, dotted: str) -> bool:
     return head in raw and (not tail or tail in (raw[head] or {}))
 
 
+def _raw_args_class(raw: dict, kind: str):
+    """The Args class of the method `raw` names (or the default one) for `kind` ("model_args", ...)."""
+    owner = {"model_args": "model", "sampler_args": "sampler", "loss_args": "loss"}[kind]
+    return _args_class(kind, raw.get(owner, getattr(RunConfig, owner)))
+
+
 def _can_take(raw: dict, dotted: str) -> bool:
     head, _, tail = dotted.partition(".")
     if not tail:
         return True
-    owner = {"model_args": "model", "sampler_args": "sampler", "loss_args": "loss"}[head]
-    args_class = _args_class(head, raw.get(owner, getattr(RunConfig, owner)))
+    args_class = _raw_args_class(raw, head)
     return args_class is not None and tail in {f.name for f in fields(args_class)}
 
 
@@ -187,8 +192,7 @@ def _setting(raw: dict, dotted: str):
         return raw[head] if head in raw else next(f.default for f in fields(RunConfig) if f.name == head)
     if tail in (raw.get(head) or {}):
         return raw[head][tail]
-    owner = {"model_args": "model", "sampler_args": "sampler", "loss_args": "loss"}[head]
-    args_class = _args_class(head, raw.get(owner, getattr(RunConfig, owner)))
+    args_class = _raw_args_class(raw, head)
     return next((f.default for f in fields(args_class) if f.name == tail), None) if args_class else None
 
 

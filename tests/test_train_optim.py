@@ -63,38 +63,34 @@ def test_lazy_adam_touched_rows_equal_a_float64_reference_and_others_stay(sync_f
     assert torch.equal(table.detach()[N_ROWS // 2:], start[N_ROWS // 2:])
 
 
+def _adagrad_squares(grad_row):
+    return grad_row ** 2
+
+
+def _rowwise_squares(grad_row):
+    return (grad_row ** 2).mean()
+
+
 @pytest.mark.parametrize("sync_free", [False, True])
-def test_adagrad_touched_rows_equal_a_float64_reference(sync_free):
+@pytest.mark.parametrize("optimizer_class, row_squares, state_shape", [
+    (RowSparseAdagrad, _adagrad_squares, (N_ROWS, DIM)),  # s_r += g_r^2 elementwise
+    (RowwiseAdagrad, _rowwise_squares, (N_ROWS,)),  # one accumulator per row: s_r += mean_j g_rj^2
+])
+def test_adagrads_touched_rows_equal_a_float64_reference(sync_free, optimizer_class, row_squares, state_shape):
+    """theta_r -= lr g_r / (sqrt(s_r) + eps) on touched rows; the others stay."""
     start = torch.randn(N_ROWS, DIM, dtype=torch.float64)
     table = torch.nn.Parameter(start.clone())
-    optimizer = RowSparseAdagrad([table], lr=0.3)
+    optimizer = optimizer_class([table], lr=0.3)
     optimizer.sync_free = sync_free
-    theta, squares = start.clone(), torch.zeros_like(start)
+    theta, squares = start.clone(), torch.zeros(state_shape, dtype=torch.float64)
     for rows, upstream in _batches(4, seed=1):
         _sparse_step(optimizer, table, rows, upstream)
         grad = _summed(rows, upstream)
         for r in torch.unique(rows).tolist():
-            squares[r] += grad[r] ** 2
+            squares[r] += row_squares(grad[r])
             theta[r] -= 0.3 * grad[r] / (squares[r].sqrt() + 1e-10)
         torch.testing.assert_close(table.detach(), theta, rtol=0, atol=1e-12)
-
-
-@pytest.mark.parametrize("sync_free", [False, True])
-def test_rowwise_adagrad_touched_rows_equal_a_float64_reference(sync_free):
-    """One accumulator per row: s_r += mean_j g_rj^2, theta_r -= lr g_r / (sqrt(s_r) + eps)."""
-    start = torch.randn(N_ROWS, DIM, dtype=torch.float64)
-    table = torch.nn.Parameter(start.clone())
-    optimizer = RowwiseAdagrad([table], lr=0.3)
-    optimizer.sync_free = sync_free
-    theta, squares = start.clone(), torch.zeros(N_ROWS, dtype=torch.float64)
-    for rows, upstream in _batches(4, seed=2):
-        _sparse_step(optimizer, table, rows, upstream)
-        grad = _summed(rows, upstream)
-        for r in torch.unique(rows).tolist():
-            squares[r] += (grad[r] ** 2).mean()
-            theta[r] -= 0.3 * grad[r] / (squares[r].sqrt() + 1e-10)
-        torch.testing.assert_close(table.detach(), theta, rtol=0, atol=1e-12)
-    assert optimizer.state[table]["sum"].shape == (N_ROWS,)
+    assert optimizer.state[table]["sum"].shape == state_shape
     assert torch.equal(table.detach()[N_ROWS // 2:], start[N_ROWS // 2:])
 
 

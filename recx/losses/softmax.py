@@ -34,11 +34,18 @@ def corrected_logits(pos_scores, neg_scores, pos_log_q, neg_log_q, temperature: 
         pos, neg = pos / temperature, neg / temperature
     if correct:
         pos = pos - pos_log_q
-        if neg_log_q.shape[1] == 1 or neg_log_q.stride(1) == 0:
-            shift = neg_log_q[:, 0]
-        else:
-            neg = neg - neg_log_q
+        column_log_q, shift = split_log_q(neg_log_q)
+        if column_log_q is not None:
+            neg = neg - column_log_q
     return pos, neg, shift
+
+
+def split_log_q(neg_log_q: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor | float]:
+    """(log q to subtract from each candidate's logit, or None; a per-row shift of the log-sum-exp, or 0): a row
+    whose log q is the same for every candidate (a stride-0 row: uniform proposals) becomes the shift."""
+    if neg_log_q.shape[1] == 1 or neg_log_q.stride(1) == 0:
+        return None, neg_log_q[:, 0]
+    return neg_log_q, 0.0
 
 
 ANCHOR_FLOOR = 1e-30  # a probability this large is a normal float32, exact to a few ulps
@@ -143,10 +150,7 @@ class SampledSoftmax(Loss):
         pos, column_log_q, shift = pos_scores, None, 0.0
         if self.args.logq_correction:
             pos = pos - pos_log_q
-            if neg_log_q.stride(1) == 0 or neg_log_q.shape[1] == 1:
-                shift = neg_log_q[:, 0]
-            else:
-                column_log_q = neg_log_q
+            column_log_q, shift = split_log_q(neg_log_q)
         lse = SharedCandidateLogSumExp.apply(query, candidates, column_log_q, mask) - shift
         return (torch.logaddexp(pos, lse) - pos).mean()
 
