@@ -161,7 +161,8 @@ def _args_class(kind: str, name: str):
     return registry.get(name).Args if name in registry.names() else None
 
 
-def _has_key(raw: dict, dotted: str) -> bool:
+def has_key(raw: dict, dotted: str) -> bool:
+    """Whether `raw` sets `dotted` (`lr`, or `model_args.alpha` inside its mapping)."""
     head, _, tail = dotted.partition(".")
     return head in raw and (not tail or tail in (raw[head] or {}))
 
@@ -204,7 +205,7 @@ def apply_loss_defaults(raw: dict) -> tuple[dict, dict]:
         return raw, {}
     applied, filled = {}, raw
     for values, blocked_by, requires in LOSS_DEFAULTS.get(raw.get("loss", RunConfig.loss), []):
-        if any(_has_key(raw, key) for key in (*values, *blocked_by)) or not all(_can_take(raw, k) for k in values):
+        if any(has_key(raw, key) for key in (*values, *blocked_by)) or not all(_can_take(raw, k) for k in values):
             continue
         if requires and any(_setting(filled, key) != value for key, value in requires.items()):
             continue

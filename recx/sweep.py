@@ -4,7 +4,9 @@ An experiment names datasets, methods (each a partial run config), seeds, shared
 of hyper-parameter lists. Each (dataset, method, grid point, seed) is one run, identified by the hash of its
 resolved config; runs whose folder holds the completion marker are skipped. When a grid has several points, each
 method's reported row uses the point with the best mean validation metric over seeds (test values of that point).
-A method's own keys override the grid's: a method that fixes every grid key is planned once per seed.
+A method's own keys override the grid's: a method that fixes every grid key is planned once per seed. Grid keys
+may be dotted (`model_args.alpha: [0.1, 1.0]`), and a method's own `grid` replaces the experiment's for that method
+(the papers tune different hyper-parameters per method: lr and weight decay for SGD, α and λ for ALS).
 The runs execute on a backend (recx.sweeps: this process, local worker processes, or Ray); every backend writes the
 same run store, so a sweep started with one can be resumed with another.
 """
@@ -19,7 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from recx.config import RunConfig, deep_merge, read_yaml_mapping, resolve
+from recx.config import RunConfig, has_key, deep_merge, read_yaml_mapping, resolve
 from recx.data.prepare import PrepareOptions, prepare
 from recx.errors import RecxError
 from recx.report.report import ReportOptions, write_report
@@ -88,22 +90,41 @@ def experiment_spec(content: dict, name: str, path: Path) -> dict:
 
 
 def plan(spec: dict, name: str, path: Path, forced: dict | None = None) -> list[PlannedRun]:
-    grid = spec.get("grid") or {}
-    points = [dict(zip(grid, values)) for values in itertools.product(*grid.values())] or [{}]
     runs, planned = [], set()
     for dataset in spec["datasets"]:
-        for method, overrides in spec["methods"].items():
-            for point in points:
+        for method, method_spec in spec["methods"].items():
+            where = f"{path}: experiment {name!r}, method {method!r} (experiments.{name}.methods.{method})"
+            overrides = dict(method_spec or {})
+            grid = overrides.pop("grid", spec.get("grid")) or {}
+            if not isinstance(grid, dict):
+                raise RecxError(f"{where}: grid must be a mapping of key to a list of values, got {grid!r}")
+            for point in grid_points(grid, where):
                 for seed in spec.get("seeds", [0]):
-                    raw = deep_merge({**(spec.get("defaults") or {}), **point}, overrides or {})
+                    raw = deep_merge(deep_merge(spec.get("defaults") or {}, nested(point)), overrides)
                     raw = {**deep_merge(raw, forced or {}), "dataset": dataset, "seed": seed}
-                    where = f"{path}: experiment {name!r}, method {method!r} (experiments.{name}.methods.{method})"
                     config = resolve(raw, where=f"{where}, dataset {dataset!r}, seed {seed}{_point(point)}")
                     if (method, config.run_id()) not in planned:
                         planned.add((method, config.run_id()))
-                        own = {key: value for key, value in point.items() if key not in (overrides or {})}
+                        own = {key: value for key, value in point.items() if not has_key(overrides, key)}
                         runs.append(PlannedRun(method, own, config))
     return runs
+
+
+def grid_points(grid: dict, where: str) -> list[dict]:
+    """Every combination of the grid's values; keys may be dotted (`model_args.alpha`) for nested args."""
+    for key, values in grid.items():
+        if not isinstance(values, list) or not values:
+            raise RecxError(f"{where}: grid.{key} must be a non-empty list of values, got {values!r}")
+    return [dict(zip(grid, values)) for values in itertools.product(*grid.values())] or [{}]
+
+
+def nested(point: dict) -> dict:
+    """{"model_args.alpha": 0.1, "lr": 0.01} -> {"model_args": {"alpha": 0.1}, "lr": 0.01}."""
+    out: dict = {}
+    for key, value in point.items():
+        head, _, tail = key.partition(".")
+        out = deep_merge(out, {head: {tail: value}} if tail else {head: value})
+    return out
 
 
 def _point(point: dict) -> str:

@@ -1,9 +1,14 @@
-"""A method that fixes the grid's keys is planned once per seed; single-seed tables render; prism-gowalla plans."""
+"""A method that fixes the grid's keys is planned once per seed; dotted grid keys and per-method grids; single-seed
+tables render; prism-gowalla plans."""
 from pathlib import Path
 
 import pandas as pd
 
+import pytest
+
+from recx.errors import RecxError
 from recx.eval import tables
+from recx.config import RunConfig
 from recx.sweep import load_experiments, experiment_spec, plan
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -18,6 +23,35 @@ def test_method_overriding_the_grid_is_planned_once_per_seed():
     by_method = pd.Series([r.method for r in runs]).value_counts().to_dict()
     assert by_method == {"tuned": 4, "fixed": 2}
     assert all(r.grid_point == {} for r in runs if r.method == "fixed")
+
+
+def test_dotted_grid_keys_set_nested_args_and_a_method_grid_replaces_the_experiments():
+    spec = {"datasets": ["d"], "seeds": [0], "grid": {"lr": [0.1, 0.01], "model_args.init_std": [0.1, 1.0]},
+            "defaults": {"model": "mf", "loss": "bpr"},
+            "methods": {"sgd": {"model_args": {"init": "normal"}},
+                        "wrmf": {"model": "wrmf", "grid": {"model_args.alpha": [1.0, 4.0],
+                                                           "model_args.regularization": [0.1, 0.01]}},
+                        "wrmf-fixed-alpha": {"model": "wrmf", "model_args": {"alpha": 2.0},
+                                             "grid": {"model_args.alpha": [1.0, 4.0]}}}}
+    runs = plan(spec, "x", Path("e.yaml"))
+    sgd = [r for r in runs if r.method == "sgd"]
+    assert sorted((r.config.lr, r.config.model_args["init_std"]) for r in sgd) == [
+        (0.01, 0.1), (0.01, 1.0), (0.1, 0.1), (0.1, 1.0)]
+    assert all(r.config.model_args["init"] == "normal" for r in sgd)  # the method's nested key merges with the grid's
+    wrmf = [r for r in runs if r.method == "wrmf"]
+    assert sorted((r.config.model_args["alpha"], r.config.model_args["regularization"]) for r in wrmf) == [
+        (1.0, 0.01), (1.0, 0.1), (4.0, 0.01), (4.0, 0.1)]
+    assert {r.config.lr for r in wrmf} == {RunConfig().lr}  # the experiment's lr grid is not this method's
+    assert all(set(r.grid_point) == {"model_args.alpha", "model_args.regularization"} for r in wrmf)
+    fixed = [r for r in runs if r.method == "wrmf-fixed-alpha"]
+    assert len(fixed) == 1 and fixed[0].config.model_args["alpha"] == 2.0 and fixed[0].grid_point == {}
+
+
+@pytest.mark.parametrize("grid", [{"lr": []}, {"lr": 0.1}, [0.1]])
+def test_a_grid_that_plans_nothing_is_refused(grid):
+    spec = {"datasets": ["d"], "defaults": {"model": "mf", "loss": "bpr"}, "methods": {"m": {"grid": grid}}}
+    with pytest.raises(RecxError, match="methods.m.*grid"):
+        plan(spec, "x", Path("e.yaml"))
 
 
 def test_single_seed_table_renders_without_spread():
@@ -56,3 +90,15 @@ def test_paper_experiments_state_their_scoring_and_optimizer_rather_than_take_re
             assert not filled - {"n_negatives"}, (name, run.method, filled)
     bir = plan(experiment_spec(content, "bir-batch-size", path), "bir-batch-size", path)
     assert {(r.config.model_args["scoring"], r.config.model_args["temperature"]) for r in bir} == {("dot", 1.0)}
+
+
+def test_rg_table3_tunes_each_method_over_its_own_grid():
+    path = ROOT / "experiments.yaml"
+    spec = {**experiment_spec(load_experiments(path), "rg-table3", path), "datasets": ["ml10m"], "seeds": [0]}
+    runs = plan(spec, "rg-table3", path)
+    counts = pd.Series([r.method for r in runs]).value_counts().to_dict()
+    assert counts == {"bpr": 12, "bce": 12, "ssm": 12, "sm": 12, "wrmf": 20, "rg2": 49, "rgx": 343}
+    assert {tuple(sorted(r.grid_point)) for r in runs if r.method == "wrmf"} == {
+        ("model_args.alpha", "model_args.regularization")}
+    assert {r.config.model_args["beta"] for r in runs if r.method == "rgx"} == {
+        1.0, 0.5, 0.1, 0.05, 0.01, 0.005, 0.001}
