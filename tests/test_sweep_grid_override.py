@@ -102,3 +102,10 @@ def test_rg_table3_tunes_each_method_over_its_own_grid():
         ("model_args.alpha", "model_args.regularization")}
     assert {r.config.model_args["beta"] for r in runs if r.method == "rgx"} == {
         1.0, 0.5, 0.1, 0.05, 0.01, 0.005, 0.001}
+
+
+def test_every_reduced_experiment_the_fidelity_note_cites_plans():
+    path = ROOT / "docs" / "reduced-experiments.yaml"
+    content = load_experiments(path)
+    for name in content["experiments"]:
+        assert plan(experiment_spec(content, name, path), name, path)
