@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from recx.config import RunConfig, has_key, deep_merge, read_yaml_mapping, resolve
+from recx.config import RunConfig, deep_merge, has_key, read_yaml_mapping, resolve
 from recx.data.prepare import PrepareOptions, prepare
 from recx.errors import RecxError
 from recx.report.report import ReportOptions, write_report
