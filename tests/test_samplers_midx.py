@@ -151,7 +151,8 @@ def test_three_stage_draw_matches_its_stages():
     joint = cell_mass * codeword_part.exp()
     expected = (joint / joint.sum())[cell_of] * weights / cell_mass[cell_of]
     uniforms = torch.rand((1, 50_000, 3), generator=generator, dtype=torch.float64)
-    assert_follows(draw_torch(cell_log_weight, cumulative, cell_ptr, order, uniforms), expected.numpy())
+    largest = int(torch.bincount(cell_of).max())
+    assert_follows(draw_torch(cell_log_weight, cumulative, cell_ptr, order, uniforms, largest), expected.numpy())
 
 
 def _draw_by_definition(log_joint, cumulative, cell_ptr, order, u):
@@ -160,31 +161,43 @@ def _draw_by_definition(log_joint, cumulative, cell_ptr, order, u):
     joint = torch.exp(log_joint - log_joint.max()).flatten().tolist()
     cells_cdf = [sum(joint[:c + 1]) for c in range(k * k)]
     row_end = [cells_cdf[r * k + k - 1] for r in range(k)]
-    first = next((r for r in range(k) if row_end[r] > u[0] * row_end[-1]), k - 1)
+
+    def below(fraction, low, high):
+        return min(low + fraction * (high - low), math.nextafter(high, 0.0))
+
+    first = next(r for r in range(k) if row_end[r] > below(u[0], 0.0, row_end[-1]))
     low, high = (row_end[first - 1] if first else 0.0), row_end[first]
-    cell = next((c for c in range(first * k, first * k + k) if cells_cdf[c] > low + u[1] * (high - low)), first * k + k - 1)
+    cell = next(c for c in range(first * k, first * k + k) if cells_cdf[c] > below(u[1], low, high))
     start, end = int(cell_ptr[cell]), int(cell_ptr[cell + 1])
-    target = cumulative[start] + u[2] * (cumulative[end] - cumulative[start])
-    position = next((p for p in range(start, end) if cumulative[p + 1] > target), end - 1)
-    return int(order[position])
+    target = below(u[2], cumulative[start], cumulative[end])
+    return int(order[next(p for p in range(start, end) if cumulative[p + 1] > target)])
 
 
-def test_three_stage_draw_equals_its_definition_draw_by_draw():
-    """Exact agreement (same uniforms, same items) with a per-draw reference, empty cells included."""
+@pytest.mark.parametrize("k", [4, 5])
+@pytest.mark.parametrize("stage3", ["shared", "per-query", "equal"])
+def test_three_stage_draw_equals_its_definition_draw_by_draw(k, stage3):
+    """Exact agreement (same uniforms, same items) with a per-draw reference, empty cells included, for K a power
+    of two or not and each form of stage-3 weights (equal weights: the arange cumulative)."""
     generator = torch.Generator().manual_seed(4)
-    k, n_items = 4, 30
+    n_items, batch = 30, 3
     cell_of = torch.randint(0, k * k, (n_items,), generator=generator)
     order = torch.argsort(cell_of, stable=True)
+    sizes = torch.bincount(cell_of, minlength=k * k)
     cell_ptr = torch.zeros(k * k + 1, dtype=torch.int64)
-    cell_ptr[1:] = torch.cumsum(torch.bincount(cell_of, minlength=k * k), 0)
-    weights = torch.rand(n_items, generator=generator, dtype=torch.float64)
-    cumulative = torch.cat([torch.zeros(1, dtype=torch.float64), torch.cumsum(weights[order], 0)])
-    cell_mass = torch.zeros(k * k, dtype=torch.float64).index_add_(0, cell_of, weights)
-    log_joint = (cell_mass.log() + torch.randn(3, k * k, generator=generator, dtype=torch.float64) * 2).view(3, k, k)
-    uniforms = torch.rand((3, 200, 3), generator=generator, dtype=torch.float64)
-    drawn = draw_torch(log_joint, cumulative, cell_ptr, order, uniforms)
-    for b in range(3):
-        expected = [_draw_by_definition(log_joint[b], cumulative.tolist(), cell_ptr, order, uniforms[b, j].tolist())
+    cell_ptr[1:] = torch.cumsum(sizes, 0)
+    weights = torch.rand(batch, n_items, generator=generator, dtype=torch.float64)
+    if stage3 != "per-query":
+        weights = weights[:1].expand(batch, -1) if stage3 == "shared" else torch.ones(batch, n_items, dtype=torch.float64)
+    cumulative = torch.cat([torch.zeros(batch, 1, dtype=torch.float64), torch.cumsum(weights[:, order], 1)], 1)
+    cell_mass = torch.zeros(batch, k * k, dtype=torch.float64).index_add_(1, cell_of, weights)
+    log_joint = (cell_mass.log() + torch.randn(batch, k * k, generator=generator, dtype=torch.float64) * 2)
+    log_joint = log_joint.view(batch, k, k)
+    uniforms = torch.rand((batch, 200, 3), generator=generator, dtype=torch.float64)
+    uniforms[:, :20] = 1 - 2.0 ** -53  # targets that round onto a CDF's last value: the clamps decide
+    given = {"shared": cumulative[0], "per-query": cumulative, "equal": None}[stage3]
+    drawn = draw_torch(log_joint, given, cell_ptr, order, uniforms, int(sizes.max()))
+    for b in range(batch):
+        expected = [_draw_by_definition(log_joint[b], cumulative[b].tolist(), cell_ptr, order, uniforms[b, j].tolist())
                     for j in range(200)]
         assert drawn[b].tolist() == expected
 

@@ -45,7 +45,9 @@ class ProductCodebooks:
         self.cell = assignments[0] * k + assignments[1]
         self.order = torch.argsort(self.cell, stable=True)
         self.cell_ptr = torch.zeros(k * k + 1, dtype=torch.int64, device=item_table.device)
-        self.cell_ptr[1:] = torch.cumsum(torch.bincount(self.cell, minlength=k * k), 0)
+        sizes = torch.bincount(self.cell, minlength=k * k)
+        self.cell_ptr[1:] = torch.cumsum(sizes, 0)
+        self.largest_cell = int(sizes.max())  # read once per rebuild: the MIDX draw's stage-3 search length
 
     def quantised(self) -> torch.Tensor:
         """c¹_{k1(i)} ⊕ c²_{k2(i)} for every item [M, D]."""

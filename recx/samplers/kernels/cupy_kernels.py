@@ -47,8 +47,12 @@ extern "C" __global__ void midx_draw(const double* joint, const double* cumulati
     const double* J = joint + b * k * k;
     const double* u = uniforms + 3 * t;
     double total = 0.0;
-    for (long long i = 0; i < k * k; ++i) total += J[i];
-    double target = u[0] * total, running = 0.0;
+    for (long long i = 0; i < k; ++i) {  // summed row by row, as `running` below: it reaches `total` exactly
+        double row = 0.0;
+        for (long long j = 0; j < k; ++j) row += J[i * k + j];
+        total += row;
+    }
+    double target = fmin(u[0] * total, nextafter(total, 0.0)), running = 0.0;
     long long k1 = k - 1;
     for (long long i = 0; i < k; ++i) {
         double row = 0.0;
@@ -58,7 +62,7 @@ extern "C" __global__ void midx_draw(const double* joint, const double* cumulati
     }
     double row_total = 0.0;
     for (long long j = 0; j < k; ++j) row_total += J[k1 * k + j];
-    target = u[1] * row_total; running = 0.0;
+    target = fmin(u[1] * row_total, nextafter(row_total, 0.0)); running = 0.0;
     long long k2 = k - 1;
     for (long long j = 0; j < k; ++j) {
         running += J[k1 * k + j];
@@ -66,7 +70,7 @@ extern "C" __global__ void midx_draw(const double* joint, const double* cumulati
     }
     long long cell = k1 * k + k2, start = cell_ptr[cell], end = cell_ptr[cell + 1];
     const double* C = cumulative + b * row_stride;
-    target = C[start] + u[2] * (C[end] - C[start]);
+    target = fmin(C[start] + u[2] * (C[end] - C[start]), nextafter(C[end], 0.0));
     long long lo = start, hi = end - 1;
     while (lo < hi) {
         long long mid = lo + (hi - lo) / 2;

@@ -2,10 +2,12 @@
 weights; a torch reference and a CuPy kernel that read the same uniforms (u1, u2, u3) per draw.
 
 For query b with joint cell weights J[k1, k2] = exp(log_joint[b, k1, k2]):
-    k1 = the first k with Σ_{k' ≤ k} Σ_j J[k', j] > u1 · Σ J          (stage 1)
-    k2 = the first k with Σ_{k' ≤ k} J[k1, k'] > u2 · Σ_j J[k1, j]     (stage 2)
+    k1 = the first k with Σ_{k' ≤ k} Σ_j J[k', j] > t1,   t1 = u1 · Σ J                            (stage 1)
+    k2 = the first k with Σ_{k' ≤ k} J[k1, k'] > t2,      t2 = u2 · Σ_j J[k1, j]                   (stage 2)
     cell c = k1 K + k2, positions [s, e) = cell_ptr[c], cell_ptr[c + 1] in `order`;
-    position = the first p in [s, e) with C[p + 1] > C[s] + u3 (C[e] - C[s])  (stage 3, C the cumulative weights)
+    position = the first p in [s, e) with C[p + 1] > t3,  t3 = C[s] + u3 (C[e] - C[s])             (stage 3)
+with C the cumulative stage-3 weights and every target t kept below the total it is compared with (at most the
+largest double under it), so that a target rounded onto the total never selects past the last positive weight.
 Zero-weight cells and items are never drawn (strict inequalities).
 """
 from __future__ import annotations
@@ -20,47 +22,66 @@ def inverse_cdf(weights: torch.Tensor, uniforms: torch.Tensor) -> torch.Tensor:
     return torch.searchsorted(cdf, target, right=True)[..., 0].clamp_max(weights.shape[-1] - 1)
 
 
-def count_at_most(sorted_rows: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    """For rows [..., K] sorted ascending and targets [...]: how many entries are ≤ the target, i.e.
-    searchsorted(right=True), as K comparisons summed (several times faster than a batched binary search for
-    K = 16 on a CPU)."""
-    return (sorted_rows <= targets[..., None]).sum(-1)
+def below(fraction: torch.Tensor, low: torch.Tensor, high: torch.Tensor) -> torch.Tensor:
+    """low + fraction · (high - low), kept under `high` (high > low ≥ 0)."""
+    return torch.minimum(low + fraction * (high - low), torch.nextafter(high, torch.zeros_like(high)))
 
 
-def draw_torch(log_joint: torch.Tensor, cumulative: torch.Tensor, cell_ptr: torch.Tensor, order: torch.Tensor,
-               uniforms: torch.Tensor) -> torch.Tensor:
+def count_at_most(values: torch.Tensor, origin, targets: torch.Tensor, largest: int) -> torch.Tensor:
+    """origin + #{j : C_j ≤ target} for the nondecreasing window C_j = values[..., origin + j] (values [L] or
+    [B, L], read at every index below origin + 2 · largest), when C_{largest - 1} > target: binary lifting,
+    ⌈log2 largest⌉ gathers and comparisons per target (torch.searchsorted(right=True) over each target's own window,
+    several times faster than it on a CPU)."""
+    read = values.take if values.ndim == 1 else lambda index: values.gather(1, index)
+    pointer = torch.zeros(targets.shape, dtype=torch.int64, device=targets.device) + origin
+    step = 1 << (largest - 1).bit_length() - 1 if largest > 1 else 0
+    while step:
+        pointer += (read(pointer + (step - 1)) <= targets) * step
+        step >>= 1
+    return pointer
+
+
+def padded(values: torch.Tensor, width: int) -> torch.Tensor:
+    """`values` with `width` entries of +inf after its last dimension (count_at_most reads past a window's end)."""
+    return torch.nn.functional.pad(values, (0, width), value=float("inf"))
+
+
+def draw_torch(log_joint: torch.Tensor, cumulative: torch.Tensor | None, cell_ptr: torch.Tensor, order: torch.Tensor,
+               uniforms: torch.Tensor, largest_cell: int) -> torch.Tensor:
     """Items [B, n] for `uniforms` [B, n, 3] (float64); `cumulative` is [M + 1] (shared), [B, M + 1], or None
-    for equal stage-3 weights (the uniform draw start + floor(u3 · |cell|), the same law as an arange cumulative).
+    for equal stage-3 weights (the uniform draw start + floor(u3 · |cell|), the same law as an arange cumulative);
+    `largest_cell` bounds the cells' sizes (stage 3's search length).
 
-    Stages 1 and 2 search each query's cumulative joint weights over the K² cells (k1-major): its values at row
-    ends are stage 1's CDF, and within row k1 it is stage 2's CDF shifted by the rows before, so stage 2 compares
-    its target with row k1's K values only (the rows before are all ≤ it)."""
+    Stages 1 and 2 search each query's cumulative joint weights over the K² cells (k1-major, a 0 in front): its
+    values at row ends are stage 1's CDF, and within row k1 it is stage 2's CDF shifted by the rows before."""
     batch, n, _ = uniforms.shape
     k = log_joint.shape[1]
     flat = log_joint.to(torch.float64).flatten(1)
-    cells_cdf = torch.cumsum(torch.exp(flat - flat.max(dim=1, keepdim=True).values), dim=1)  # [B, K²]
-    row_end = cells_cdf[:, k - 1::k]  # [B, K]
-    first = count_at_most(row_end[:, None, :], uniforms[..., 0] * row_end[:, -1:]).clamp_max_(k - 1)
-    high = row_end.gather(1, first)
-    low = torch.where(first > 0, row_end.gather(1, (first - 1).clamp_min(0)), torch.zeros_like(high))
-    row_cdf = cells_cdf.view(batch, k, k).gather(1, first[..., None].expand(batch, n, k))  # [B, n, K]: row k1
-    cell = first * k + count_at_most(row_cdf, low + uniforms[..., 1] * (high - low)).clamp_max_(k - 1)
+    cells_cdf = torch.full((batch, k * k + 1 + 2 * k), float("inf"), dtype=torch.float64, device=flat.device)
+    cells_cdf[:, 0] = 0.0
+    torch.cumsum(torch.exp(flat - flat.max(dim=1, keepdim=True).values), dim=1, out=cells_cdf[:, 1:k * k + 1])
+    row_end = padded(cells_cdf[:, k:k * k + 1:k], 2 * k)  # [B, 3K]: stage 1's CDF
+    total = row_end[:, k - 1:k]
+    first = count_at_most(row_end, 0, below(uniforms[..., 0], torch.zeros_like(total), total), k)
+    base = first * k
+    low, high = cells_cdf.gather(1, base), cells_cdf.gather(1, base + k)
+    cell = count_at_most(cells_cdf, base + 1, below(uniforms[..., 1], low, high), k) - 1
     start, end = cell_ptr[cell], cell_ptr[cell + 1]
     if cumulative is None:  # uniform within the cell: O(1) per draw
         return order[start + (uniforms[..., 2] * (end - start)).long().clamp_max(end - start - 1)]
     if cumulative.ndim == 1:
         low, high = cumulative[start], cumulative[end]
-        position = torch.searchsorted(cumulative[1:], low + uniforms[..., 2] * (high - low), right=True)
     else:
         low, high = cumulative.gather(1, start), cumulative.gather(1, end)
-        position = torch.searchsorted(cumulative[:, 1:].contiguous(), low + uniforms[..., 2] * (high - low), right=True)
-    return order[torch.minimum(torch.maximum(position, start), end - 1)]
+    position = count_at_most(padded(cumulative, 2 * largest_cell), start + 1, below(uniforms[..., 2], low, high),
+                             largest_cell) - 1
+    return order[position]
 
 
-def draw_cells_and_items(log_joint: torch.Tensor, cumulative: torch.Tensor, cell_ptr: torch.Tensor,
-                         order: torch.Tensor, uniforms: torch.Tensor, backend: str) -> torch.Tensor:
+def draw_cells_and_items(log_joint: torch.Tensor, cumulative: torch.Tensor | None, cell_ptr: torch.Tensor,
+                         order: torch.Tensor, uniforms: torch.Tensor, largest_cell: int, backend: str) -> torch.Tensor:
     if backend == "cupy":
         from recx.samplers.kernels.cupy_kernels import midx_draw
 
         return midx_draw(log_joint, cumulative, cell_ptr, order, uniforms)
-    return draw_torch(log_joint, cumulative, cell_ptr, order, uniforms)
+    return draw_torch(log_joint, cumulative, cell_ptr, order, uniforms, largest_cell)
