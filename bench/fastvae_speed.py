@@ -62,6 +62,12 @@ class TimedSampler:
         return negatives
 
 
+def limit_steps(runner: UserEpochs, users: torch.Tensor, steps: int) -> None:
+    """Make the runner's epoch `steps` full batches, of the first users."""
+    runner.users = users[:steps * runner.config.batch_size]
+    runner.n_steps = steps
+
+
 def epoch_time(dataset: Dataset, model_name: str, sampler: str, negatives: int, steps: int, device) -> dict:
     config = resolve({"model": model_name, "loss": "softmax" if model_name == "fastvae" else "full_softmax",
                       "sampler": sampler, "n_negatives": negatives, "dim": 32, "batch_size": 256, "lr": 1e-3,
@@ -81,11 +87,12 @@ def epoch_time(dataset: Dataset, model_name: str, sampler: str, negatives: int, 
         rebuild = time.perf_counter() - started
         runner.sampler = TimedSampler(runner.sampler, device)
         runner.sampler.rebuild_every = None
-    runner.n_steps = 1
+    all_users = runner.users
+    limit_steps(runner, all_users, 1)
     runner.train_epoch(1, torch.zeros(1, device=device), lambda step: None)  # warm-up
     if runner.sampler is not None:
         runner.sampler.seconds = 0.0
-    runner.n_steps = steps
+    limit_steps(runner, all_users, steps)
     synchronize(device)
     started = time.perf_counter()
     runner.train_epoch(1, torch.zeros(steps, device=device), lambda step: None)
