@@ -86,6 +86,8 @@ def piped(command: list[str], limit_s: float) -> tuple[list[tuple[float, bytes]]
 
 
 def main() -> None:
+    if "--" not in sys.argv or sys.argv[-1] == "--":
+        sys.exit(__doc__)
     command, options = sys.argv[sys.argv.index("--") + 1:], sys.argv[1:sys.argv.index("--")]
     limit_s = float(options[options.index("--limit") + 1]) if "--limit" in options else float("inf")
     modes = [("terminal", in_terminal)] + ([] if "--terminal-only" in options else [("piped (baseline)", piped)])
