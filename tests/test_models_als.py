@@ -188,21 +188,23 @@ def test_agrees_with_implicit_als(solver):
     implicit_als = pytest.importorskip("implicit.cpu.als")
     import numpy as np
     import scipy.sparse as sp
+    import threadpoolctl
 
     generator = torch.Generator().manual_seed(7)
     R = torch.rand(60, 45, generator=generator) < 0.15
     factors, alpha, lam, iterations = 8, 5.0, 0.1, 3
-    reference = implicit_als.AlternatingLeastSquares(factors=factors, regularization=lam, alpha=alpha,
-                                                     iterations=iterations, use_cg=solver == "cg",
-                                                     num_threads=1, calculate_training_loss=False,
-                                                     dtype=np.float64)
     model_class = MODELS.get("wrmf")
     torch.manual_seed(0)
     model = model_class(60, 45, factors, model_class.Args(alpha=alpha, regularization=lam, confidence="scaled",
                                                           solver=solver, cg_steps=3, dtype="float64"))
-    reference.user_factors = model.user_factors.data.numpy().copy()
-    reference.item_factors = model.item_factors.data.numpy().copy()
-    reference.fit(sp.csr_matrix(R.numpy().astype(np.float32)), show_progress=False)
+    with threadpoolctl.threadpool_limits(1, "blas"):  # implicit warns unless BLAS is single-threaded
+        reference = implicit_als.AlternatingLeastSquares(factors=factors, regularization=lam, alpha=alpha,
+                                                         iterations=iterations, use_cg=solver == "cg",
+                                                         num_threads=1, calculate_training_loss=False,
+                                                         dtype=np.float64)
+        reference.user_factors = model.user_factors.data.numpy().copy()
+        reference.item_factors = model.item_factors.data.numpy().copy()
+        reference.fit(sp.csr_matrix(R.numpy().astype(np.float32)), show_progress=False)
     problem = model.weighted_squares(to_csr(R))
     for _ in range(iterations):
         model.solve_users(problem)
