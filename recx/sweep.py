@@ -199,6 +199,18 @@ def table_layout(spec: dict, name: str, path: Path) -> dict:
             "stratified": tuple(layout.get("stratified", ("ndcg",)))}
 
 
+def plan_each_method(spec: dict, name: str, path: Path, forced: dict | None) -> list[PlannedRun]:
+    """`plan` method by method, leaving out the methods that --set values do not fit (a sweep narrowed by
+    --methods sets keys of its own methods only; the others can have no complete run with those values)."""
+    runs = []
+    for method, method_spec in spec["methods"].items():
+        try:
+            runs += plan({**spec, "methods": {method: method_spec}}, name, path, forced)
+        except RecxError:
+            continue
+    return runs
+
+
 def complete_elsewhere(whole: list[PlannedRun], runs: list[PlannedRun], runs_dir: Path) -> list[PlannedRun]:
     """Runs of the whole experiment (its own datasets, seeds and methods) that this sweep did not plan but that are
     complete in its output folder: a sweep narrowed by --methods, --seeds or --dataset adds to the experiment's
@@ -286,7 +298,7 @@ def run_sweep(path: Path, name: str, out: Path, data_root: Path, dry_run: bool, 
     report = execute_runs(run_tasks(pending, runs_dir, data_root, out, ks, bool(spec.get("diagnostics"))), execution,
                           name, len(runs), out / "logs")
     console.print(f"trained {len(report.done)} runs; {len(report.skipped)} were completed by another process meanwhile")
-    shown = runs + complete_elsewhere(plan(whole, name, path, overrides.settings), runs, runs_dir)
+    shown = runs + complete_elsewhere(plan_each_method(whole, name, path, overrides.settings), runs, runs_dir)
     results = select_grid_points(collect(shown, runs_dir), shown)
     write_results(results, out)
     convergence_frame(shown, runs_dir).to_parquet(out / CONVERGENCE, index=False)

@@ -113,3 +113,13 @@ def test_a_sweep_narrowed_to_one_method_keeps_the_other_methods_complete_runs_in
     after = pd.read_parquet(out / "results.parquet")
     assert set(after.method) == set(before.method) == {"bpr", "ssm-pop"}
     assert len(after) == len(before)
+
+
+def test_a_set_key_that_only_the_selected_method_has_does_not_fail_the_tables(tmp_path, recx_cli):
+    path = tmp_path / "experiments.yaml"
+    path.write_text(yaml.safe_dump(EXPERIMENT))
+    out, data = tmp_path / "out", tmp_path / "data"
+    result = recx_cli("sweep", path, "-e", "small", "--out", out, "--data-root", data, "--seeds", "0",
+                      "--methods", "ssm-pop", "--set", "sampler_args.variant=log")
+    assert result.code == 0, result.err
+    assert set(pd.read_parquet(out / "results.parquet").method) == {"ssm-pop"}
