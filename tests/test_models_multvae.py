@@ -18,18 +18,22 @@ from sampler_helpers import make_sampler, random_dataset
 
 
 def dense_reference(model: MultVAE, dataset, users, keep, noise, beta) -> torch.Tensor:
-    """Σ_u [-Σ_{i ∈ y_u} log softmax_i + β KL_u] with dense float64 matrices (no index tricks)."""
+    """Σ_u [-Σ_{i ∈ y_u} log softmax_i + β KL_u] with dense float64 matrices (no index tricks); `keep` is the
+    dropout mask of the input entries (dropout_at input) or of the hidden layer (dropout_at hidden)."""
     y = dataset.train.dense_rows(users).double()
-    rows, _ = torch.nonzero(y, as_tuple=True)
-    dropped = torch.zeros_like(y)
-    dropped[y.bool()] = keep.double() / (1 - model.args.dropout)
-    x = y / y.sum(1, keepdim=True).sqrt() * dropped
-    hidden = torch.relu(x @ model.encoder_in + model.encoder_bias)
+    x = y / y.sum(1, keepdim=True).sqrt()
+    if model.args.dropout_at == "input":
+        dropped = torch.zeros_like(y)
+        dropped[y.bool()] = keep.double() / (1 - model.args.dropout)
+        hidden = torch.relu((x * dropped) @ model.encoder_in + model.encoder_bias)
+    else:
+        hidden = torch.relu((x @ model.encoder_in) * keep.double() / (1 - model.args.dropout) + model.encoder_bias)
     out = hidden @ model.encoder_out.weight.T + model.encoder_out.bias
     mu, log_var = out[:, :model.latent], out[:, model.latent:]
     z = mu + noise * torch.exp(0.5 * log_var)
     query = z @ model.decoder.weight.T + model.decoder.bias
-    log_softmax = query @ model.items.T - torch.logsumexp(query @ model.items.T, dim=1, keepdim=True)
+    logits = query @ model.items.T + (model.item_bias if model.item_bias is not None else 0)
+    log_softmax = logits - torch.logsumexp(logits, dim=1, keepdim=True)
     nll = -(y * log_softmax).sum()
     kl = 0.5 * (torch.exp(log_var) + mu ** 2 - 1 - log_var).sum()
     return nll + beta * kl
@@ -50,6 +54,57 @@ def test_multvae_objective_equals_a_float64_reference(tiny):
     reference = dense_reference(model, tiny, users, keep, noise, beta=0.25)
     assert objective.dtype == torch.float64
     assert torch.allclose(objective, reference, rtol=1e-12, atol=1e-10)
+
+
+def test_the_official_codes_options_equal_the_float64_reference(tiny):
+    """dropout on the hidden layer and a trained item bias (HERECJ/FastVae_Gpu's encoder and output layer)."""
+    args = MultVAEArgs(hidden=5, anneal_cap=1.0, anneal_steps=4, dropout_at="hidden", item_bias=True)
+    config = resolve({"model": "multvae", "loss": "full_softmax", "dim": 3, "batch_size": 16,
+                      "model_args": {"hidden": 5, "anneal_cap": 1.0, "anneal_steps": 4, "dropout_at": "hidden",
+                                     "item_bias": True}})
+    model = MultVAE(tiny.n_users, tiny.n_items, 3, args, tiny).double()
+    with torch.no_grad():
+        model.item_bias.copy_(torch.randn(tiny.n_items, dtype=torch.float64))
+    runner = UserEpochs(config, tiny, model, torch.Generator().manual_seed(3))
+    runner.updates = 2
+    users = torch.tensor([1, 4, 8, 12])
+    objective = runner.batch_objective(users)
+    replay = torch.Generator().manual_seed(3)
+    keep = torch.rand((4, 5), generator=replay, dtype=torch.float64) >= 0.5
+    noise = torch.randn((4, 3), generator=replay, dtype=torch.float64)
+    reference = dense_reference(model, tiny, users, keep, noise, beta=0.5)
+    assert torch.allclose(objective, reference, rtol=1e-12, atol=1e-10)
+    query, items = model.representations(users)
+    assert items is model.items  # evaluation ranks by query · q_i: the official code leaves the bias out
+
+
+def test_input_init_normal_draws_the_encoder_table_from_a_standard_normal(tiny):
+    normal = MultVAE(tiny.n_users, tiny.n_items, 3, MultVAEArgs(hidden=400, input_init="normal"), tiny)
+    uniform = MultVAE(tiny.n_users, tiny.n_items, 3, MultVAEArgs(hidden=400), tiny)
+    assert 0.95 < normal.encoder_in.std() < 1.05
+    assert uniform.encoder_in.abs().max() <= 1 / 20
+
+
+def test_lr_steps_down_every_lr_step_epochs(tiny):
+    config = resolve({"model": "multvae", "loss": "full_softmax", "dim": 3, "batch_size": 64, "lr": 0.01,
+                      "model_args": {"hidden": 4, "lr_step_epochs": 2, "lr_step_factor": 0.5}})
+    model = build_model(config, tiny, torch.device("cpu"))
+    runner = UserEpochs(config, tiny, model, torch.Generator().manual_seed(0))
+    seen = []
+    for epoch in range(1, 6):
+        seen.append(runner.optimizer.param_groups[0]["lr"])
+        runner.train_epoch(epoch, torch.zeros(runner.n_steps), lambda step: None)
+    assert seen == pytest.approx([0.01, 0.01, 0.005, 0.005, 0.0025])
+
+
+@pytest.mark.parametrize("model_args, message", [({"item_bias": True}, "multvae only"),
+                                                 ({"dropout_at": "output"}, "input or hidden"),
+                                                 ({"input_init": "zeros"}, "uniform or normal"),
+                                                 ({"lr_step_factor": 1.5}, "lr_step_factor")])
+def test_invalid_official_options_are_refused(tiny, tmp_path, model_args, message):
+    with pytest.raises(RecxError, match=message):
+        config = resolve({"dataset": "tiny", "model": "fastvae", "loss": "softmax", "model_args": model_args})
+        build_model(config, tiny, torch.device("cpu"))
 
 
 def test_evaluation_uses_the_posterior_mean(tiny):

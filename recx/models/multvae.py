@@ -11,6 +11,14 @@ Training (recx.train.runners.users), per user, with z = μ + σ ε, ε ~ N(0, I)
 (Liang et al.'s linear KL annealing). `multvae` trains with the full softmax; `fastvae` replaces it with a sampled
 softmax whose negatives are drawn per user by the run's sampler and shared by that user's positives, logQ-corrected.
 Evaluation uses μ (no sampling, no dropout) on the training history.
+
+The official FastVAE code (HERECJ/FastVae_Gpu, whose runs gave the paper's numbers) differs from this text; its
+choices are model_args, off by default: `dropout_at: hidden` (dropout on the normalised history sum, not the input),
+`input_init: normal` (the encoder table drawn N(0, 1), torch's Embedding default, instead of U(±1/√hidden)),
+`item_bias: true` (multvae: the output layer's bias b_i joins the training logits, query · q_i + b_i; evaluation
+ranks by query · q_i, as the official `_get_item_emb` drops it), and `lr_step_epochs: 5` with `lr_step_factor: 0.95`
+(the learning rate times 0.95 every 5 epochs, its StepLR). Its KL enters the loss as a constant (`kl.item()`), which
+`anneal_cap: 0.0` matches in gradient.
 """
 from __future__ import annotations
 
@@ -32,12 +40,24 @@ class MultVAEArgs:
     dropout: float = 0.5  # on the input history
     anneal_cap: float = 0.2
     anneal_steps: int = 200_000
+    dropout_at: str = "input"  # input (Liang et al., the paper's text) or hidden (the official code)
+    input_init: str = "uniform"  # the encoder table: uniform U(±1/√hidden) or normal N(0, 1) (the official code)
+    item_bias: bool = False  # multvae: a trained output bias b_i in the softmax, left out at evaluation (official)
+    lr_step_epochs: int = 0  # > 0: the learning rate times lr_step_factor every lr_step_epochs epochs (StepLR)
+    lr_step_factor: float = 0.95
 
     def __post_init__(self):
         if not 0 <= self.dropout < 1:
             raise RecxError(f"model_args.dropout must be in [0, 1), got {self.dropout}")
         if self.hidden < 1 or self.anneal_steps < 1 or self.anneal_cap < 0:
             raise RecxError("model_args: hidden and anneal_steps must be positive, anneal_cap non-negative")
+        if self.dropout_at not in ("input", "hidden"):
+            raise RecxError(f"model_args.dropout_at = {self.dropout_at!r}; expected input or hidden")
+        if self.input_init not in ("uniform", "normal"):
+            raise RecxError(f"model_args.input_init = {self.input_init!r}; expected uniform or normal")
+        if self.lr_step_epochs < 0 or not 0 < self.lr_step_factor <= 1:
+            raise RecxError(f"model_args: lr_step_epochs must be >= 0 (0: constant learning rate) and lr_step_factor "
+                            f"in (0, 1], got {self.lr_step_epochs} and {self.lr_step_factor}")
 
 
 def row_counts(rows: torch.Tensor, n_rows: int) -> torch.Tensor:
@@ -60,12 +80,17 @@ class MultVAE(Model):
         self.n_users, self.n_items, self.latent, self.args = n_users, n_items, dim, args
         self.register_buffer("history_indptr", dataset.train.indptr.clone(), persistent=False)
         self.register_buffer("history_items", dataset.train.indices.clone(), persistent=False)
+        if args.item_bias and self.sampled_softmax:
+            raise RecxError("model_args.item_bias applies to multvae only: a sampled softmax scores inner products")
         bound = 1 / math.sqrt(args.hidden)
-        self.encoder_in = nn.Parameter(torch.empty(n_items, args.hidden).uniform_(-bound, bound))
+        encoder_in = torch.empty(n_items, args.hidden)
+        self.encoder_in = nn.Parameter(encoder_in.normal_() if args.input_init == "normal" else
+                                       encoder_in.uniform_(-bound, bound))
         self.encoder_bias = nn.Parameter(torch.zeros(args.hidden))
         self.encoder_out = nn.Linear(args.hidden, 2 * dim)
         self.decoder = nn.Linear(dim, args.hidden)
         self.items = nn.Parameter(torch.empty(n_items, args.hidden).uniform_(-bound, bound))
+        self.item_bias = nn.Parameter(torch.zeros(n_items)) if args.item_bias else None
 
     def history(self, users: torch.Tensor, nnz: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """(row [nnz], item [nnz]): the training items of `users`, row = position of the user in `users`. `nnz`, their
@@ -79,15 +104,19 @@ class MultVAE(Model):
     def posterior(self, users: torch.Tensor, generator: torch.Generator | None = None,
                   history: tuple[torch.Tensor, torch.Tensor] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """(μ, log σ²) [B, dim] from the users' training histories (`history`: their (row, item) pairs when the
-        caller has them already); `generator` given: input dropout is applied."""
+        caller has them already); `generator` given: dropout is applied (at `dropout_at`)."""
         rows, items = self.history(users) if history is None else history
         lengths = row_counts(rows, users.numel()).clamp_min(1).to(self.items.dtype)
         weights = lengths.rsqrt()[rows]
-        if generator is not None and self.args.dropout > 0:
-            keep = torch.rand(rows.shape, generator=generator, device=rows.device) >= self.args.dropout
-            weights = weights * keep / (1 - self.args.dropout)
+        dropout = self.args.dropout if generator is not None else 0.0
+        if dropout > 0 and self.args.dropout_at == "input":
+            keep = torch.rand(rows.shape, generator=generator, device=rows.device) >= dropout
+            weights = weights * keep / (1 - dropout)
         hidden = torch.zeros(users.numel(), self.args.hidden, device=users.device, dtype=self.items.dtype)
         hidden.index_add_(0, rows, self.encoder_in[items] * weights[:, None])
+        if dropout > 0 and self.args.dropout_at == "hidden":
+            keep = torch.rand(hidden.shape, generator=generator, device=hidden.device, dtype=hidden.dtype) >= dropout
+            hidden = hidden * keep / (1 - dropout)
         mu, log_var = self.encoder_out(F.relu(hidden + self.encoder_bias)).chunk(2, dim=-1)
         return mu, log_var
 

@@ -11,7 +11,8 @@ reparameterisation drawn from the run's generator), decodes the queries, and sco
 `loss_args` apply as for the softmax losses: logits o = s / temperature, `logq_correction: false` drops log q (an
 item a resampler did not draw, log q = +inf, stays out). The objective is Σ_u [nll_u + β_t KL_u] summed over the batch (the official FastVAE code's reduction, the scale at
 which Adam's weight decay of 0.01 was tuned); the recorded step loss is that sum divided by the batch's user count.
-Adam (fused) with `weight_decay` (mode `full`; `batch` mode is an MF notion and is refused).
+Adam (fused) with `weight_decay` (mode `full`; `batch` mode is an MF notion and is refused), its learning rate
+stepped down every `model_args.lr_step_epochs` epochs when that is set (the official FastVAE code's StepLR).
 """
 from __future__ import annotations
 
@@ -32,12 +33,15 @@ from recx.train.runners.base import EpochRunner
 DENSE_SCORES_RATIO = 64
 
 
-def full_softmax_nll(query: torch.Tensor, item_table: torch.Tensor, rows: torch.Tensor,
-                     positives: torch.Tensor) -> torch.Tensor:
-    """Σ over (row, positive) pairs of -log softmax(query[row] · item_table)[positive]."""
-    log_norm = torch.logsumexp(query @ item_table.T, dim=1)
+def full_softmax_nll(query: torch.Tensor, item_table: torch.Tensor, rows: torch.Tensor, positives: torch.Tensor,
+                     item_bias: torch.Tensor | None = None) -> torch.Tensor:
+    """Σ over (row, positive) pairs of -log softmax(query[row] · item_table + item_bias)[positive]."""
+    logits = query @ item_table.T
     positive_scores = (query[rows] * item_table[positives]).sum(-1)
-    return (log_norm[rows] - positive_scores).sum()
+    if item_bias is not None:
+        logits = logits + item_bias
+        positive_scores = positive_scores + item_bias[positives]
+    return (torch.logsumexp(logits, dim=1)[rows] - positive_scores).sum()
 
 
 def sampled_softmax_nll(query: torch.Tensor, item_table: torch.Tensor, rows: torch.Tensor, positives: torch.Tensor,
@@ -66,6 +70,9 @@ class UserEpochs(EpochRunner):
             raise RecxError(f"weight_decay_mode 'batch' is not defined for model {config.model!r}; use full or none")
         decay = config.weight_decay if config.weight_decay_mode == "full" else 0.0
         self.optimizer = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=decay, fused=True)
+        step_epochs = model.args.lr_step_epochs
+        self.schedule = torch.optim.lr_scheduler.StepLR(self.optimizer, step_epochs, model.args.lr_step_factor) \
+            if step_epochs else None
         self.sampler = build_sampler(config, dataset, generator) if model.sampled_softmax else None
         self.users = torch.nonzero(dataset.train.row_lengths() > 0).flatten().to(model.device)
         self.n_steps = math.ceil(self.users.numel() / config.batch_size)
@@ -80,7 +87,7 @@ class UserEpochs(EpochRunner):
         query = model.decode(mu + noise * torch.exp(0.5 * log_var)) / self.config.loss_args["temperature"]
         item_table = model.items
         if self.sampler is None:
-            nll = full_softmax_nll(query, item_table, rows, positives)
+            nll = full_softmax_nll(query, item_table, rows, positives, model.item_bias)
         else:
             nll = self.sampled_nll(users, query, item_table, rows, positives)
         return nll + model.beta(self.updates) * kl_divergence(mu, log_var).sum()
@@ -121,3 +128,5 @@ class UserEpochs(EpochRunner):
             self.updates += 1
             losses[step] = objective.detach() / users.numel()
             after_step(step + 1)
+        if self.schedule is not None:
+            self.schedule.step()
