@@ -22,12 +22,13 @@ def dense_reference(model: MultVAE, dataset, users, keep, noise, beta) -> torch.
     dropout mask of the input entries (dropout_at input) or of the hidden layer (dropout_at hidden)."""
     y = dataset.train.dense_rows(users).double()
     x = y / y.sum(1, keepdim=True).sqrt()
+    bias = model.encoder_bias if model.encoder_bias is not None else 0
     if model.args.dropout_at == "input":
         dropped = torch.zeros_like(y)
         dropped[y.bool()] = keep.double() / (1 - model.args.dropout)
-        hidden = torch.relu((x * dropped) @ model.encoder_in + model.encoder_bias)
+        hidden = torch.relu((x * dropped) @ model.encoder_in + bias)
     else:
-        hidden = torch.relu((x @ model.encoder_in) * keep.double() / (1 - model.args.dropout) + model.encoder_bias)
+        hidden = torch.relu((x @ model.encoder_in) * keep.double() / (1 - model.args.dropout) + bias)
     out = hidden @ model.encoder_out.weight.T + model.encoder_out.bias
     mu, log_var = out[:, :model.latent], out[:, model.latent:]
     z = mu + noise * torch.exp(0.5 * log_var)
@@ -57,11 +58,12 @@ def test_multvae_objective_equals_a_float64_reference(tiny):
 
 
 def test_the_official_codes_options_equal_the_float64_reference(tiny):
-    """dropout on the hidden layer and a trained item bias (HERECJ/FastVae_Gpu's encoder and output layer)."""
-    args = MultVAEArgs(hidden=5, anneal_cap=1.0, anneal_steps=4, dropout_at="hidden", item_bias=True)
-    config = resolve({"model": "multvae", "loss": "full_softmax", "dim": 3, "batch_size": 16,
-                      "model_args": {"hidden": 5, "anneal_cap": 1.0, "anneal_steps": 4, "dropout_at": "hidden",
-                                     "item_bias": True}})
+    """dropout on the hidden layer, no encoder bias and a trained item bias (HERECJ/FastVae_Gpu's encoder and output
+    layer)."""
+    options = {"hidden": 5, "anneal_cap": 1.0, "anneal_steps": 4, "dropout_at": "hidden", "item_bias": True,
+               "encoder_bias": False}
+    args = MultVAEArgs(**options)
+    config = resolve({"model": "multvae", "loss": "full_softmax", "dim": 3, "batch_size": 16, "model_args": options})
     model = MultVAE(tiny.n_users, tiny.n_items, 3, args, tiny).double()
     with torch.no_grad():
         model.item_bias.copy_(torch.randn(tiny.n_items, dtype=torch.float64))
@@ -76,6 +78,7 @@ def test_the_official_codes_options_equal_the_float64_reference(tiny):
     assert torch.allclose(objective, reference, rtol=1e-12, atol=1e-10)
     query, items = model.representations(users)
     assert items is model.items  # evaluation ranks by query · q_i: the official code leaves the bias out
+    assert model.encoder_bias is None and len(list(model.parameters())) == 7
 
 
 def test_input_init_normal_draws_the_encoder_table_from_a_standard_normal(tiny):

@@ -15,6 +15,7 @@ Evaluation uses μ (no sampling, no dropout) on the training history.
 The official FastVAE code (HERECJ/FastVae_Gpu, whose runs gave the paper's numbers) differs from this text; its
 choices are model_args, off by default: `dropout_at: hidden` (dropout on the normalised history sum, not the input),
 `input_init: normal` (the encoder table drawn N(0, 1), torch's Embedding default, instead of U(±1/√hidden)),
+`encoder_bias: false` (its encoder's first layer is an Embedding sum, with no bias),
 `item_bias: true` (multvae: the output layer's bias b_i joins the training logits, query · q_i + b_i; evaluation
 ranks by query · q_i, as the official `_get_item_emb` drops it), and `lr_step_epochs: 5` with `lr_step_factor: 0.95`
 (the learning rate times 0.95 every 5 epochs, its StepLR). Its KL enters the loss as a constant (`kl.item()`), which
@@ -42,6 +43,7 @@ class MultVAEArgs:
     anneal_steps: int = 200_000
     dropout_at: str = "input"  # input (Liang et al., the paper's text) or hidden (the official code)
     input_init: str = "uniform"  # the encoder table: uniform U(±1/√hidden) or normal N(0, 1) (the official code)
+    encoder_bias: bool = True  # a bias on the encoder's hidden layer (the official code has none)
     item_bias: bool = False  # multvae: a trained output bias b_i in the softmax, left out at evaluation (official)
     lr_step_epochs: int = 0  # > 0: the learning rate times lr_step_factor every lr_step_epochs epochs (StepLR)
     lr_step_factor: float = 0.95
@@ -86,7 +88,7 @@ class MultVAE(Model):
         encoder_in = torch.empty(n_items, args.hidden)
         self.encoder_in = nn.Parameter(encoder_in.normal_() if args.input_init == "normal" else
                                        encoder_in.uniform_(-bound, bound))
-        self.encoder_bias = nn.Parameter(torch.zeros(args.hidden))
+        self.encoder_bias = nn.Parameter(torch.zeros(args.hidden)) if args.encoder_bias else None
         self.encoder_out = nn.Linear(args.hidden, 2 * dim)
         self.decoder = nn.Linear(dim, args.hidden)
         self.items = nn.Parameter(torch.empty(n_items, args.hidden).uniform_(-bound, bound))
@@ -117,7 +119,9 @@ class MultVAE(Model):
         if dropout > 0 and self.args.dropout_at == "hidden":
             keep = torch.rand(hidden.shape, generator=generator, device=hidden.device, dtype=hidden.dtype) >= dropout
             hidden = hidden * keep / (1 - dropout)
-        mu, log_var = self.encoder_out(F.relu(hidden + self.encoder_bias)).chunk(2, dim=-1)
+        if self.encoder_bias is not None:
+            hidden = hidden + self.encoder_bias
+        mu, log_var = self.encoder_out(F.relu(hidden)).chunk(2, dim=-1)
         return mu, log_var
 
     def decode(self, z: torch.Tensor) -> torch.Tensor:
