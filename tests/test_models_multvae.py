@@ -81,11 +81,13 @@ def test_the_official_codes_options_equal_the_float64_reference(tiny):
     assert model.encoder_bias is None and len(list(model.parameters())) == 7
 
 
-def test_input_init_normal_draws_the_encoder_table_from_a_standard_normal(tiny):
+def test_normal_init_draws_the_tables_from_a_standard_normal(tiny):
     normal = MultVAE(tiny.n_users, tiny.n_items, 3, MultVAEArgs(hidden=400, input_init="normal"), tiny)
+    items_normal = MultVAE(tiny.n_users, tiny.n_items, 3, MultVAEArgs(hidden=400, item_init="normal"), tiny)
     uniform = MultVAE(tiny.n_users, tiny.n_items, 3, MultVAEArgs(hidden=400), tiny)
-    assert 0.95 < normal.encoder_in.std() < 1.05
-    assert uniform.encoder_in.abs().max() <= 1 / 20
+    assert 0.95 < normal.encoder_in.std() < 1.05 and normal.items.abs().max() <= 1 / 20
+    assert 0.95 < items_normal.items.std() < 1.05 and items_normal.encoder_in.abs().max() <= 1 / 20
+    assert uniform.encoder_in.abs().max() <= 1 / 20 and uniform.items.abs().max() <= 1 / 20
 
 
 def test_lr_steps_down_every_lr_step_epochs(tiny):
@@ -103,6 +105,7 @@ def test_lr_steps_down_every_lr_step_epochs(tiny):
 @pytest.mark.parametrize("model_args, message", [({"item_bias": True}, "multvae only"),
                                                  ({"dropout_at": "output"}, "input or hidden"),
                                                  ({"input_init": "zeros"}, "uniform or normal"),
+                                                 ({"item_init": "xavier"}, "item_init"),
                                                  ({"lr_step_factor": 1.5}, "lr_step_factor")])
 def test_invalid_official_options_are_refused(tiny, tmp_path, model_args, message):
     with pytest.raises(RecxError, match=message):

@@ -15,7 +15,8 @@ Evaluation uses μ (no sampling, no dropout) on the training history.
 The official FastVAE code (HERECJ/FastVae_Gpu, whose runs gave the paper's numbers) differs from this text; its
 choices are model_args, off by default: `dropout_at: hidden` (dropout on the normalised history sum, not the input),
 `input_init: normal` (the encoder table drawn N(0, 1), torch's Embedding default, instead of U(±1/√hidden)),
-`encoder_bias: false` (its encoder's first layer is an Embedding sum, with no bias),
+`encoder_bias: false` (its encoder's first layer is an Embedding sum, with no bias), `item_init: normal` (fastvae: its
+item table is an Embedding, drawn N(0, 1); its Mult-VAE's output layer is a Linear, uniform as here),
 `item_bias: true` (multvae: the output layer's bias b_i joins the training logits, query · q_i + b_i; evaluation
 ranks by query · q_i, as the official `_get_item_emb` drops it), and `lr_step_epochs: 5` with `lr_step_factor: 0.95`
 (the learning rate times 0.95 every 5 epochs, its StepLR). Its KL enters the loss as a constant (`kl.item()`), which
@@ -43,6 +44,7 @@ class MultVAEArgs:
     anneal_steps: int = 200_000
     dropout_at: str = "input"  # input (Liang et al., the paper's text) or hidden (the official code)
     input_init: str = "uniform"  # the encoder table: uniform U(±1/√hidden) or normal N(0, 1) (the official code)
+    item_init: str = "uniform"  # the item table: uniform or normal (the official FastVAE's Embedding)
     encoder_bias: bool = True  # a bias on the encoder's hidden layer (the official code has none)
     item_bias: bool = False  # multvae: a trained output bias b_i in the softmax, left out at evaluation (official)
     lr_step_epochs: int = 0  # > 0: the learning rate times lr_step_factor every lr_step_epochs epochs (StepLR)
@@ -55,8 +57,9 @@ class MultVAEArgs:
             raise RecxError("model_args: hidden and anneal_steps must be positive, anneal_cap non-negative")
         if self.dropout_at not in ("input", "hidden"):
             raise RecxError(f"model_args.dropout_at = {self.dropout_at!r}; expected input or hidden")
-        if self.input_init not in ("uniform", "normal"):
-            raise RecxError(f"model_args.input_init = {self.input_init!r}; expected uniform or normal")
+        for key in ("input_init", "item_init"):
+            if getattr(self, key) not in ("uniform", "normal"):
+                raise RecxError(f"model_args.{key} = {getattr(self, key)!r}; expected uniform or normal")
         if self.lr_step_epochs < 0 or not 0 < self.lr_step_factor <= 1:
             raise RecxError(f"model_args: lr_step_epochs must be >= 0 (0: constant learning rate) and lr_step_factor "
                             f"in (0, 1], got {self.lr_step_epochs} and {self.lr_step_factor}")
@@ -85,13 +88,16 @@ class MultVAE(Model):
         if args.item_bias and self.sampled_softmax:
             raise RecxError("model_args.item_bias applies to multvae only: a sampled softmax scores inner products")
         bound = 1 / math.sqrt(args.hidden)
-        encoder_in = torch.empty(n_items, args.hidden)
-        self.encoder_in = nn.Parameter(encoder_in.normal_() if args.input_init == "normal" else
-                                       encoder_in.uniform_(-bound, bound))
+
+        def table(init: str) -> nn.Parameter:
+            values = torch.empty(n_items, args.hidden)
+            return nn.Parameter(values.normal_() if init == "normal" else values.uniform_(-bound, bound))
+
+        self.encoder_in = table(args.input_init)
         self.encoder_bias = nn.Parameter(torch.zeros(args.hidden)) if args.encoder_bias else None
         self.encoder_out = nn.Linear(args.hidden, 2 * dim)
         self.decoder = nn.Linear(dim, args.hidden)
-        self.items = nn.Parameter(torch.empty(n_items, args.hidden).uniform_(-bound, bound))
+        self.items = table(args.item_init)
         self.item_bias = nn.Parameter(torch.zeros(n_items)) if args.item_bias else None
 
     def history(self, users: torch.Tensor, nnz: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
