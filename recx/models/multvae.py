@@ -39,7 +39,7 @@ from recx.models.base import Model
 @dataclass
 class MultVAEArgs:
     hidden: int = 200  # the encoder's hidden layer and the decoder's output (item representation) size
-    dropout: float = 0.5  # on the input history
+    dropout: float = 0.5  # the dropout probability, applied where `dropout_at` says
     anneal_cap: float = 0.2
     anneal_steps: int = 200_000
     dropout_at: str = "input"  # input (Liang et al., the paper's text) or hidden (the official code)

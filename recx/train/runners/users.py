@@ -84,10 +84,12 @@ class UserEpochs(EpochRunner):
         rows, positives = model.history(users, nnz)
         mu, log_var = model.posterior(users, self.generator, (rows, positives))
         noise = torch.randn(mu.shape, generator=self.generator, device=mu.device, dtype=mu.dtype)
-        query = model.decode(mu + noise * torch.exp(0.5 * log_var)) / self.config.loss_args["temperature"]
+        temperature = self.config.loss_args["temperature"]
+        query = model.decode(mu + noise * torch.exp(0.5 * log_var)) / temperature
         item_table = model.items
         if self.sampler is None:
-            nll = full_softmax_nll(query, item_table, rows, positives, model.item_bias)
+            bias = model.item_bias / temperature if model.item_bias is not None else None
+            nll = full_softmax_nll(query, item_table, rows, positives, bias)
         else:
             nll = self.sampled_nll(users, query, item_table, rows, positives)
         return nll + model.beta(self.updates) * kl_divergence(mu, log_var).sum()
