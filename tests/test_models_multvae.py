@@ -78,7 +78,29 @@ def test_the_official_codes_options_equal_the_float64_reference(tiny):
     assert torch.allclose(objective, reference, rtol=1e-12, atol=1e-10)
     query, items = model.representations(users)
     assert items is model.items  # evaluation ranks by query · q_i: the official code leaves the bias out
+    assert torch.equal(query, model.decode(model.posterior(users)[0]))  # and encodes without dropout
+    assert not torch.equal(model.posterior(users, torch.Generator().manual_seed(0))[0], model.posterior(users)[0])
     assert model.encoder_bias is None and len(list(model.parameters())) == 7
+
+
+def test_the_item_bias_is_divided_by_the_temperature_with_the_scores(tiny):
+    options = {"hidden": 5, "item_bias": True, "dropout": 0.0}
+    model = MultVAE(tiny.n_users, tiny.n_items, 3, MultVAEArgs(**options), tiny).double()
+    with torch.no_grad():
+        model.item_bias.copy_(torch.randn(tiny.n_items, dtype=torch.float64))
+    objectives = []
+    for temperature in (1.0, 0.25):
+        config = resolve({"model": "multvae", "loss": "full_softmax", "dim": 3, "model_args": options,
+                          "loss_args": {"temperature": temperature}})
+        runner = UserEpochs(config, tiny, model, torch.Generator().manual_seed(5))
+        objectives.append(runner.batch_objective(torch.tensor([2, 6])))
+    replay = torch.Generator().manual_seed(5)
+    noise = torch.randn((2, 3), generator=replay, dtype=torch.float64)
+    mu, log_var = model.posterior(torch.tensor([2, 6]))
+    logits = (model.decode(mu + noise * torch.exp(0.5 * log_var)) @ model.items.T + model.item_bias) / 0.25
+    y = tiny.train.dense_rows(torch.tensor([2, 6])).double()
+    reference = -(y * torch.log_softmax(logits, dim=1)).sum()
+    assert torch.allclose(objectives[1], reference, rtol=1e-12) and not torch.allclose(objectives[0], objectives[1])
 
 
 def test_normal_init_draws_the_tables_from_a_standard_normal(tiny):
@@ -103,11 +125,12 @@ def test_lr_steps_down_every_lr_step_epochs(tiny):
 
 
 @pytest.mark.parametrize("model_args, message", [({"item_bias": True}, "multvae only"),
+                                                 ({"lr_step_epochs": -1}, "lr_step_epochs"),
                                                  ({"dropout_at": "output"}, "input or hidden"),
                                                  ({"input_init": "zeros"}, "uniform or normal"),
                                                  ({"item_init": "xavier"}, "item_init"),
                                                  ({"lr_step_factor": 1.5}, "lr_step_factor")])
-def test_invalid_official_options_are_refused(tiny, tmp_path, model_args, message):
+def test_invalid_official_options_are_refused(tiny, model_args, message):
     with pytest.raises(RecxError, match=message):
         config = resolve({"dataset": "tiny", "model": "fastvae", "loss": "softmax", "model_args": model_args})
         build_model(config, tiny, torch.device("cpu"))

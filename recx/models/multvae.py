@@ -2,8 +2,9 @@
 
 Encoder: the user's training history y_u (binary, L2-normalised, each entry dropped with probability `dropout` and
 the rest scaled by 1/(1-p)) -> Linear(M, 200) -> ReLU -> Linear(200, 2·32) = (μ, log σ²). Decoder: z -> Linear(32, 200)
-= the query; score(u, i) = query · q_i with the item table Q [M, 200] as the output layer (no item bias, so that the
-score is an inner product of representations and samplers can use them).
+= the query; score(u, i) = query · q_i with the item table Q [M, 200] as the output layer (by default no item bias,
+so that the score is an inner product of representations and samplers can use them; `item_bias` adds b_i in
+training, score = query · q_i + b_i).
 
 Training (recx.train.runners.users), per user, with z = μ + σ ε, ε ~ N(0, I):
     L(u) = -Σ_{i ∈ y_u} log softmax_i(query(z) · Q) + β_t KL(N(μ, σ²) ‖ N(0, I)),
@@ -16,11 +17,13 @@ The official FastVAE code (HERECJ/FastVae_Gpu, whose runs gave the paper's numbe
 choices are model_args, off by default: `dropout_at: hidden` (dropout on the normalised history sum, not the input),
 `input_init: normal` (the encoder table drawn N(0, 1), torch's Embedding default, instead of U(±1/√hidden)),
 `encoder_bias: false` (its encoder's first layer is an Embedding sum, with no bias), `item_init: normal` (fastvae: its
-item table is an Embedding, drawn N(0, 1); its Mult-VAE's output layer is a Linear, uniform as here),
+item table is an Embedding, drawn N(0, 1); its Mult-VAE's output layer is a Linear, its weights uniform as here),
 `item_bias: true` (multvae: the output layer's bias b_i joins the training logits, query · q_i + b_i; evaluation
-ranks by query · q_i, as the official `_get_item_emb` drops it), and `lr_step_epochs: 5` with `lr_step_factor: 0.95`
+ranks by query · q_i, as the official `_get_item_emb` drops it; recx starts b at 0, the official Linear at
+U(±1/√hidden)), and `lr_step_epochs: 5` with `lr_step_factor: 0.95`
 (the learning rate times 0.95 every 5 epochs, its StepLR). Its KL enters the loss as a constant (`kl.item()`), which
-`anneal_cap: 0.0` matches in gradient.
+`anneal_cap: 0.0` matches in gradient. Its Mult-VAE's softmax also spans a padding column (item 0, never a positive:
+one extra negative); recx's spans the M items.
 """
 from __future__ import annotations
 

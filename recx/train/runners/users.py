@@ -1,15 +1,16 @@
 """User batches (Mult-VAE / FastVAE): shuffled users with training items, `batch_size` users per step.
 
 The seam with the trainer: the trainer's epoch loop, validation, early stopping and records are the same for every
-training kind; this runner owns an epoch's steps. A step encodes the users' histories (input dropout and the
+training kind; this runner owns an epoch's steps. A step encodes the users' histories (dropout and the
 reparameterisation drawn from the run's generator), decodes the queries, and scores each user's training items:
 - full softmax (`multvae`): nll = Σ_{(u,i)} logsumexp_j(o_uj) - o_ui over all items j;
 - sampled softmax (`fastvae`, the FastVAE paper's §6): Φ_u = the run sampler's negatives for user u (one draw per
   user, shared by all of u's positives), o' = o - log q (logQ correction), and
       nll = Σ_{(u,i)} log(exp(o'_ui) + Σ_{j ∈ Φ_u} exp(o'_uj)) - o'_ui;
   the positives' log q come from `Sampler.log_probability`.
-`loss_args` apply as for the softmax losses: logits o = s / temperature, `logq_correction: false` drops log q (an
-item a resampler did not draw, log q = +inf, stays out). The objective is Σ_u [nll_u + β_t KL_u] summed over the batch (the official FastVAE code's reduction, the scale at
+`loss_args` apply as for the softmax losses: logits o = s / temperature (s = query · q_i, + b_i with multvae's
+`item_bias`), `logq_correction: false` drops log q (an item a resampler did not draw, log q = +inf, stays out).
+The objective is Σ_u [nll_u + β_t KL_u] summed over the batch (the official FastVAE code's reduction, the scale at
 which Adam's weight decay of 0.01 was tuned); the recorded step loss is that sum divided by the batch's user count.
 Adam (fused) with `weight_decay` (mode `full`; `batch` mode is an MF notion and is refused), its learning rate
 stepped down every `model_args.lr_step_epochs` epochs when that is set (the official FastVAE code's StepLR).
