@@ -47,6 +47,37 @@ def test_dotted_grid_keys_set_nested_args_and_a_method_grid_replaces_the_experim
     assert len(fixed) == 1 and fixed[0].config.model_args["alpha"] == 2.0 and fixed[0].grid_point == {}
 
 
+def test_per_dataset_keys_apply_to_their_dataset_only():
+    spec = {"datasets": ["big", "small"], "seeds": [0], "grid": {"n_negatives": [10, 20]},
+            "defaults": {"model": "mf", "loss": "softmax", "sampler": "popularity"},
+            "methods": {"m": {"n_negatives": 100, "sampler_args": {"variant": "log"},
+                              "per_dataset": {"small": {"n_negatives": 5, "lr": 0.5}}}}}
+    runs = {r.config.dataset: r for r in plan(spec, "x", Path("e.yaml"))}
+    assert (runs["big"].config.n_negatives, runs["big"].config.lr) == (100, RunConfig().lr)
+    assert (runs["small"].config.n_negatives, runs["small"].config.lr) == (5, 0.5)
+    assert runs["small"].config.sampler_args["variant"] == "log"  # the method's other keys stay
+    assert runs["small"].grid_point == {}  # the per-dataset key fixes the grid's
+
+
+@pytest.mark.parametrize("per_dataset, message", [
+    ({"other": {"lr": 0.1}}, "per_dataset: 'other' is not one of the experiment's datasets"),
+    ({"d": 0.1}, r"per_dataset.d: expected a mapping"),
+    ([0.1], "per_dataset: expected a mapping of dataset name")])
+def test_a_per_dataset_entry_for_an_unknown_dataset_or_not_a_mapping_is_refused(per_dataset, message):
+    content = {"experiments": {"x": {"datasets": ["d"], "methods": {"m": {"per_dataset": per_dataset}}}}}
+    with pytest.raises(RecxError, match=f"experiments.x.methods.m.{message}"):
+        experiment_spec(content, "x", Path("e.yaml"))
+
+
+def test_fastvae_table3_draws_the_papers_sample_size_per_dataset():
+    path = ROOT / "experiments.yaml"
+    content = load_experiments(path)
+    runs = plan(experiment_spec(content, "fastvae-table3", path), "fastvae-table3", path)
+    negatives = {(r.config.dataset, r.method): r.config.n_negatives for r in runs if r.method.startswith("fastvae")}
+    assert set(negatives.values()) == {1000, 200}
+    assert all(n == (1000 if dataset == "gowalla-fastvae" else 200) for (dataset, _), n in negatives.items())
+
+
 @pytest.mark.parametrize("grid", [{"lr": []}, {"lr": 0.1}, [0.1]])
 def test_a_grid_that_plans_nothing_is_refused(grid):
     spec = {"datasets": ["d"], "defaults": {"model": "mf", "loss": "bpr"}, "methods": {"m": {"grid": grid}}}
