@@ -78,6 +78,18 @@ def test_fastvae_table3_draws_the_papers_sample_size_per_dataset():
     assert all(n == (1000 if dataset == "gowalla-fastvae" else 200) for (dataset, _), n in negatives.items())
 
 
+@pytest.mark.parametrize("experiment", ["fastvae-table3", "fastvae-samplers", "fastvae-scaling"])
+def test_fastvae_popularity_is_log_of_one_plus_count_as_the_paper(experiment):
+    path = ROOT / "experiments.yaml"
+    content = load_experiments(path)
+    runs = [r for r in plan(experiment_spec(content, experiment, path), experiment, path)
+            if r.config.sampler in ("popularity", "midx_pop")]
+    assert runs
+    for run in runs:
+        args = run.config.sampler_args
+        assert args["variant"] == "log" and 0 < args["smoothing"] <= 1e-6  # log(1 + count + s) = log(1 + count)
+
+
 @pytest.mark.parametrize("grid", [{"lr": []}, {"lr": 0.1}, [0.1]])
 def test_a_grid_that_plans_nothing_is_refused(grid):
     spec = {"datasets": ["d"], "defaults": {"model": "mf", "loss": "bpr"}, "methods": {"m": {"grid": grid}}}
