@@ -3,8 +3,9 @@
 An experiment names datasets, methods (each a partial run config), seeds, shared `defaults` and an optional `grid`
 of hyper-parameter lists. A method's `per_dataset` maps a dataset to keys for that dataset only (the papers set some
 per dataset: FastVAE draws 1,000 negatives on Gowalla and 200 on ML10M). Each (dataset, method, grid point, seed)
-is one run, identified by the hash of its resolved config; runs whose folder holds the completion marker are skipped. When a grid has several points, each
-method's reported row uses the point with the best mean validation metric over seeds (test values of that point).
+is one run, identified by the hash of its resolved config; runs whose folder holds the completion marker are
+skipped. When a grid has several points, each method's reported row uses the point with the best mean validation
+metric over seeds (test values of that point).
 A method's own keys override the grid's: a method that fixes every grid key is planned once per seed. Grid keys
 may be dotted (`model_args.alpha: [0.1, 1.0]`), and a method's own `grid` replaces the experiment's for that method
 (the papers tune different hyper-parameters per method: lr and weight decay for SGD, α and λ for ALS).
