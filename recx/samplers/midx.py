@@ -45,25 +45,19 @@ class MidxPopArgs(MidxArgs):
 
 @dataclass
 class Proposal:
-    """Per-query quantities of one batch: the cells' joint log-weights, the normaliser and each cell's log q."""
+    """Per-query quantities of one batch: codeword scores, the cells' joint log-weights and the normaliser."""
 
+    first: torch.Tensor  # [B, K]
+    second: torch.Tensor  # [B, K]
     log_joint: torch.Tensor  # [B, K, K]: log W[k1, k2] + r¹_k1 + r²_k2
     log_norm: torch.Tensor  # [B]
     cumulative: torch.Tensor | None  # [M + 1] or [B, M + 1] float64 cumulative stage-3 weights in cell order; None: equal
-    log_cell_q: torch.Tensor  # [B, K²]: r¹_k1 + r²_k2 - log_norm, log q(i) - log w_i for the items of cell k1 K + k2
     residual_scores: torch.Tensor | None = None  # [B, M] z·q̃_i (exact variant only)
-
-
-def cell_log_q(first: torch.Tensor, second: torch.Tensor, log_norm: torch.Tensor) -> torch.Tensor:
-    """r¹_k1 + r²_k2 - log_norm for every cell (k1-major) [B, K²], in log_norm's dtype."""
-    scores = first.to(log_norm.dtype)[:, :, None] + second.to(log_norm.dtype)[:, None, :]
-    return (scores - log_norm[:, None, None]).flatten(1)
 
 
 class InvertedMultiIndexSampler(Sampler):
     rebuild_every = "epoch"
     Args = MidxArgs
-    equal_weights = False  # True when w_i = 1 for every item (midx_uni): log q then needs no per-item term
 
     def __init__(self, dataset, n_negatives, args: MidxArgs, generator, kernels: str = "auto"):
         super().__init__(dataset, n_negatives, args, generator, kernels)
@@ -92,15 +86,15 @@ class InvertedMultiIndexSampler(Sampler):
         if not self.built:
             self.rebuild(None, batch.item_table)
 
-    def _log_q(self, proposal: Proposal, items: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-        log_q = proposal.log_cell_q.gather(1, self.codebooks.cell.take(items))
-        if not self.equal_weights:
-            log_q = log_q + self.item_log_weight(proposal, items)
-        return log_q.to(dtype)
+    def _log_q(self, proposal: Proposal, items: torch.Tensor) -> torch.Tensor:
+        first, second = (assignment.take(items) for assignment in self.codebooks.assignments)
+        score = proposal.first.gather(1, first) + proposal.second.gather(1, second)
+        log_q = score + self.item_log_weight(proposal, items) - proposal.log_norm[:, None]
+        return log_q.to(proposal.first.dtype)
 
     def log_probability(self, batch: Batch, items: torch.Tensor) -> torch.Tensor:
         self._ready(batch)
-        return torch.cat([self._log_q(self.proposal(query, batch.item_table), part, query.dtype)
+        return torch.cat([self._log_q(self.proposal(query, batch.item_table), part)
                           for query, part in zip(self._chunks(batch.query), self._chunks(items))])
 
     def sample(self, batch: Batch) -> Negatives:
@@ -113,8 +107,8 @@ class InvertedMultiIndexSampler(Sampler):
             drawn = draw_cells_and_items(proposal.log_joint, proposal.cumulative, self.codebooks.cell_ptr,
                                          self.codebooks.order, uniforms, self.codebooks.largest_cell, self.backend)
             items.append(drawn)
-            log_q.append(self._log_q(proposal, drawn, query.dtype))
-            positive_log_q.append(self._log_q(proposal, positives[:, None], query.dtype)[:, 0])
+            log_q.append(self._log_q(proposal, drawn))
+            positive_log_q.append(self._log_q(proposal, positives[:, None])[:, 0])
         return Negatives(torch.cat(items), torch.cat(log_q), torch.cat(positive_log_q))
 
     def _chunks(self, tensor: torch.Tensor) -> tuple[torch.Tensor, ...]:
@@ -124,6 +118,8 @@ class InvertedMultiIndexSampler(Sampler):
 class StaticCellSampler(InvertedMultiIndexSampler):
     """Stage 3 from a fixed per-item weight (uniform or popularity): O(KD + K²) per query, O(log K + log M) per
     draw (O(log K) when the weights are equal: stage 3 is then start + floor(u3 · |cell|))."""
+
+    equal_weights = False
 
     def item_weights(self) -> torch.Tensor:
         raise NotImplementedError
@@ -141,8 +137,7 @@ class StaticCellSampler(InvertedMultiIndexSampler):
     def proposal(self, query: torch.Tensor, item_table: torch.Tensor) -> Proposal:
         first, second = self.codebooks.codeword_scores(query)
         log_joint = self.log_cell_weights + first[:, :, None] + second[:, None, :]
-        log_norm = torch.logsumexp(log_joint.flatten(1), dim=1)
-        return Proposal(log_joint, log_norm, self.cumulative, cell_log_q(first, second, log_norm))
+        return Proposal(first, second, log_joint, torch.logsumexp(log_joint.flatten(1), dim=1), self.cumulative)
 
     def item_log_weight(self, proposal: Proposal, items: torch.Tensor) -> torch.Tensor:
         return self.log_weights.take(items)
@@ -194,8 +189,8 @@ class MidxExact(InvertedMultiIndexSampler):
         first, second = codebooks.codeword_scores(query)
         log_cells = (torch.log(codebooks.cell_sums(weights)) + shift).view(-1, k, k)
         log_joint = log_cells + first.to(torch.float64)[:, :, None] + second.to(torch.float64)[:, None, :]
-        log_norm = torch.logsumexp(log_joint.flatten(1), dim=1)
-        return Proposal(log_joint, log_norm, cumulative, cell_log_q(first, second, log_norm), residual_scores)
+        return Proposal(first, second, log_joint, torch.logsumexp(log_joint.flatten(1), dim=1), cumulative,
+                        residual_scores)
 
     def item_log_weight(self, proposal: Proposal, items: torch.Tensor) -> torch.Tensor:
         return proposal.residual_scores.gather(1, items)
