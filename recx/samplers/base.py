@@ -96,3 +96,11 @@ class Sampler:
         sampler diagnostics for whole distributions; samplers without a closed form do not implement it."""
         raise RecxError(f"sampler {type(self).__name__} has no closed-form proposal probability (needed by "
                         "fastvae and the exact sampler diagnostics)")
+
+    def pair_log_probability(self, batch: Batch, rows: torch.Tensor, items: torch.Tensor) -> torch.Tensor:
+        """[P] log q(items[p] | query rows[p]) for pairs of a query row and an item, as `log_probability` gives it:
+        a query's many items, as FastVAE's positives of a user (each read against its user's query). This default
+        repeats each pair's query row; samplers whose per-query terms cost more than O(1) (a normaliser, codeword
+        scores) override it to compute them once per query row."""
+        per_pair = Batch(batch.users[rows], items, batch.query[rows], batch.item_table)
+        return self.log_probability(per_pair, items[:, None])[:, 0]

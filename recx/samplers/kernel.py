@@ -92,11 +92,21 @@ class QuadraticKernelSampler(Sampler):
         weights = torch.where(ids < self.dataset.n_items, self.args.alpha * scores.pow(2) + 1, 0)
         return ids.gather(1, inverse_cdf(weights, uniforms)[:, None])[:, 0]
 
+    def _log_normaliser(self, query: torch.Tensor) -> torch.Tensor:
+        """log(α zᵀ S z + M) per query row [B] (the root's mass)."""
+        root = torch.ones(query.shape[0], dtype=torch.int64, device=query.device)
+        return torch.log(self._mass(query, root))
+
     def log_probability(self, batch: Batch, items: torch.Tensor) -> torch.Tensor:
         self._ready(batch)
         scores = per_query_scores(batch.query, self.items, items)
-        root = torch.ones(batch.query.shape[0], dtype=torch.int64, device=items.device)
-        return torch.log(self.args.alpha * scores.pow(2) + 1) - torch.log(self._mass(batch.query, root))[:, None]
+        return torch.log(self.args.alpha * scores.pow(2) + 1) - self._log_normaliser(batch.query)[:, None]
+
+    def pair_log_probability(self, batch: Batch, rows: torch.Tensor, items: torch.Tensor) -> torch.Tensor:
+        """O(D) per pair and the normaliser once per query row (O(D²) each) instead of once per pair."""
+        self._ready(batch)
+        scores = (batch.query[rows] * self.items[items]).sum(-1)
+        return torch.log(self.args.alpha * scores.pow(2) + 1) - self._log_normaliser(batch.query)[rows]
 
     def _ready(self, batch: Batch) -> None:
         if not self.built:

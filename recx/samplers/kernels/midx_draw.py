@@ -66,16 +66,16 @@ def draw_torch(log_joint: torch.Tensor, cumulative: torch.Tensor | None, cell_pt
     base = first * k
     low, high = cells_cdf.gather(1, base), cells_cdf.gather(1, base + k)
     cell = count_at_most(cells_cdf, base + 1, below(uniforms[..., 1], low, high), k) - 1
-    start, end = cell_ptr[cell], cell_ptr[cell + 1]
+    start, end = cell_ptr.take(cell), cell_ptr.take(cell + 1)
     if cumulative is None:  # uniform within the cell: O(1) per draw
-        return order[start + (uniforms[..., 2] * (end - start)).long().clamp_max(end - start - 1)]
+        return order.take(start + (uniforms[..., 2] * (end - start)).long().clamp_max(end - start - 1))
     if cumulative.ndim == 1:
-        low, high = cumulative[start], cumulative[end]
+        low, high = cumulative.take(start), cumulative.take(end)
     else:
         low, high = cumulative.gather(1, start), cumulative.gather(1, end)
     position = count_at_most(padded(cumulative, 2 * largest_cell), start + 1, below(uniforms[..., 2], low, high),
                              largest_cell) - 1
-    return order[position]
+    return order.take(position)
 
 
 def draw_cells_and_items(log_joint: torch.Tensor, cumulative: torch.Tensor | None, cell_ptr: torch.Tensor,

@@ -97,12 +97,11 @@ class UserEpochs(EpochRunner):
 
     def sampled_nll(self, users, query, item_table, rows, positives) -> torch.Tensor:
         """Negatives drawn once per user (the sampler's `positives` are each user's first training item, only for
-        the contract: the positives' log q are asked for all of them at once)."""
+        the contract); the positives' log q are asked for all of them at once, as (user row, item) pairs."""
         lengths = row_counts(rows, users.numel())
         batch = Batch(users, positives[torch.cumsum(lengths, 0) - lengths], query.detach(), item_table.detach())
         negatives = self.sampler.sample(batch)
-        per_positive = Batch(users[rows], positives, query.detach()[rows], batch.item_table)
-        positive_log_q = self.sampler.log_probability(per_positive, positives[:, None])[:, 0]
+        positive_log_q = self.sampler.pair_log_probability(batch, rows, positives)
         if not self.config.loss_args["logq_correction"]:
             positive_log_q = torch.zeros_like(positive_log_q)
             negatives.log_q = torch.where(torch.isinf(negatives.log_q), negatives.log_q, 0.0)
