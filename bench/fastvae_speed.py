@@ -6,7 +6,9 @@ Synthetic user histories (Zipf item popularity, `--users` users of about `--mean
   codebook rebuild + steps per epoch x the mean time of `--steps` timed steps (after one warm-up step), with the
   sampler's share of it measured separately; the ratio is Mult-VAE's epoch time over FastVAE's;
 - time of one sampling call (256 queries x `--negatives` draws, hidden size 200) of each sampler, and its ratio to
-  uniform sampling (the paper: MIDX_Uni ~1.5 s vs < 0.5 s per epoch).
+  uniform sampling (the paper: MIDX_Uni ~1.5 s vs < 0.5 s per epoch);
+- time of the positives' log q of one step (the 256 users' training items as (user, item) pairs) with each
+  sampler's `pair_log_probability` against the contract's default (one query row per pair), in the same process.
 Run: python bench/fastvae_speed.py [--items 40000,200000] [--device cpu|cuda]
 """
 from __future__ import annotations
@@ -24,7 +26,7 @@ from recx.data.csr import CSR
 from recx.data.dataset import Dataset
 from recx.models.multvae import FastVAE, MultVAE, MultVAEArgs
 from recx.samplers import SAMPLERS
-from recx.samplers.base import Batch
+from recx.samplers.base import Batch, Sampler
 from recx.train.runners.users import UserEpochs
 from recx.memory import keep_freed_memory
 
@@ -122,6 +124,31 @@ def draw_time(dataset: Dataset, name: str, negatives: int, device, repeats: int 
     return (time.perf_counter() - started) / repeats
 
 
+def positives_log_q_time(dataset: Dataset, name: str, device, repeats: int = 3) -> tuple[float, float]:
+    """(default per-pair seconds, the sampler's own seconds) for the log q of the first 256 users' training items."""
+    sampler_class = SAMPLERS.get(name)
+    sampler = sampler_class(dataset, 1, sampler_class.Args(), torch.Generator(device=device).manual_seed(0), "auto")
+    generator = torch.Generator(device=device).manual_seed(1)
+    items = torch.randn(dataset.n_items, 200, generator=generator, device=device) * 0.1
+    query = torch.randn(256, 200, generator=generator, device=device)
+    users = torch.arange(256, device=device)
+    end = int(dataset.train.indptr[256])
+    rows, positives = dataset.train.row_ids()[:end], dataset.train.indices[:end]
+    batch = Batch(users, positives[:256], query, items)
+    sampler.rebuild(None, items)
+    seconds = []
+    for method in (lambda: Sampler.pair_log_probability(sampler, batch, rows, positives),
+                   lambda: sampler.pair_log_probability(batch, rows, positives)):
+        method()
+        synchronize(device)
+        started = time.perf_counter()
+        for _ in range(repeats):
+            method()
+        synchronize(device)
+        seconds.append((time.perf_counter() - started) / repeats)
+    return seconds[0], seconds[1]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--items", default=None, help="comma-separated catalogue sizes")
@@ -156,6 +183,12 @@ def main() -> None:
             seconds = draw_time(dataset, name, args.negatives, device, repeats=1 if name == "kernel" else 5)
             print(f"  sampling 256 x {args.negatives}: {name:10s} {seconds * 1e3:9.2f} ms  ratio to uniform "
                   f"x{seconds / uniform:.2f}")
+        for name in ("midx_uni", "midx_pop", "midx", "kernel"):
+            if name in skip:
+                continue
+            default, own = positives_log_q_time(dataset, name, device, repeats=1 if name in ("midx", "kernel") else 5)
+            print(f"  positives' log q of 256 users: {name:10s} {own * 1e3:9.2f} ms  (one query row per pair "
+                  f"{default * 1e3:9.2f} ms, x{default / own:.1f})")
 
 
 if __name__ == "__main__":
