@@ -20,7 +20,7 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
-from recx import catalog
+from recx import catalog, yaml_values
 from recx.config import RunConfig
 from recx.errors import RecxError
 
@@ -87,7 +87,7 @@ def _parse_assignments(pairs: list[str]) -> dict:
             if not isinstance(target, dict):
                 raise RecxError(f"--set {pair!r}: {parent} is set to a value, not a mapping, by another --set")
         try:
-            target[leaf] = yaml.safe_load(value)
+            target[leaf] = yaml_values.load(value)
         except yaml.YAMLError:
             raise RecxError(f"--set {pair!r}: the value is not valid YAML") from None
     return out

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-from recx import config_schema
+from recx import config_schema, yaml_values
 from recx.errors import RecxError
 from recx.losses import LOSSES
 from recx.models import MODELS
@@ -260,7 +260,7 @@ def read_yaml_mapping(path: Path, what: str) -> dict:
     if not path.is_file():
         raise RecxError(f"{path}: no such {what}")
     try:
-        content = yaml.safe_load(path.read_text()) or {}
+        content = yaml_values.load(path.read_text()) or {}
     except yaml.YAMLError as exc:
         raise RecxError(f"{path}: not valid YAML ({exc})") from None
     if not isinstance(content, dict):
