@@ -22,7 +22,7 @@ FAST = ["--dim", "8", "--epochs", "1", "--batch-size", "256", "--quiet", "--devi
     (["--dim", "1000000000"], "dim = 1000000000: expected an integer in [1, 65,536]"),
     (["--set", "epochs=true"], "epochs = True: expected an integer"),
     (["--set", "epochs=1.7"], "epochs = 1.7: expected an integer"),
-    (["--set", "epochs=1e23"], "epochs = '1e23': expected an integer"),
+    (["--set", "epochs=1e23"], "epochs = 1e+23: expected an integer"),
     (["--set", "sampler_args=5"], "sampler_args = 5: expected a mapping"),
     (["--set", "model_args.temperature=hot"], "model_args.temperature = 'hot': expected float"),
     (["--set", "batch_size=0"], "batch_size = 0: expected an integer in [1,"),
