@@ -13,7 +13,7 @@ sweep_out = $(if $(OUT),--out $(OUT)/$(1))
 CI_OUT ?= build/ci-reproduce
 
 .PHONY: setup quickstart test test-gpu bench gowalla reproduce-prism reproduce-hns reproduce-bir reproduce-fastvae \
-	reproduce-rg ci-reproduce
+	reproduce-rg ci-reproduce gpu-check gpu-check-cpu
 
 setup:
 	$(PYTHON) -m pip install torch==2.13.0
@@ -27,6 +27,14 @@ test:
 
 test-gpu:
 	$(PYTHON) -m pytest -q -m gpu
+
+# on a CUDA machine with the gpu extra: tests, kernels, host syncs per step, GPU benches, a real run against the CPU;
+# writes gpu-check.md and exits non-zero on any failure. gpu-check-cpu checks the same plumbing without a GPU (CI).
+gpu-check:
+	$(PYTHON) bench/gpu_check.py --device cuda --report gpu-check.md
+
+gpu-check-cpu:
+	$(PYTHON) bench/gpu_check.py --device cpu --report $(CI_OUT)/gpu-check.md
 
 bench:
 	$(PYTHON) bench/eval_speed.py

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
+from recx.device_paths import accelerator_branch
 from recx.losses import LOSSES
 from recx.losses.base import Loss, LossInput
 
@@ -75,7 +76,7 @@ class RowLogSumExp(torch.autograd.Function):
 def softmax_and_log_sum_exp(logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(softmax over dim 1, log-sum-exp over dim 1), as RowLogSumExp computes them."""
     probabilities = torch.softmax(logits, dim=1)
-    if logits.device.type != "cpu":
+    if accelerator_branch(logits):
         return probabilities, _lse_from_maxima(logits, probabilities, None)
     lse = logits[:, 0] - probabilities[:, 0].log()
     rows = (~(probabilities[:, 0] >= ANCHOR_FLOOR)).nonzero().squeeze(1)  # NaN (all -inf) included

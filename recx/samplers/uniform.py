@@ -12,6 +12,7 @@ import math
 
 import torch
 
+from recx.device_paths import accelerator_branch
 from recx.samplers import SAMPLERS
 from recx.samplers.base import Batch, Negatives, Sampler
 
@@ -27,7 +28,7 @@ def redraw_training_items(sampler: Sampler, users: torch.Tensor, items: torch.Te
     """Rejection: redraw the candidates that are the user's training items (vectorised, bounded rounds)."""
     for _ in range(max_redraws):
         hit = sampler.is_training_item(users, items)
-        if hit.device.type == "cpu" and not hit.any():  # free on the CPU; on CUDA every round runs (no host sync)
+        if not accelerator_branch(hit) and not hit.any():  # free on the CPU; on CUDA every round runs (no host sync)
             break
         items = torch.where(hit, draw(items.shape), items)
     return items

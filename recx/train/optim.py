@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import torch
 
+from recx.device_paths import accelerator_branch
 from recx.errors import RecxError
 
 OPTIMIZERS = ("adam", "lazy_adam", "adagrad", "rowwise_adagrad", "sgd")
@@ -53,7 +54,7 @@ class RowSparseOptimizer(torch.optim.Optimizer):
                     continue
                 state = self.state[param]
                 if param.grad.is_sparse:
-                    sync_free = param.is_cuda if self.sync_free is None else self.sync_free
+                    sync_free = accelerator_branch(param) if self.sync_free is None else self.sync_free
                     rows, grad = self._touched_rows(param, state, sync_free)
                     touched = TouchedRows(rows, distinct=not sync_free)
                 else:

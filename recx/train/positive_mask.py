@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import torch
 
+from recx.device_paths import accelerator_branch
+
 
 def shared_hits(candidates: torch.Tensor, positives: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(rows, cols) with candidates[cols] == positives[rows]: every column of every repeat."""
@@ -44,13 +46,13 @@ class MaskEntries(torch.autograd.Function):
 def positive_mask(candidates: torch.Tensor, positives: torch.Tensor):
     """Where each query's candidate is its own positive: (rows, cols) for shared candidates on the CPU, else a
     [B, n] bool tensor."""
-    if candidates.shape[0] == 1 and candidates.device.type == "cpu":
+    if candidates.shape[0] == 1 and not accelerator_branch(candidates):
         return shared_hits(candidates[0], positives)
     return candidates == positives[:, None]
 
 
 def mask_positives(neg_scores: torch.Tensor, candidates: torch.Tensor, positives: torch.Tensor) -> torch.Tensor:
     """neg_scores [B, n] with -inf where a query's candidate is its own positive (in place)."""
-    if candidates.shape[0] == 1 and neg_scores.device.type == "cpu" and neg_scores.shape[0] == positives.shape[0]:
+    if candidates.shape[0] == 1 and not accelerator_branch(neg_scores) and neg_scores.shape[0] == positives.shape[0]:
         return MaskEntries.apply(neg_scores, *shared_hits(candidates[0], positives))
     return neg_scores.masked_fill_(candidates == positives[:, None], float("-inf"))

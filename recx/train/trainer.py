@@ -16,6 +16,7 @@ import torch
 from rich.progress import Progress
 
 from recx.config import RunConfig, non_default_settings
+from recx.device_paths import accelerator_branch
 from recx.config_schema import check_against_dataset
 from recx.data.dataset import Dataset
 from recx.errors import Interrupted, RecxError
@@ -57,7 +58,7 @@ def fit(config: RunConfig, dataset: Dataset, model, folder: Path, progress: Prog
     best_score, best_epoch, best_state, waited = -math.inf, 0, None, 0
     name = config.model if model.training_kind == "alternating" else f"{config.loss}+{config.sampler}"
     task = progress.add_task(name, total=max(runner.n_steps, 1), status="")
-    on_host = model.device.type == "cpu"  # the running loss is shown only where reading it costs no device sync
+    on_host = not accelerator_branch(model.device)  # the running loss is shown only where reading it costs no device sync
     epoch = 0
     for epoch in range(1, config.epochs + 1 if runner.n_steps else 1):
         model.train()

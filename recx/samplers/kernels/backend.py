@@ -1,10 +1,12 @@
 """Choosing the kernel implementation: `auto` (CuPy on CUDA when installed, else torch), `torch` or `cupy`.
 
-CuPy is imported lazily, only when a CuPy kernel is asked for, never at module import.
+CuPy is imported lazily, only when a CuPy kernel is asked for, never at module import. `auto` on CUDA without
+CuPy says once that the torch kernels run instead (no silent fallback).
 """
 from __future__ import annotations
 
 import importlib.util
+import sys
 
 import torch
 
@@ -26,6 +28,18 @@ def resolve_backend(kernels: str, device: torch.device | str) -> str:
         if not on_cuda or not cupy_available():
             raise RecxError("kernels 'cupy' needs a CUDA device and the cupy package (pip install recx[gpu])")
         return "cupy"
-    if kernels == "auto" and on_cuda and cupy_available():
-        return "cupy"
+    if kernels == "auto" and on_cuda:
+        if cupy_available():
+            return "cupy"
+        _say_torch_kernels_on_cuda()
     return "torch"
+
+
+_said: list[bool] = []
+
+
+def _say_torch_kernels_on_cuda() -> None:
+    if not _said:
+        _said.append(True)
+        print("recx: CuPy is not installed: the sampler kernels run in torch on CUDA "
+              "(pip install -e \".[gpu]\" for the CuPy kernels; --kernels torch silences this)", file=sys.stderr)
