@@ -190,10 +190,13 @@ def train(
                                                                   "correlation, NDCG by dot vs cosine: four more "
                                                                   "full evaluations)."),
     quiet: bool = typer.Option(False, help="No progress bar and no per-epoch lines."),
+    checkpoint_every: Optional[int] = typer.Option(None, min=0, help="Write the training state every N epochs "
+                                                   "(0: never); default: after each epoch that ends at least 60 s "
+                                                   "after the last checkpoint."),
 ):
     """Train one run and evaluate it; the run folder holds config, per-epoch metrics, results and weights.
 
-    An interrupted run is kept: after training it can be evaluated (`recx eval`) and the same command finishes it; during training it is marked incomplete and the same command restarts it. A completed run is refused unless --force.
+    An interrupted run is kept: during training it is marked incomplete and the same command goes on from its last checkpoint (results identical to an uninterrupted run); after training it can be evaluated (`recx eval`) and the same command finishes it. A completed run is refused unless --force.
     """
     from recx.config import deep_merge, load_config_file, resolve
     from recx.config_schema import check_values
@@ -215,7 +218,8 @@ def train(
     with console.status(f"loading dataset {config.dataset}"):
         data = load_dataset(_data_root(data_root), config.dataset)
     with make_progress(quiet) as progress:
-        outcome = train_run(config, data, folder, progress=progress, force=force, diagnostics=diagnostics)
+        outcome = train_run(config, data, folder, progress=progress, force=force, diagnostics=diagnostics,
+                            checkpoint_every=checkpoint_every)
     test = outcome.results[outcome.results.split == "test"]
     values = {(r.metric, r.k, r.stratum): r.value for r in test.itertuples()}
     print_metrics(values, f"{config.dataset} test (epoch {outcome.best_epoch}) — {folder}")

@@ -4,6 +4,8 @@
     config.yaml       the fully resolved configuration (its hash is the run id)
     environment.json  seed, data hash, device, package versions
     epochs.jsonl      one line per epoch: loss, seconds, validation metric
+    checkpoint.pt     while training: the state after the last checkpointed epoch (recx.train.checkpoint); a later
+                      train resumes from it; removed once model.pt is written
     model.pt          the weights of the selected epoch
     TRAINED           written after model.pt: {"best_epoch": n}; evaluation may still be missing
     results.parquet   long format: run_id, dataset, model, loss, sampler, seed, split, metric, k, stratum, value
@@ -11,7 +13,7 @@
     error.log         the traceback of an unexpected internal error
     COMPLETE          written last; a folder without it is not a completed run
 
-States (`state`): absent, empty, incomplete (a later train restarts it), trained (`recx eval` works; a later train
+States (`state`): absent, empty, incomplete (a later train resumes it from its checkpoint, else restarts it), trained (`recx eval` works; a later train
 finishes the evaluation), complete (a later train refuses it unless --force), foreign (not a run folder: refused).
 """
 from __future__ import annotations
@@ -34,8 +36,9 @@ from recx.errors import RecxError
 MARKER = "COMPLETE"
 TRAINED = "TRAINED"
 INCOMPLETE = "INCOMPLETE"
+CHECKPOINT = "checkpoint.pt"
 RUN_FILES = (MARKER, TRAINED, "epochs.jsonl", "model.pt", "results.parquet", "per_user_valid.parquet",
-             "per_user_test.parquet", "diagnostics.json", "error.log")
+             "per_user_test.parquet", "diagnostics.json", "error.log", CHECKPOINT)
 STARTED_FILES = (INCOMPLETE, "config.yaml", "environment.json")
 RESULT_COLUMNS = ["run_id", "dataset", "model", "loss", "sampler", "seed", "split", "metric", "k", "stratum", "value"]
 PACKAGES = ("recx", "torch", "numpy", "pandas", "pyarrow", "scipy")
@@ -78,6 +81,26 @@ def start_run(folder: Path, config: RunConfig, environment: dict) -> None:
         (folder / name).unlink(missing_ok=True)
     (folder / "config.yaml").write_text(yaml.safe_dump(config.to_dict(), sort_keys=True))
     (folder / "environment.json").write_text(json.dumps(environment, indent=2, sort_keys=True) + "\n")
+
+
+def resumable(folder: Path) -> bool:
+    """An incomplete run with a checkpoint to train on from."""
+    return state(folder) == "incomplete" and (folder / CHECKPOINT).is_file()
+
+
+def resume_run(folder: Path, epochs_done: int) -> None:
+    """Keep the first `epochs_done` lines of epochs.jsonl (an epoch logged after the last checkpoint is trained
+    again) and the error.log of the attempt before is removed."""
+    path = folder / "epochs.jsonl"
+    lines = path.read_text().splitlines(keepends=True)[:epochs_done] if path.is_file() else []
+    partial = folder / ".epochs.jsonl.partial"
+    partial.write_text("".join(lines))
+    partial.replace(path)
+    (folder / "error.log").unlink(missing_ok=True)
+
+
+def drop_checkpoint(folder: Path) -> None:
+    (folder / CHECKPOINT).unlink(missing_ok=True)
 
 
 def log_epoch(folder: Path, record: dict) -> None:

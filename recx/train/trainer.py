@@ -1,9 +1,9 @@
-"""The training loop (epochs, validation, early stopping) and `train_run`: one run folder, locked, resumable."""
+"""The training loop (epochs, validation, early stopping, a checkpoint after each epoch) and `train_run`: one run
+folder, locked, resumed from its last checkpoint."""
 from __future__ import annotations
 
 import contextlib
 import copy
-import math
 import shutil
 import sys
 import time
@@ -27,6 +27,7 @@ from recx.names import check_name
 from recx.eval.per_user import write_per_user
 from recx.runs import store
 from recx.runs.lock import exclusive
+from recx.train import checkpoint
 from recx.train.build import build_model
 from recx.train.device import resolve_device
 from recx.train.nonfinite import NonFiniteWatch, non_finite_error
@@ -34,6 +35,7 @@ from recx.train.progress import RunProgress, make_progress, shown_task
 from recx.train.runners import RUNNERS
 
 DEFAULT_KS = [10, 20, 50]
+CHECKPOINT_INTERVAL_S = 60.0  # checkpoint_every None: after the first epoch that ends this long after the last
 LOSS_REFRESH_S = 1.0  # the bar's running loss is read from the device at most this often (one host sync)
 
 
@@ -46,21 +48,35 @@ class RunOutcome:
 
 
 
-def fit(config: RunConfig, dataset: Dataset, model, folder: Path, progress: Progress) -> int:
+def fit(config: RunConfig, dataset: Dataset, model, folder: Path, progress: Progress,
+        checkpoint_every: int | None = None) -> int:
     """Train `model` in place; returns the selected epoch (best validation metric, else the last epoch).
 
     The epoch's steps are the runner's (recx.train.runners, by the model's training kind); losses stay on the
     device during the epoch and are read once at its end (and for the bar's running loss at most once a second).
+    The whole state is written to the folder's checkpoint every `checkpoint_every` epochs (0: never; None: after
+    each epoch that ends at least CHECKPOINT_INTERVAL_S after the last checkpoint, so that writing it costs a short
+    epoch little); when the folder holds one, training goes on from it (recx.train.checkpoint).
     """
     generator = torch.Generator(device=model.device).manual_seed(config.seed)
     runner = RUNNERS.get(model.training_kind)(config, dataset, model, generator)
+    loop = checkpoint.LoopState()
+    saved = folder / store.CHECKPOINT
+    if saved.is_file():
+        try:
+            runner, loop = checkpoint.load(saved, runner)
+        except RecxError as exc:
+            raise RecxError(f"{exc}; pass --force to train the run again from the first epoch") from None
+        store.resume_run(folder, loop.epoch)
+        progress.console.print(f"resuming after epoch {loop.epoch} of {config.epochs} (its checkpoint)",
+                               highlight=False)
     metric, metric_k = config.valid_metric_name
-    best_score, best_epoch, best_state, waited = -math.inf, 0, None, 0
+    checkpointed_at = time.perf_counter()
     name = config.model if model.training_kind == "alternating" else f"{config.loss}+{config.sampler}"
     task = progress.add_task(name, total=max(runner.n_steps, 1), status="")
     on_host = not accelerator_branch(model.device)  # the running loss is shown only where reading it costs no device sync
-    epoch = 0
-    for epoch in range(1, config.epochs + 1 if runner.n_steps else 1):
+    epoch = loop.epoch
+    for epoch in range(loop.epoch + 1, config.epochs + 1 if runner.n_steps else 1):
         model.train()
         started = time.perf_counter()
         losses = torch.zeros(runner.n_steps, device=model.device)
@@ -93,28 +109,37 @@ def fit(config: RunConfig, dataset: Dataset, model, folder: Path, progress: Prog
                              after_batch=validated).values[(metric, metric_k, "all")]
             record[f"valid_{config.valid_metric}"] = score
             status += f"  valid {config.valid_metric} {score:.4f}"
-            if score > best_score:
-                best_score, best_epoch, best_state, waited = score, epoch, copy.deepcopy(model.state_dict()), 0
+            if score > loop.best_score:
+                loop.best_score, loop.best_epoch, loop.waited = score, epoch, 0
+                loop.best_state = copy.deepcopy(model.state_dict())
             else:
-                waited += 1
+                loop.waited += 1
         store.log_epoch(folder, record)
+        loop.epoch = epoch
         progress.update(task, status=status)
         if isinstance(progress, RunProgress):
             progress.line(f"{name} epoch {epoch}/{config.epochs}: {status}  ({record['seconds']:.1f} s)")
-        if waited >= config.patience:
+        if loop.waited >= config.patience:
             break
+        due = (time.perf_counter() - checkpointed_at >= CHECKPOINT_INTERVAL_S if checkpoint_every is None
+               else checkpoint_every > 0 and epoch % checkpoint_every == 0)
+        if due and epoch < config.epochs:
+            checkpoint.save(saved, runner, loop)
+            checkpointed_at = time.perf_counter()
     progress.remove_task(task)
-    if best_state is None:
+    if loop.best_state is None:
         return epoch
-    model.load_state_dict(best_state)
-    return best_epoch
+    model.load_state_dict(loop.best_state)
+    return loop.best_epoch
 
 
 def train_run(config: RunConfig, dataset: Dataset, folder: Path, progress: Progress | None = None,
-              ks: list[int] | None = None, force: bool = False, diagnostics: bool = False) -> RunOutcome:
+              ks: list[int] | None = None, force: bool = False, diagnostics: bool = False,
+              checkpoint_every: int | None = None) -> RunOutcome:
     """Train, evaluate on valid and test, mark complete, holding the run's lock throughout.
 
-    By the folder's state (recx.runs.store): absent/empty or incomplete: train from scratch; trained: finish the
+    By the folder's state (recx.runs.store): absent/empty: train from scratch; incomplete: train on from its
+    checkpoint (see `fit` for `checkpoint_every`), else from scratch; trained: finish the
     evaluation from the saved weights; complete: refused unless `force`. With `force` an existing run is replaced
     whole: the new one is written under a temporary name and swapped in at the end. A failed run leaves no folder
     it created; Ctrl-C raises `Interrupted` saying what was kept.
@@ -125,7 +150,7 @@ def train_run(config: RunConfig, dataset: Dataset, folder: Path, progress: Progr
     check_against_dataset(config, dataset.n_items, ks, default_negatives, f"run {folder.name}")
     writable_folder(folder.parent, "runs folder")
     with exclusive(folder.parent / f".{folder.name}.lock", f"run {folder.name}"):
-        return _train_locked(config, dataset, folder, progress, ks, force, diagnostics)
+        return _train_locked(config, dataset, folder, progress, ks, force, diagnostics, checkpoint_every)
 
 
 def _check_folder(config: RunConfig, folder: Path, force: bool) -> str:
@@ -140,7 +165,7 @@ def _check_folder(config: RunConfig, folder: Path, force: bool) -> str:
     return current
 
 
-def _train_locked(config, dataset, folder, progress, ks, force, with_diagnostics) -> RunOutcome:
+def _train_locked(config, dataset, folder, progress, ks, force, with_diagnostics, checkpoint_every) -> RunOutcome:
     clean_stale(folder)
     current = _check_folder(config, folder, force)
     device = resolve_device(config.device)
@@ -158,13 +183,16 @@ def _train_locked(config, dataset, folder, progress, ks, force, with_diagnostics
                 best_epoch = store.trained_epoch(folder)
             else:
                 shown.console.print(f"run {config.run_id()}: {non_default_settings(config)}", highlight=False)
-                store.start_run(target, config, {"seed": config.seed, "data_hash": dataset.data_hash,
-                                                 "device": str(device), "data_folder": str(dataset.folder),
-                                                 "dataset_card": dataset.card, "packages": store.package_versions()})
+                if replacing or not store.resumable(folder):
+                    store.start_run(target, config, {"seed": config.seed, "data_hash": dataset.data_hash,
+                                                     "device": str(device), "data_folder": str(dataset.folder),
+                                                     "dataset_card": dataset.card,
+                                                     "packages": store.package_versions()})
                 model = _built(config, dataset, device)
-                best_epoch = fit(config, dataset, model, target, shown)
+                best_epoch = fit(config, dataset, model, target, shown, checkpoint_every)
                 torch.save(model.state_dict(), target / "model.pt")
                 store.mark_trained(target, best_epoch)
+                store.drop_checkpoint(target)
             phase = "evaluation"
             results = _evaluate_splits(config, dataset, model, ks, shown, target)
             store.write_results(target, results)
@@ -224,6 +252,9 @@ def _interrupted(folder: Path, phase: str, replacing: bool) -> str:
     if phase == "evaluation":
         return (f"evaluation of run {folder.name}; kept its weights and {store.epochs_recorded(folder)} epochs in "
                 f"{folder} (trained): `recx eval {folder}` works, and the same train (or sweep) finishes the evaluation")
+    if store.resumable(folder):
+        return (f"training of run {folder.name} after {store.epochs_recorded(folder)} epochs; {folder} is kept "
+                "with its checkpoint: the same train (or sweep) goes on from the last checkpointed epoch")
     return (f"training of run {folder.name} after {store.epochs_recorded(folder)} epochs; {folder} is kept and "
             "marked incomplete: the same train (or sweep) restarts it from the first epoch")
 
