@@ -144,6 +144,25 @@ def test_a_damaged_checkpoint_is_named_and_force_trains_again(tiny, tmp_path, mo
     assert store.state(tmp_path / "run") == "complete"
 
 
+def test_a_checkpoint_of_other_data_is_refused(tiny, tmp_path, monkeypatch):
+    config = config_of("interactions: bpr, uniform (row-wise Adagrad)")
+    save = checkpoint.save
+
+    def save_then_die(path, runner, loop):
+        save(path, runner, loop)
+        raise Killed
+
+    monkeypatch.setattr(trainer.checkpoint, "save", save_then_die)
+    with pytest.raises(Killed):
+        train_run(config, tiny, tmp_path / "run", checkpoint_every=1)
+    monkeypatch.setattr(trainer.checkpoint, "save", save)
+    environment = tmp_path / "run" / "environment.json"
+    environment.write_text(environment.read_text().replace(tiny.data_hash, "0" * len(tiny.data_hash)))
+    from recx.errors import RecxError
+    with pytest.raises(RecxError, match="unfinished run trained on other data"):
+        train_run(config, tiny, tmp_path / "run")
+
+
 KILL_SCRIPT = """
 import os, signal, sys
 from pathlib import Path

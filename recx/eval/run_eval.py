@@ -1,7 +1,6 @@
 """`recx eval`: evaluate a trained run's saved weights, write long-format results and optionally the top-K lists."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pyarrow as pa
@@ -30,23 +29,11 @@ def write_topk(path: Path, users: torch.Tensor, topk: torch.Tensor) -> None:
     pq.write_table(table, path)
 
 
-def _environment(folder: Path) -> dict:
-    path = folder / "environment.json"
-    try:
-        environment = json.loads(path.read_text())
-        environment["data_folder"], environment["data_hash"]
-    except FileNotFoundError:
-        raise RecxError(f"{path}: missing; the run folder is damaged (train it again with --force)") from None
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise RecxError(f"{path}: unreadable ({type(exc).__name__}); train the run again with --force") from None
-    return environment
-
-
 def open_saved_run(folder: Path, device: torch.device, data_root: Path | None = None):
     """(config, dataset on `device`, model with the saved weights) of a trained run; the dataset is the one recorded
     in environment.json (or `data_root`'s of the same name) and must have the recorded data hash."""
     config = store.open_trained_run(folder)
-    environment = _environment(folder)
+    environment = store.read_environment(folder)
     if data_root is not None:
         dataset = load_dataset(data_root, config.dataset)
     else:

@@ -103,6 +103,19 @@ def drop_checkpoint(folder: Path) -> None:
     (folder / CHECKPOINT).unlink(missing_ok=True)
 
 
+def read_environment(folder: Path) -> dict:
+    """environment.json, which must name the data folder and hash; errors name the file."""
+    path = folder / "environment.json"
+    try:
+        environment = json.loads(path.read_text())
+        environment["data_folder"], environment["data_hash"]
+    except FileNotFoundError:
+        raise RecxError(f"{path}: missing; the run folder is damaged (train it again with --force)") from None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise RecxError(f"{path}: unreadable ({type(exc).__name__}); train the run again with --force") from None
+    return environment
+
+
 def log_epoch(folder: Path, record: dict) -> None:
     with open(folder / "epochs.jsonl", "a") as handle:
         handle.write(json.dumps(record, sort_keys=True) + "\n")

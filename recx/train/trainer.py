@@ -183,6 +183,10 @@ def _train_locked(config, dataset, folder, progress, ks, force, with_diagnostics
                 best_epoch = store.trained_epoch(folder)
             else:
                 shown.console.print(f"run {config.run_id()}: {non_default_settings(config)}", highlight=False)
+                if not replacing and store.resumable(folder) and \
+                        store.read_environment(folder)["data_hash"] != dataset.data_hash:
+                    raise RecxError(f"{folder} holds an unfinished run trained on other data (dataset "
+                                    f"{dataset.folder} changed since); pass --force to train it again")
                 if replacing or not store.resumable(folder):
                     store.start_run(target, config, {"seed": config.seed, "data_hash": dataset.data_hash,
                                                      "device": str(device), "data_folder": str(dataset.folder),
