@@ -1,0 +1,80 @@
+"""Benchmark: 1, 2 and 3 `recx train` processes side by side, each one's epoch time against its fair share.
+
+Prepares the built-in synthetic dataset into a temporary data root, then for each count N in --counts starts N
+identical `recx train` runs at once (different run folders, the same configuration) and reads each run's
+per-epoch seconds from its epochs.jsonl (the first epoch dropped: start-up). A process's fair share is
+max(1, N / usable cores) × the epoch time of one process alone (N = 1, measured first; the issue's 3/2 × alone for
+three processes on two cores); the figure is each run's median epoch time over its fair share (1.0: no loss from sharing,
+the issue's target ≤ 1.3). Extra environment for every run (e.g. RECX_THREADS=1) goes in --env.
+
+    python bench/shared_cores.py [--counts 1,2,3] [--epochs 6] [--env KEY=VALUE ...] [-- extra recx train args]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def usable_cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def side_by_side(count: int, root: Path, work: Path, epochs: int, env: dict, extra: list[str]) -> list[float]:
+    """Median epoch seconds (epochs 2..) of each of `count` runs started together."""
+    folders = [work / f"n{count}-{i}" for i in range(count)]
+    command = [sys.executable, "-m", "recx", "train", "--dataset", "synthetic", "--data-root", str(root),
+               "--epochs", str(epochs), "--patience", str(epochs), "--quiet", "--checkpoint-every", "0", *extra]
+    processes = [subprocess.Popen([*command, "--run-dir", str(folder)], cwd=ROOT, env={**os.environ, **env},
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                 for folder in folders]
+    for process in processes:
+        _, err = process.communicate()
+        if process.returncode != 0:
+            raise SystemExit(f"recx train failed:\n{err}")
+    medians = []
+    for folder in folders:
+        records = [json.loads(line) for line in (folder / "epochs.jsonl").read_text().splitlines()]
+        medians.append(statistics.median(r["seconds"] for r in records[1:]))
+    return medians
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--counts", default="1,2,3")
+    parser.add_argument("--epochs", type=int, default=6)
+    parser.add_argument("--env", action="append", default=[], help="KEY=VALUE for every run")
+    parser.add_argument("extra", nargs="*", help="more `recx train` arguments (after --)")
+    options = parser.parse_args()
+    env = dict(item.split("=", 1) for item in options.env)
+    cores = usable_cores()
+    with tempfile.TemporaryDirectory(prefix="recx-shared-cores-") as scratch:
+        work = Path(scratch)
+        root = work / "data"
+        subprocess.run([sys.executable, "-m", "recx", "prepare", "synthetic", "--format", "synthetic",
+                        "--ratios", "80/10/10", "--data-root", str(root)], cwd=ROOT, check=True,
+                       capture_output=True)
+        print(f"usable cores {cores}, env {env or '{}'}, epochs {options.epochs}")
+        alone = None
+        for count in [int(c) for c in options.counts.split(",")]:
+            started = time.perf_counter()
+            medians = side_by_side(count, root, work, options.epochs, env, options.extra)
+            if alone is None:
+                alone = statistics.median(medians) if count == 1 else side_by_side(1, root, work, options.epochs, env,
+                                                                                   options.extra)[0]
+            fair = max(1.0, count / cores) * alone
+            ratios = ", ".join(f"{m:.2f} s ({m / fair:.2f}x)" for m in medians)
+            print(f"{count} side by side ({time.perf_counter() - started:.0f} s): epoch {ratios}; "
+                  f"fair share {fair:.2f} s; worst {max(medians) / fair:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

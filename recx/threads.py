@@ -1,0 +1,64 @@
+"""How many compute threads a recx process uses, and how its idle threads wait.
+
+A process may use the CPUs of its affinity mask, capped by its cgroup's CPU quota (a container given 2 CPUs of a
+64-core host): `usable_cpus`. The thread count is RECX_THREADS when set, else OMP_NUM_THREADS when set, else the
+usable CPUs. Idle OpenMP threads wait passively (they sleep instead of spinning), unless OMP_WAIT_POLICY says
+otherwise: with several processes on the same cores, spinning threads take the cores that the others' working
+threads need (three runs on two cores: 4.8x their fair share with spinning; bench/shared_cores.py).
+`prepare_environment` runs before torch is imported (the OpenMP runtime reads its settings once, at start-up).
+"""
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+from recx.errors import RecxError
+
+CGROUP_V2 = Path("/sys/fs/cgroup/cpu.max")
+CGROUP_V1 = (Path("/sys/fs/cgroup/cpu/cpu.cfs_quota_us"), Path("/sys/fs/cgroup/cpu/cpu.cfs_period_us"))
+
+
+def cgroup_cpu_limit() -> int | None:
+    """ceil(quota / period) of the cgroup's CPU bandwidth limit, None when there is none (or it cannot be read)."""
+    try:
+        if CGROUP_V2.is_file():
+            quota, period = CGROUP_V2.read_text().split()[:2]
+            return None if quota == "max" else max(1, math.ceil(int(quota) / int(period)))
+        quota_file, period_file = CGROUP_V1
+        if quota_file.is_file() and period_file.is_file():
+            quota = int(quota_file.read_text())
+            return None if quota <= 0 else max(1, math.ceil(quota / int(period_file.read_text())))
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on: its affinity mask, capped by the cgroup quota."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    limit = cgroup_cpu_limit()
+    return max(1, min(cpus, limit) if limit else cpus)
+
+
+def compute_threads(environ: dict | None = None) -> int:
+    """RECX_THREADS, else OMP_NUM_THREADS, else `usable_cpus()`; a bad RECX_THREADS is a RecxError."""
+    environ = os.environ if environ is None else environ
+    given = environ.get("RECX_THREADS", "").strip()
+    if given:
+        if not given.isdigit() or int(given) < 1:
+            raise RecxError(f"RECX_THREADS={given!r}: expected a whole number of threads >= 1")
+        return int(given)
+    configured = environ.get("OMP_NUM_THREADS", "").strip()
+    if configured.isdigit() and int(configured) > 0:
+        return int(configured)
+    return usable_cpus()
+
+
+def prepare_environment(threads: int | None = None) -> int:
+    """Set the OpenMP/MKL thread counts and the passive wait policy for this process (and the workers it starts),
+    before torch is imported; returns the thread count."""
+    count = compute_threads() if threads is None else threads
+    os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = str(count)
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    return count

@@ -1,0 +1,66 @@
+"""The compute thread count: RECX_THREADS, else OMP_NUM_THREADS, else the CPUs the affinity mask and the cgroup
+quota allow; idle threads wait passively unless the user says otherwise."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from recx import threads
+from recx.errors import RecxError
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("content, expected", [("max 100000\n", None), ("150000 100000\n", 2), ("50000 100000", 1),
+                                               ("400000 100000", 4), ("garbage", None)])
+def test_cgroup_v2_quota_is_rounded_up_to_whole_cpus(tmp_path, monkeypatch, content, expected):
+    (tmp_path / "cpu.max").write_text(content)
+    monkeypatch.setattr(threads, "CGROUP_V2", tmp_path / "cpu.max")
+    assert threads.cgroup_cpu_limit() == expected
+
+
+def test_cgroup_v1_quota(tmp_path, monkeypatch):
+    quota, period = tmp_path / "quota", tmp_path / "period"
+    quota.write_text("250000\n")
+    period.write_text("100000\n")
+    monkeypatch.setattr(threads, "CGROUP_V2", tmp_path / "absent")
+    monkeypatch.setattr(threads, "CGROUP_V1", (quota, period))
+    assert threads.cgroup_cpu_limit() == 3
+    quota.write_text("-1\n")
+    assert threads.cgroup_cpu_limit() is None
+
+
+def test_usable_cpus_is_the_affinity_mask_capped_by_the_quota(monkeypatch):
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3, 4, 5})
+    monkeypatch.setattr(threads, "cgroup_cpu_limit", lambda: 2)
+    assert threads.usable_cpus() == 2
+    monkeypatch.setattr(threads, "cgroup_cpu_limit", lambda: None)
+    assert threads.usable_cpus() == 6
+
+
+def test_recx_threads_wins_then_omp_num_threads_then_the_usable_cpus(monkeypatch):
+    monkeypatch.setattr(threads, "usable_cpus", lambda: 5)
+    assert threads.compute_threads({"RECX_THREADS": "3", "OMP_NUM_THREADS": "2"}) == 3
+    assert threads.compute_threads({"OMP_NUM_THREADS": "2"}) == 2
+    assert threads.compute_threads({}) == 5
+    for bad in ("0", "-1", "two", "1.5"):
+        with pytest.raises(RecxError, match=f"RECX_THREADS='{bad}'"):
+            threads.compute_threads({"RECX_THREADS": bad})
+
+
+def test_the_recx_command_runs_torch_with_the_chosen_threads_and_a_passive_wait_policy():
+    script = ("import sys; sys.argv = ['recx', 'list', 'metrics']\n"
+              "from recx.threads import prepare_environment; prepare_environment()\n"
+              "import os, torch; print(torch.get_num_threads(), os.environ['OMP_WAIT_POLICY'])")
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "OMP_WAIT_POLICY")}
+    done = subprocess.run([sys.executable, "-c", script], env={**env, "RECX_THREADS": "1", "PYTHONPATH": str(ROOT)},
+                          capture_output=True, text=True, timeout=120)
+    assert done.stdout.split() == ["1", "PASSIVE"], done.stderr
+    done = subprocess.run([sys.executable, "-m", "recx", "list", "metrics"], cwd=ROOT,
+                          env={**env, "RECX_THREADS": "zero", "PYTHONPATH": str(ROOT)}, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 1 and "RECX_THREADS='zero'" in done.stderr and "Traceback" not in done.stderr
