@@ -154,3 +154,18 @@ def test_lower_triangle_uniformity_is_weaker_than_pairs_for_spread_rows():
     rows = torch.linalg.qr(torch.randn(64, 64, dtype=torch.float64))[0][:32].clone().requires_grad_(True)
     grads = [torch.autograd.grad(uniformity(rows, form=form), rows)[0].norm() for form in ("pairs", "lower_triangle")]
     assert 1.8 < float(grads[0] / grads[1]) < 2.1
+
+
+def test_broadcast_mean_cosine_equals_the_dense_matrix_with_ties_and_clipped_entries():
+    from recx.losses.mawu import broadcast_mean_cosine
+    g = torch.Generator().manual_seed(9)
+    angle = (torch.rand(40, generator=g, dtype=torch.float64) * math.pi)
+    angle[:3] = math.pi - 1e-9  # entries past π for every margin
+    margin = torch.rand(40, generator=g, dtype=torch.float64) * 0.5
+    margin[5:8] = margin[4]  # tied margins
+    inputs = {"angle": angle, "margin": margin}
+
+    def dense(angle, margin):
+        return torch.cos((angle[None, :] + margin[:, None]).clamp(0.0, math.pi)).mean()
+
+    assert_same_value_and_gradients(broadcast_mean_cosine, dense, inputs, ["angle", "margin"])

@@ -49,13 +49,28 @@ class MAWUArgs:
             raise RecxError(f"loss_args.alignment: {self.alignment!r}; valid: {', '.join(ALIGNMENTS)}")
 
 
+def broadcast_mean_cosine(angle: torch.Tensor, margin: torch.Tensor) -> torch.Tensor:
+    """mean_{a,b} cos(min(θ_b + m_a, π)) for angles in [0, π] and margins ≥ 0 (so θ + m ≥ 0), in O(B log B) rather
+    than over the [B, B] matrix (0.8 s per step at B = 4096 on one CPU thread): with the margins sorted, the a's whose
+    m_a ≤ π - θ_b are a prefix of length k_b, and for them cos(θ_b + m_a) = cos θ_b cos m_a - sin θ_b sin m_a sums
+    through prefix sums of cos m and sin m; the other B - k_b entries are cos π = -1 (no gradient, as with clamp)."""
+    m = torch.sort(margin).values
+    zero = m.new_zeros(1)
+    cos_sums = torch.cat([zero, torch.cumsum(torch.cos(m), 0)])
+    sin_sums = torch.cat([zero, torch.cumsum(torch.sin(m), 0)])
+    k = torch.searchsorted(m.detach(), (math.pi - angle).detach(), right=True)
+    inside = torch.cos(angle) * cos_sums[k] - torch.sin(angle) * sin_sums[k]
+    n = angle.numel() * margin.numel()
+    return (inside.sum() - (n - k.sum())) / n
+
+
 def margin_alignment(users: torch.Tensor, items: torch.Tensor, margin: torch.Tensor,
                      form: str = "broadcast") -> torch.Tensor:
-    """`pairs`: -mean_b cos(θ_b + m_b); `broadcast`: -mean_{a,b} cos(θ_b + m_a) over a [B, B] matrix."""
+    """`pairs`: -mean_b cos(θ_b + m_b); `broadcast`: -mean_{a,b} cos(θ_b + m_a) (margins ≥ 0)."""
     cosine = (F.normalize(users, dim=-1) * F.normalize(items, dim=-1)).sum(-1)
     angle = torch.arccos(cosine.clamp(-1 + COS_CLIP, 1 - COS_CLIP))
     if form == "broadcast":
-        angle, margin = angle[None, :], margin[:, None]
+        return -broadcast_mean_cosine(angle, margin)
     return -torch.cos((angle + margin).clamp(0.0, math.pi)).mean()
 
 
