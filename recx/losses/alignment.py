@@ -12,6 +12,11 @@ With f(x) = x / ‖x‖ and d²_ab = ‖f(x_a) - f(x_b)‖²:
 With A = Σ_{a<b} exp(-t d²_ab) and c = n(n+1)/2 · exp(-2t), the lower-triangle form's gradient is the pairs form's
 times A / (A + c) ∈ (0, 1]: about 1/2 once rows spread out (d² ≈ 2), so with `pairs` the same γ pushes up to ~2x harder.
 Squared distances of unit vectors are computed as 2 - 2 f(x_a)·f(x_b), which has a gradient where rows coincide.
+
+Which rows: the PRISM authors' code (snap-research/PRISM train.py, which produced the PRISM paper's Table 1 for
+DirectAU and MAWU) passes one row per distinct user and per distinct item of the batch (rows `unique`, `distinct_rows`);
+DirectAU's and MAWU's own releases (THUwangcy/DirectAU, psm1206/MAWU) pass the batch's rows as they come, a user or
+item appearing once per interaction (rows `batch`): a duplicate adds pairs at distance 0, which raise the log-mean.
 """
 from __future__ import annotations
 
@@ -21,10 +26,29 @@ import torch
 import torch.nn.functional as F
 
 UNIFORMITY_FORMS = ("pairs", "lower_triangle")
+UNIFORMITY_ROWS = ("unique", "batch")
 
 
 def alignment(users: torch.Tensor, items: torch.Tensor) -> torch.Tensor:
     return (F.normalize(users, dim=-1) - F.normalize(items, dim=-1)).pow(2).sum(-1).mean()
+
+
+def distinct_rows(rows: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+    """The rows at the first occurrence of each distinct id, in increasing id order (uniformity is symmetric in its
+    rows, so the order does not matter); rows with equal ids are equal, so which copy is kept does not either."""
+    distinct, inverse = torch.unique(ids, return_inverse=True)
+    positions = torch.arange(ids.numel(), device=ids.device)
+    first = positions.new_full((distinct.numel(),), ids.numel()).scatter_reduce_(0, inverse, positions, reduce="amin")
+    return rows[first]
+
+
+def uniformity_rows(rows: torch.Tensor, ids: torch.Tensor | None, which: str) -> torch.Tensor:
+    """`unique`: one row per distinct id (LossInput.users / positives); `batch`: all the rows."""
+    if which == "batch":
+        return rows
+    if ids is None:
+        raise ValueError("uniformity rows 'unique' need the batch's ids (LossInput.users and positives)")
+    return distinct_rows(rows, ids)
 
 
 def uniformity(rows: torch.Tensor, t: float = 2.0, form: str = "pairs") -> torch.Tensor:

@@ -2,21 +2,34 @@
 
     L = alignment(U_B, I_B) + γ (uniformity(U_B) + uniformity(I_B)) / 2
 over the batch's (user, positive item) pairs, on L2-normalised representations (recx.losses.alignment).
-It reads LossInput.query and positive_repr only: negatives are ignored, so any sampler works and the cheapest
-(uniform, n_negatives 1) is the one to use; their scores and log_q play no part.
+Uniformity is taken over the batch's distinct users and distinct items by default (`uniformity_rows: unique`, as the
+PRISM authors' code that produced the PRISM paper's Table 1, snap-research/PRISM train.py); `uniformity_rows: batch`
+takes every row, a user or item once per interaction, as DirectAU's own release (THUwangcy/DirectAU).
+It reads LossInput.query and positive_repr (and users/positives for the distinct rows) only: negatives are
+ignored, so any sampler works and the cheapest (uniform, n_negatives 1) is the one to use.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from recx.errors import RecxError
 from recx.losses import LOSSES
-from recx.losses.alignment import alignment, uniformity
+from recx.losses.alignment import UNIFORMITY_ROWS, alignment, uniformity, uniformity_rows
 from recx.losses.base import Loss, LossInput
+
+
+def check_uniformity_rows(value: str) -> None:
+    if value not in UNIFORMITY_ROWS:
+        raise RecxError(f"loss_args.uniformity_rows: {value!r}; valid: {', '.join(UNIFORMITY_ROWS)}")
 
 
 @dataclass
 class DirectAUArgs:
     gamma: float = 1.0
+    uniformity_rows: str = "unique"
+
+    def __post_init__(self):
+        check_uniformity_rows(self.uniformity_rows)
 
 
 @LOSSES.register("directau")
@@ -26,4 +39,7 @@ class DirectAU(Loss):
 
     def __call__(self, batch: LossInput):
         users, items = batch.query, batch.positive_repr
-        return alignment(users, items) + self.args.gamma * (uniformity(users) + uniformity(items)) / 2
+        which = self.args.uniformity_rows
+        spread = (uniformity(uniformity_rows(users, batch.users, which))
+                  + uniformity(uniformity_rows(items, batch.positives, which)))
+        return alignment(users, items) + self.args.gamma * spread / 2

@@ -1,13 +1,18 @@
 """MAWU: margin-aware alignment and weighted uniformity (Park et al., "Toward a Better Understanding of Loss
 Functions for Collaborative Filtering", CIKM 2023; the PRISM paper's Appendix B.4.4, Eq. 10).
 
-    L = -E_(u,i) cos(θ_ui + m_ui) + γ_u uniformity(U_B) + γ_i uniformity(I_B)
-θ_ui is the angle between the user's and the positive item's representations (cos clipped to ±(1 - 1e-7), θ + m
-clipped to [0, π]). The margin follows the authors' released code (psm1206/MAWU): m_ui = 1 - σ(w_u + w_i) with
-learned per-user and per-item w, projected onto [0, 1] before each use, so m_ui lies in [1 - σ(2), 1/2]; w starts
-at 0. Uniformity follows the released code's `uniformity_dot` by default (`uniformity: lower_triangle`, the mean over
-all n² entries of the strict lower triangle, the zeroed ones counting as distance² 2); `uniformity: pairs` is
-DirectAU's mean over distinct pairs, with which the same γ pushes up to ~1.9x harder (recx.losses.alignment).
+    L = -E cos(θ + m) + γ_u uniformity(U_B) + γ_i uniformity(I_B)
+θ_b is the angle between the b-th pair's user and positive item representations (cos clipped to ±(1 - 1e-7), θ + m
+clipped to [0, π]). The margin follows the authors' released code (psm1206/MAWU): m_b = 1 - σ(w_u + w_i) with
+learned per-user and per-item w, projected onto [0, 1] before each use, so m_b lies in [1 - σ(2), 1/2]; w starts
+at 0. Both released codes (psm1206/MAWU and the PRISM authors', snap-research/PRISM, which produced the PRISM paper's
+Table 1) add a [B] angle vector to a [B, 1] margin column, which broadcasts: the alignment term is
+-mean_{a,b} cos(θ_b + m_a), every pair's angle with every pair's margin (`alignment: broadcast`, the default);
+`alignment: pairs` is the paper's -mean_b cos(θ_b + m_b). Uniformity follows the released `uniformity_dot` by
+default (`uniformity: lower_triangle`, the mean over all n² entries of the strict lower triangle, the zeroed ones
+counting as distance² 2); `uniformity: pairs` is DirectAU's mean over distinct pairs, with which the same γ pushes up
+to ~1.9x harder (recx.losses.alignment). Its rows are the batch's distinct users and items (`uniformity_rows:
+unique`, the PRISM authors' code) or all the batch's rows (`uniformity_rows: batch`, psm1206/MAWU).
 Negatives are ignored, as in DirectAU: any sampler works (uniform with n_negatives 1 is the cheapest).
 """
 from __future__ import annotations
@@ -20,10 +25,12 @@ import torch.nn.functional as F
 
 from recx.losses import LOSSES
 from recx.errors import RecxError
-from recx.losses.alignment import UNIFORMITY_FORMS, uniformity
+from recx.losses.alignment import UNIFORMITY_FORMS, uniformity, uniformity_rows
 from recx.losses.base import Loss, LossInput
+from recx.losses.directau import check_uniformity_rows
 
 COS_CLIP = 1e-7
+ALIGNMENTS = ("broadcast", "pairs")
 
 
 @dataclass
@@ -31,16 +38,39 @@ class MAWUArgs:
     gamma_user: float = 0.5
     gamma_item: float = 0.5
     uniformity: str = "lower_triangle"
+    uniformity_rows: str = "unique"
+    alignment: str = "broadcast"
 
     def __post_init__(self):
         if self.uniformity not in UNIFORMITY_FORMS:
             raise RecxError(f"loss_args.uniformity: {self.uniformity!r}; valid: {', '.join(UNIFORMITY_FORMS)}")
+        check_uniformity_rows(self.uniformity_rows)
+        if self.alignment not in ALIGNMENTS:
+            raise RecxError(f"loss_args.alignment: {self.alignment!r}; valid: {', '.join(ALIGNMENTS)}")
 
 
-def margin_alignment(users: torch.Tensor, items: torch.Tensor, margin: torch.Tensor) -> torch.Tensor:
-    """-E cos(θ_ui + m_ui) over the batch's pairs."""
+def broadcast_mean_cosine(angle: torch.Tensor, margin: torch.Tensor) -> torch.Tensor:
+    """mean_{a,b} cos(min(θ_b + m_a, π)) for angles in [0, π] and margins ≥ 0 (so θ + m ≥ 0), in O(B log B) rather
+    than over the [B, B] matrix (0.8 s per step at B = 4096 on one CPU thread): with the margins sorted, the a's whose
+    m_a ≤ π - θ_b are a prefix of length k_b, and for them cos(θ_b + m_a) = cos θ_b cos m_a - sin θ_b sin m_a sums
+    through prefix sums of cos m and sin m; the other B - k_b entries are cos π = -1 (no gradient, as with clamp)."""
+    m = torch.sort(margin).values
+    zero = m.new_zeros(1)
+    cos_sums = torch.cat([zero, torch.cumsum(torch.cos(m), 0)])
+    sin_sums = torch.cat([zero, torch.cumsum(torch.sin(m), 0)])
+    k = torch.searchsorted(m.detach(), (math.pi - angle).detach(), right=True)
+    inside = torch.cos(angle) * cos_sums[k] - torch.sin(angle) * sin_sums[k]
+    n = angle.numel() * margin.numel()
+    return (inside.sum() - (n - k.sum())) / n
+
+
+def margin_alignment(users: torch.Tensor, items: torch.Tensor, margin: torch.Tensor,
+                     form: str = "broadcast") -> torch.Tensor:
+    """`pairs`: -mean_b cos(θ_b + m_b); `broadcast`: -mean_{a,b} cos(θ_b + m_a) (margins ≥ 0)."""
     cosine = (F.normalize(users, dim=-1) * F.normalize(items, dim=-1)).sum(-1)
     angle = torch.arccos(cosine.clamp(-1 + COS_CLIP, 1 - COS_CLIP))
+    if form == "broadcast":
+        return -broadcast_mean_cosine(angle, margin)
     return -torch.cos((angle + margin).clamp(0.0, math.pi)).mean()
 
 
@@ -70,8 +100,9 @@ class MAWU(Loss):
         return 1.0 - torch.sigmoid(self.user_margin[users] + self.item_margin[items])
 
     def __call__(self, batch: LossInput):
-        users, items = batch.query, batch.positive_repr
-        align = margin_alignment(users, items, self.margins(batch.users, batch.positives))
-        form = self.args.uniformity
-        return (align + self.args.gamma_user * uniformity(users, form=form)
-                + self.args.gamma_item * uniformity(items, form=form))
+        users, items, args = batch.query, batch.positive_repr, self.args
+        align = margin_alignment(users, items, self.margins(batch.users, batch.positives), args.alignment)
+        user_rows = uniformity_rows(users, batch.users, args.uniformity_rows)
+        item_rows = uniformity_rows(items, batch.positives, args.uniformity_rows)
+        return (align + args.gamma_user * uniformity(user_rows, form=args.uniformity)
+                + args.gamma_item * uniformity(item_rows, form=args.uniformity))

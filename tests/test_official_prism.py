@@ -1,0 +1,98 @@
+"""recx's DirectAU, MAWU and PRISM initialisation against the official code's figures (issue 22).
+
+tests/golden/official/prism.json comes from `bench/official/prism.py` (its "command" key): the PRISM authors' training
+step (snap-research/PRISM, which produced the PRISM paper's Table 1), DirectAU's release (THUwangcy/DirectAU) and
+MAWU's (psm1206/MAWU, with its own DirectAU), on a fixed batch with repeated users and items. Losses and gradients
+w.r.t. the embedding tables (and the margin tables) are compared in float64 at rtol 1e-8.
+"""
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from recx.losses.base import LossInput
+from recx.losses.directau import DirectAU, DirectAUArgs
+from recx.losses.mawu import MAWU, MAWUArgs
+from recx.models.init import init_table, prism_norms
+
+GOLDEN = json.loads((Path(__file__).parent / "golden" / "official" / "prism.json").read_text())
+INPUTS = GOLDEN["inputs"]
+RTOL, ATOL = 1e-8, 1e-12
+
+
+def _tables(margins: bool) -> dict[str, torch.Tensor]:
+    names = ["user_table", "item_table"] + (["user_margin", "item_margin"] if margins else [])
+    return {name: torch.tensor(INPUTS[name], dtype=torch.float64, requires_grad=True) for name in names}
+
+
+def _batch(tables) -> LossInput:
+    users, items = torch.tensor(INPUTS["users"]), torch.tensor(INPUTS["items"])
+    zeros = torch.zeros(len(users), dtype=torch.float64)
+    return LossInput(zeros, zeros[:, None], zeros, zeros[:, None], None, users, items,
+                     tables["user_table"][users], tables["item_table"][items])
+
+
+def _compare(case: dict, loss: torch.Tensor, tables: dict) -> None:
+    assert loss.item() == pytest.approx(case["loss"], rel=RTOL, abs=ATOL)
+    loss.backward()
+    for name, table in tables.items():
+        want = torch.tensor(case[f"grad_{name}"], dtype=torch.float64)
+        assert torch.allclose(table.grad, want, rtol=RTOL, atol=ATOL), (name, (table.grad - want).abs().max().item())
+
+
+def _directau(case_key: str, **args) -> None:
+    tables = _tables(margins=False)
+    loss = DirectAU(DirectAUArgs(gamma=INPUTS["gamma"], **args))(_batch(tables))
+    _compare(GOLDEN["cases"][case_key], loss, tables)
+
+
+def _mawu(case_key: str, **args) -> None:
+    tables = _tables(margins=True)
+    loss = MAWU(MAWUArgs(gamma_user=INPUTS["gamma_user"], gamma_item=INPUTS["gamma_item"], **args),
+                SimpleNamespace(n_users=len(INPUTS["user_margin"]), n_items=len(INPUTS["item_margin"])))
+    loss.user_margin, loss.item_margin = tables["user_margin"], tables["item_margin"]
+    _compare(GOLDEN["cases"][case_key], loss(_batch(tables)), tables)
+
+
+def test_directau_default_is_the_prism_code_uniformity_over_distinct_users_and_items():
+    """Catches uniformity over every batch row (a user once per interaction) where the PRISM authors' code, which
+    produced Table 1's DirectAU rows, takes one row per distinct user and item (its train.py torch.unique)."""
+    _directau("prism_align")
+
+
+@pytest.mark.parametrize("case_key", ["directau", "mawu_directau"])
+def test_directau_batch_rows_is_the_directau_release(case_key):
+    """`uniformity_rows: batch` against THUwangcy/DirectAU and psm1206/MAWU's DirectAU (pdist over all rows)."""
+    _directau(case_key, uniformity_rows="batch")
+
+
+def test_mawu_default_is_the_prism_code_broadcast_alignment_and_distinct_rows():
+    """Catches the per-pair alignment -mean_b cos(θ_b + m_b) where both official codes broadcast an angle [B] with a
+    margin [B, 1] into -mean_{a,b} cos(θ_b + m_a), and uniformity over every batch row where the PRISM code takes
+    distinct users and items; also the lower-triangle uniformity form and the margin gradients."""
+    _mawu("prism_mawu")
+
+
+def test_mawu_batch_rows_is_the_mawu_release():
+    """`uniformity_rows: batch` (broadcast alignment) against psm1206/MAWU's MAWU.calculate_loss."""
+    _mawu("mawu", uniformity_rows="batch")
+
+
+def test_prism_norms_and_initial_row_norms_match_the_prism_code():
+    """PRISM's magnitudes α log(d + 2) + (1 - α) by training degree (zero-degree rows included) and the initial
+    row norms of both tables; the directions are random in both codes and not compared. rtol 1e-6 for the row
+    norms: recx's tables are float32."""
+    case = GOLDEN["cases"]["prism_init"]
+    edges = torch.tensor(case["edges"])
+    degrees = {"user": torch.bincount(edges[0], minlength=case["n_users"]),
+               "item": torch.bincount(edges[1], minlength=case["n_items"])}
+    for alpha in case["alphas"]:
+        official = case[f"alpha_{alpha}"]
+        for side, d in degrees.items():
+            norms = prism_norms(d, alpha)
+            assert torch.allclose(norms, torch.tensor(official[f"{side}_mag"], dtype=torch.float64), rtol=RTOL, atol=0)
+            table = init_table(len(d), case["dim"], "prism", 0.1, d, alpha).to(torch.float64)
+            want = torch.tensor(official[f"{side}_row_norms"], dtype=torch.float64)
+            assert torch.allclose(table.norm(dim=1), want, rtol=1e-6, atol=0)
