@@ -1,21 +1,14 @@
-"""The `recx` entry point: on a terminal, a spinner while torch and the registries load (seconds on a busy
-machine), then the command line of recx.cli. The spinner is erased before the command shows anything."""
-from __future__ import annotations
+"""The `recx` entry point: keep freed memory in the process (recx.memory), then the command line of recx.cli.
 
-import sys
+recx.cli is cheap to import: `--help`, `--version` and shell completion answer without torch; a command that needs
+torch loads it behind a spinner on a terminal (recx.cli._loading)."""
+from __future__ import annotations
 
 
 def main() -> None:
-    from rich.console import Console
-
     from recx.memory import keep_freed_memory
 
     keep_freed_memory()
-    console = Console(stderr=True)
-    asks_help = any(arg in ("--help", "-h") for arg in sys.argv[1:]) or len(sys.argv) == 1
-    if console.is_terminal and not asks_help:
-        with console.status("starting recx (loading torch)", spinner="dots"):
-            from recx.cli import main as run
-    else:
-        from recx.cli import main as run
+    from recx.cli import main as run
+
     run()
