@@ -484,7 +484,7 @@ def main() -> None:
     debug = "--debug" in sys.argv[1:] or os.environ.get("RECX_DEBUG") == "1"
     sys.argv = [sys.argv[0]] + [arg for arg in sys.argv[1:] if arg != "--debug"]
     try:
-        app(complete_var=COMPLETE_VAR)
+        app(prog_name="recx", complete_var=COMPLETE_VAR)
     except RecxError as error:
         Console(stderr=True).print(f"[bold red]error:[/] {error}", highlight=False, soft_wrap=True, markup=True)
         sys.exit(1)

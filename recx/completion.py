@@ -2,7 +2,7 @@
 
 Commands and options complete from the command line's own definition; these callbacks add the values: registered
 names from the stored catalogue (recx.catalog), prepared datasets under the data root, experiments of the
-experiments file named on the line, presets and known downloads. Nothing here imports torch, pandas or a registry.
+sweep's experiments file, presets and known downloads. Nothing here imports torch, pandas or a registry.
 """
 from __future__ import annotations
 
@@ -55,11 +55,19 @@ def presets(incomplete: str) -> list[str]:
     return _starting(sorted(yaml.safe_load(PRESETS_FILE.read_text())["presets"]), incomplete)
 
 
+def _experiments_file(ctx: typer.Context) -> Path:
+    """The sweep's experiments file: parsed (`ctx.params`), else the first YAML file among the words left unparsed
+    (completing `-e`, the line ends in an option without its value), else ./experiments.yaml."""
+    if ctx.params.get("experiments_file"):
+        return Path(ctx.params["experiments_file"])
+    return next((Path(word) for word in ctx.args if word.endswith((".yaml", ".yml")) and Path(word).is_file()),
+                Path("experiments.yaml"))
+
+
 def experiments(ctx: typer.Context, incomplete: str) -> list[str]:
-    """Experiments of the file named on the line (the sweep's argument, `--file` of list), else ./experiments.yaml."""
-    path = Path(ctx.params.get("experiments_file") or "experiments.yaml")
+    """`recx sweep FILE -e NAME`: the experiments of FILE."""
     try:
-        found = (yaml.safe_load(path.read_text()) or {}).get("experiments") or {}
+        found = (yaml.safe_load(_experiments_file(ctx).read_text()) or {}).get("experiments") or {}
     except (OSError, yaml.YAMLError, AttributeError):
         return []
     return _starting([str(name) for name in found], incomplete)

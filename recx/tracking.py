@@ -113,6 +113,14 @@ def _completed_at(folder: Path) -> str:
     return datetime.fromtimestamp(stamp, timezone.utc).isoformat(timespec="microseconds")
 
 
+def _artifacts_beside(uri: str) -> str | None:
+    """A local SQLite store keeps a new experiment's artifacts in mlartifacts/ beside its database (MLflow's own
+    default, ./mlruns, would be wherever recx was started); a server keeps its own default."""
+    if not uri.startswith("sqlite:///"):
+        return None
+    return (Path(uri.removeprefix("sqlite:///")).resolve().parent / "mlartifacts").as_uri()
+
+
 class _Store:
     """One MLflow experiment of one tracking store."""
 
@@ -123,10 +131,11 @@ class _Store:
         logging.getLogger("alembic").setLevel(logging.WARNING)
         from mlflow import MlflowClient
 
-        uri, artifacts = tracking.uri or os.environ.get("MLFLOW_TRACKING_URI"), None
+        uri = tracking.uri or os.environ.get("MLFLOW_TRACKING_URI")
         if not uri:
             home.mkdir(parents=True, exist_ok=True)
-            uri, artifacts = f"sqlite:///{(home / 'mlflow.db').resolve()}", (home / "mlartifacts").resolve().as_uri()
+            uri = f"sqlite:///{(home / 'mlflow.db').resolve()}"
+        artifacts = _artifacts_beside(uri)
         self.client = MlflowClient(uri)
         found = self.client.get_experiment_by_name(experiment)
         self.experiment = found.experiment_id if found else self.client.create_experiment(experiment, artifacts)

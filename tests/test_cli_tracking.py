@@ -49,13 +49,16 @@ def test_train_logs_config_histories_final_metrics_and_files(tiny_root, tmp_path
     assert {"config.yaml", "epochs.jsonl", "results.parquet", "COMPLETE"} <= artifacts
 
 
-def test_tracking_changes_nothing_of_the_run(tiny_root, tmp_path, recx_cli):
+def test_tracking_changes_nothing_of_the_run(tiny_root, tmp_path, recx_cli, monkeypatch):
+    (tmp_path / "cwd").mkdir()
+    monkeypatch.chdir(tmp_path / "cwd")
     plain = recx_cli("train", "--dataset", "tiny", "--data-root", tiny_root, "--run-dir", tmp_path / "a", *FAST)
     tracked = recx_cli("train", "--dataset", "tiny", "--data-root", tiny_root, "--run-dir", tmp_path / "b", *FAST,
                        "--track", "mlflow", "--track-uri", f"sqlite:///{tmp_path / 'elsewhere.db'}")
     assert plain.code == tracked.code == 0
     assert (tmp_path / "a" / "config.yaml").read_text() == (tmp_path / "b" / "config.yaml").read_text()
     assert not (tmp_path / "mlflow.db").exists() and (tmp_path / "elsewhere.db").is_file()
+    assert (tmp_path / "mlartifacts").is_dir() and not any((tmp_path / "cwd").iterdir())  # not in the cwd
 
 
 def test_a_tracking_failure_is_one_warning_and_the_run_completes(tiny_root, tmp_path, recx_cli):
