@@ -12,7 +12,7 @@ SWEEP = $(RECX) sweep experiments.yaml --backend $(BACKEND) --jobs $(JOBS) $(if 
 sweep_out = $(if $(OUT),--out $(OUT)/$(1))
 CI_OUT ?= build/ci-reproduce
 
-.PHONY: setup quickstart test test-gpu bench gowalla reproduce-prism reproduce-hns reproduce-bir reproduce-fastvae \
+.PHONY: setup quickstart test test-gpu bench catalog gowalla reproduce-prism reproduce-hns reproduce-bir reproduce-fastvae \
 	reproduce-rg ci-reproduce gpu-check gpu-check-cpu
 
 setup:
@@ -38,6 +38,10 @@ gpu-check-cpu:
 
 bench:
 	$(PYTHON) bench/eval_speed.py
+
+# recx/catalog.json: the registered names, arguments and defaults that --help and shell completion show
+catalog:
+	$(PYTHON) -m recx.catalog --write
 
 gowalla:
 	recx sweep experiments.yaml --experiment gowalla-basics

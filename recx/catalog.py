@@ -1,18 +1,27 @@
-"""What recx knows by name, read from the registries: `recx list` and the `--help` texts both come from here.
+"""What recx knows by name, read from the registries: `recx list`, the `--help` texts and shell completion.
 
 Each entry is a name, the module that defines it, its arguments with their defaults (the `Args` dataclass of a
 sampler, loss or model; the keyword arguments of a format reader) and the first line of its docstring.
+
+Reading the registries imports torch and every registered module (seconds), so `--help`, `--version` and shell
+completion read `catalog.json` beside this file instead: the same entries and the run config's defaults, written by
+`python -m recx.catalog --write` (`make catalog`) and checked against the live registries by tests/test_cli_catalog.py.
 """
 from __future__ import annotations
 
+import argparse
 import dataclasses
+import functools
 import inspect
+import json
 import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 KINDS = ("samplers", "losses", "models", "metrics", "formats", "experiments")
+STORED_KINDS = KINDS[:-1]  # experiments come from the user's experiments file, not from the code
+STORED = Path(__file__).with_name("catalog.json")
 
 
 @dataclass
@@ -56,9 +65,6 @@ def _registered(registry, args) -> list[Entry]:
         entries.append(Entry(name, obj.__module__, args(obj), _summary(obj)))
     return entries
 
-
-def names(kind: str) -> list[str]:
-    return [entry.name for entry in entries(kind)]
 
 
 def entries(kind: str, experiments_file: Path | None = None) -> list[Entry]:
@@ -104,3 +110,50 @@ def _experiments(path: Path) -> list[Entry]:
                                    f"methods {', '.join(map(str, spec.get('methods') or {}))}",
                   str(spec.get("description") or "").split(". ")[0].strip())
             for name, spec in experiments.items() if isinstance(spec, dict)]
+
+
+def build() -> dict:
+    """The stored catalogue, from the live registries: entries of every kind but experiments, run config defaults."""
+    from recx.config import RunConfig
+
+    defaults = {key: value for key, value in RunConfig().to_dict().items() if not isinstance(value, dict)}
+    return {"entries": {kind: [dataclasses.asdict(entry) for entry in entries(kind)] for kind in STORED_KINDS},
+            "defaults": defaults}
+
+
+def render(content: dict) -> str:
+    return json.dumps(content, indent=1, sort_keys=True) + "\n"
+
+
+@functools.cache
+def stored() -> dict:
+    return json.loads(STORED.read_text())
+
+
+def stored_names(kind: str) -> list[str]:
+    """Names of one stored kind (no registry is imported)."""
+    return [entry["name"] for entry in stored()["entries"][kind]]
+
+
+def stored_default(key: str):
+    """The run config's default of `key` (no registry is imported)."""
+    return stored()["defaults"][key]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m recx.catalog", description="Write or check recx/catalog.json.")
+    parser.add_argument("--write", action="store_true", help="rewrite catalog.json from the live registries")
+    wanted = render(build())
+    if parser.parse_args(argv).write:
+        STORED.write_text(wanted)
+        print(f"wrote {STORED}")
+        return 0
+    if STORED.read_text() != wanted:
+        print(f"{STORED} is out of date: run `python -m recx.catalog --write` (make catalog)", file=sys.stderr)
+        return 1
+    print(f"{STORED} is up to date")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

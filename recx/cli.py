@@ -1,11 +1,16 @@
 """The `recx` command line: prepare, train, eval, sweep, list. Thin: parse, validate, call.
 
+Importing this module is cheap (no torch, pandas or registry): `--help`, `--version`, a mistyped command or option
+and shell completion answer at once, the registered names and defaults they show coming from the stored catalogue
+(recx.catalog). Each command imports what it needs when it runs, behind a spinner on a terminal.
+
 A user error (RecxError) prints one line and exits 1; Ctrl-C prints what was interrupted and what was kept and
 exits 130; an unexpected internal error prints one line and where its full traceback was saved (`--debug`
 anywhere on the command line shows the traceback instead).
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -20,26 +25,40 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
-from recx import catalog, yaml_values
-from recx.config import RunConfig
+from recx import __version__, catalog, completion, yaml_values
 from recx.errors import RecxError
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Experiment runner for negative sampling, softmax approximation and losses in "
                        "implicit-feedback recommendation. `recx list` shows every sampler, loss, model, metric, "
                        "format and experiment by name.")
 # Piped output is not wrapped at 80 columns: tables stay one row per line.
 console = Console() if Console().is_terminal else Console(width=10_000)
 DATA_ROOT_HELP = "Folder of prepared datasets (default: $RECX_DATA, else ./data)."
-DEFAULTS = RunConfig()
+TRACK_HELP = ("Log each completed run to MLflow (the track extra): config, per-epoch loss and validation metric, "
+              "final metrics, run files.")
+TRACK_URI_HELP = "MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else mlflow.db and mlartifacts/ under the output)."
+COMPLETE_VAR = "_RECX_COMPLETE"
 
 
 def _names(kind: str) -> str:
-    return ", ".join(catalog.names(kind))
+    return ", ".join(catalog.stored_names(kind))
 
 
 def _default(key: str) -> str:
-    return f"(default: {getattr(DEFAULTS, key)})"
+    return f"(default: {catalog.stored_default(key)})"
+
+
+@contextlib.contextmanager
+def _loading():
+    """On a terminal, a spinner while torch and the registries load (seconds on a busy machine); it is erased
+    before the command shows anything."""
+    shown = Console(stderr=True)
+    if not shown.is_terminal or "torch" in sys.modules:
+        yield
+        return
+    with shown.status("loading torch", spinner="dots"):
+        yield
 
 
 def _handles_interrupts(command):
@@ -110,10 +129,36 @@ def print_metrics(values: dict, title: str) -> None:
     console.print(table)
 
 
-@app.callback()
-def options(debug: bool = typer.Option(False, "--debug", help="Show the full traceback of an internal error "
-                                                               "(accepted anywhere on the command line).")):
+def _print_versions(title: str | None = None) -> None:
+    from recx.versions import versions
+
+    table = Table(title=title, title_justify="left", show_header=title is not None)
+    for column in ("package", "version"):
+        table.add_column(column, overflow="fold")
+    for name, version in versions().items():
+        table.add_row(name, version)
+    console.print(table)
+
+
+@app.callback(invoke_without_command=True)
+def options(
+    ctx: typer.Context,
+    version: bool = typer.Option(False, "--version", help="Show recx's version and exit."),
+    verbose: bool = typer.Option(False, "--verbose", help="With --version: also torch, CUDA, CuPy and faiss."),
+    debug: bool = typer.Option(False, "--debug", help="Show the full traceback of an internal error "
+                                                      "(accepted anywhere on the command line)."),
+):
     """Experiment runner for implicit-feedback recommendation."""
+    if version:
+        if verbose:
+            with _loading():
+                _print_versions()
+        else:
+            console.print(f"recx {__version__}", highlight=False)
+        raise typer.Exit()
+    if ctx.invoked_subcommand is None:  # options but no command: as `recx` alone
+        typer.echo(ctx.get_help())
+        raise typer.Exit(2)
 
 
 @app.command()
@@ -121,11 +166,14 @@ def options(debug: bool = typer.Option(False, "--debug", help="Show the full tra
 def prepare(
     name: str = typer.Argument(..., help="Name of the prepared dataset, a folder under the data root (letters, "
                                          "digits, '.', '_', '-'); a known name (ml1m, ml10m, ml20m, ml25m, "
-                                         "gowalla-snap, ...) is downloaded."),
-    format: Optional[str] = typer.Option(None, "--format", "-f", help=f"Source format: {_names('formats')}."),
+                                         "gowalla-snap, ...) is downloaded.",
+                              autocompletion=completion.downloadable),
+    format: Optional[str] = typer.Option(None, "--format", "-f", help=f"Source format: {_names('formats')}.",
+                                         autocompletion=completion.registered("formats")),
     source: Optional[Path] = typer.Option(None, help="Source file or folder already on disk (skips the download)."),
     data_root: Optional[Path] = typer.Option(None, help=DATA_ROOT_HELP),
-    preset: Optional[str] = typer.Option(None, help="A paper's protocol: fastvae, rg, prism (options below override)."),
+    preset: Optional[str] = typer.Option(None, help="A paper's protocol: fastvae, rg, prism (options below override).",
+                                         autocompletion=completion.presets),
     rating: Optional[str] = typer.Option(None, help="Which ratings are positives: all, >=4, >3.5 ... (default: all)"),
     min_rating: Optional[float] = typer.Option(None, help="Same as --rating '>=X'."),
     kcore: Optional[int] = typer.Option(None, help="Iterative k-core on users and items (0: off). (default: 0)"),
@@ -141,7 +189,8 @@ def prepare(
                                                       "written aside and swapped in when complete)."),
 ):
     """Turn a source into a prepared dataset: Parquet splits, id maps and card.json (refuses an existing name)."""
-    from recx.data.prepare import PrepareOptions, prepare as run_prepare
+    with _loading():
+        from recx.data.prepare import PrepareOptions, prepare as run_prepare
     from recx.names import check_name
 
     check_name(name, "dataset name")
@@ -159,10 +208,14 @@ def prepare(
 @_handles_interrupts
 def train(
     config_file: Optional[Path] = typer.Option(None, "--config", help="YAML run config; options below override it."),
-    dataset: Optional[str] = typer.Option(None, help=f"Prepared dataset name. {_default('dataset')}"),
-    model: Optional[str] = typer.Option(None, help=f"Model: {_names('models')}. {_default('model')}"),
-    loss: Optional[str] = typer.Option(None, help=f"Loss: {_names('losses')}. {_default('loss')}"),
-    sampler: Optional[str] = typer.Option(None, help=f"Negative sampler: {_names('samplers')}. {_default('sampler')}"),
+    dataset: Optional[str] = typer.Option(None, help=f"Prepared dataset name. {_default('dataset')}",
+                                          autocompletion=completion.datasets),
+    model: Optional[str] = typer.Option(None, help=f"Model: {_names('models')}. {_default('model')}",
+                                        autocompletion=completion.registered("models")),
+    loss: Optional[str] = typer.Option(None, help=f"Loss: {_names('losses')}. {_default('loss')}",
+                                       autocompletion=completion.registered("losses")),
+    sampler: Optional[str] = typer.Option(None, help=f"Negative sampler: {_names('samplers')}. {_default('sampler')}",
+                                          autocompletion=completion.registered("samplers")),
     dim: Optional[int] = typer.Option(None, help=f"Embedding dimension (key dim). {_default('dim')}"),
     epochs: Optional[int] = typer.Option(None, help=f"Maximum number of epochs. {_default('epochs')}"),
     batch_size: Optional[int] = typer.Option(None, help=f"Training interactions per step. {_default('batch_size')}"),
@@ -174,7 +227,8 @@ def train(
     weight_decay_mode: Optional[str] = typer.Option(None, help="none, full (every row, every step) or batch. "
                                                                f"{_default('weight_decay_mode')}"),
     seed: Optional[int] = typer.Option(None, help=f"Seed of initialisation, shuffling and sampling. {_default('seed')}"),
-    device: Optional[str] = typer.Option(None, help=f"auto, cpu or cuda. {_default('device')}"),
+    device: Optional[str] = typer.Option(None, help=f"auto, cpu or cuda. {_default('device')}",
+                                         autocompletion=completion.choices("auto", "cpu", "cuda")),
     kernels: Optional[str] = typer.Option(None, help="Sampler kernels: auto (CuPy on CUDA when installed), torch or "
                                                      f"cupy. {_default('kernels')}"),
     patience: Optional[int] = typer.Option(None, help="Validations without improvement before stopping, >= 1. "
@@ -193,25 +247,31 @@ def train(
     checkpoint_every: Optional[int] = typer.Option(None, min=0, help="Write the training state every N epochs "
                                                    "(0: never); default: after each epoch that ends at least 60 s "
                                                    "after the last checkpoint."),
+    track: Optional[str] = typer.Option(None, help=TRACK_HELP, autocompletion=completion.choices("mlflow")),
+    track_uri: Optional[str] = typer.Option(None, help=TRACK_URI_HELP),
 ):
     """Train one run and evaluate it; the run folder holds config, per-epoch metrics, results and weights.
 
     An interrupted run is kept: during training it is marked incomplete and the same command goes on from its last checkpoint (results identical to an uninterrupted run); after training it can be evaluated (`recx eval`) and the same command finishes it. A completed run is refused unless --force.
     """
-    from recx.config import deep_merge, load_config_file, resolve
-    from recx.config_schema import check_values
-    from recx.data.dataset import load_dataset
+    with _loading():
+        from recx.config import RunConfig, deep_merge, load_config_file, resolve
+        from recx.config_schema import check_values
+        from recx.data.dataset import load_dataset
+        from recx.train.trainer import make_progress, train_run
+    from recx import tracking
     from recx.names import check_name
-    from recx.train.trainer import make_progress, train_run
 
+    tracker = tracking.choose(track, track_uri)
+    defaults = RunConfig()
     raw = load_config_file(config_file) if config_file else {}
-    check_values(raw, DEFAULTS, str(config_file))
+    check_values(raw, defaults, str(config_file))
     options = {"dataset": dataset, "model": model, "loss": loss, "sampler": sampler, "dim": dim, "epochs": epochs,
                "batch_size": batch_size, "n_negatives": n_negatives, "lr": lr, "weight_decay": weight_decay,
                "weight_decay_mode": weight_decay_mode, "seed": seed, "device": device, "kernels": kernels,
                "patience": patience}
     given = deep_merge({k: v for k, v in options.items() if v is not None}, _parse_assignments(set_))
-    check_values(given, DEFAULTS, "command line")
+    check_values(given, defaults, "command line")
     config = resolve(deep_merge(raw, given), where=str(config_file) if config_file else "command line")
     folder = run_dir or Path("runs") / config.run_id()
     check_name(folder.name, "run folder name (--run-dir)")
@@ -223,6 +283,8 @@ def train(
     test = outcome.results[outcome.results.split == "test"]
     values = {(r.metric, r.k, r.stratum): r.value for r in test.itertuples()}
     print_metrics(values, f"{config.dataset} test (epoch {outcome.best_epoch}) — {folder}")
+    name = f"{config.dataset} {config.model} {config.loss}+{config.sampler} seed {config.seed}"
+    tracking.log_runs(tracker, tracking.TRAIN_EXPERIMENT, folder.parent, [tracking.TrackedRun(folder, name)])
 
 
 @app.command("eval")
@@ -242,7 +304,8 @@ def evaluate_run(
     quiet: bool = typer.Option(False, help="No progress bar."),
 ):
     """Full-ranking evaluation of a trained run: NDCG, Recall, Precision, MRR, HitRate, per popularity stratum."""
-    from recx.eval.run_eval import evaluate_saved_run
+    with _loading():
+        from recx.eval.run_eval import evaluate_saved_run
 
     if split not in ("valid", "test"):
         raise RecxError(f"--split {split!r}: expected valid or test")
@@ -267,29 +330,38 @@ def evaluate_run(
 def sweep(
     experiments_file: Path = typer.Argument(..., help="experiments.yaml"),
     experiment: str = typer.Option(..., "--experiment", "-e", help="Name of the experiment to run "
-                                                                   "(`recx list experiments`)."),
+                                                                   "(`recx list experiments`).",
+                                   autocompletion=completion.experiments),
     out: Optional[Path] = typer.Option(None, help="Output folder (default: results/<experiment>)."),
     data_root: Optional[Path] = typer.Option(None, help=DATA_ROOT_HELP),
     dry_run: bool = typer.Option(False, help="List the runs and exit."),
-    dataset: list[str] = typer.Option([], "--dataset", help="Run on these datasets instead of the experiment's."),
+    dataset: list[str] = typer.Option([], "--dataset", help="Run on these datasets instead of the experiment's.",
+                                      autocompletion=completion.datasets),
     seeds: Optional[str] = typer.Option(None, help="Comma-separated seeds instead of the experiment's."),
     methods: Optional[str] = typer.Option(None, help="Comma-separated methods of the experiment to run (default: "
                                                     "all); the tables keep the experiment's runs already complete "
                                                     "in --out."),
     set_: list[str] = typer.Option([], "--set", help="Force a config key in every run, KEY=VALUE (e.g. epochs=5); "
                                                      "wins over the experiment's defaults and methods."),
-    backend: str = typer.Option("local", help="local (this machine) or ray (a Ray cluster; needs the dist extra)."),
+    backend: str = typer.Option("local", help="local (this machine) or ray (a Ray cluster; needs the dist extra).",
+                                autocompletion=completion.choices("local", "ray")),
     jobs: int = typer.Option(1, help="Runs at once: local worker processes (each pinned to one GPU, else given a "
                                      "share of the CPU threads) or Ray tasks in flight."),
     address: Optional[str] = typer.Option(None, help="Address of an existing Ray cluster (default: start a local "
                                                      "one with --jobs CPUs)."),
+    track: Optional[str] = typer.Option(None, help=TRACK_HELP + " One MLflow experiment per sweep (default: the "
+                                                   "experiment's `track`, else none).",
+                                        autocompletion=completion.choices("mlflow")),
+    track_uri: Optional[str] = typer.Option(None, help=TRACK_URI_HELP),
 ):
     """Run every (dataset, method, grid point, seed) of an experiment, skipping completed runs; write tables.
 
     Every run is validated before the first one starts. An interrupted sweep loses at most the run in progress: the same command skips completed runs, finishes trained ones and restarts incomplete ones.
     """
-    from recx.sweep import SweepOverrides, run_sweep
-    from recx.sweeps.backends import Execution
+    with _loading():
+        from recx.sweep import SweepOverrides, run_sweep
+        from recx.sweeps.backends import Execution
+    from recx.tracking import Tracking
 
     try:
         seed_list = [int(s) for s in seeds.split(",")] if seeds else None
@@ -298,7 +370,7 @@ def sweep(
     overrides = SweepOverrides(datasets=dataset or None, seeds=seed_list, settings=_parse_assignments(set_),
                                methods=[m.strip() for m in methods.split(",") if m.strip()] if methods else None)
     run_sweep(experiments_file, experiment, out or Path("results") / experiment, _data_root(data_root), dry_run,
-              console, overrides, Execution(backend, jobs, address))
+              console, overrides, Execution(backend, jobs, address), Tracking(track, track_uri))
 
 
 @app.command()
@@ -318,8 +390,9 @@ def report(
                                                         "sampler_args.m (default: every numeric key swept)."),
 ):
     """Tables (mean ± std, best in bold), paired significance tests against a baseline, and plots."""
-    from recx.report.report import ReportOptions, write_report
-    from recx.report.runs import load_results
+    with _loading():
+        from recx.report.report import ReportOptions, write_report
+        from recx.report.runs import load_results
 
     if resamples < 1 or not 0 < alpha < 1:
         raise RecxError(f"--resamples {resamples} / --alpha {alpha}: expected at least 1 resample and 0 < alpha < 1")
@@ -332,24 +405,36 @@ def report(
     console.print(f"report: {out / 'report.md'}")
 
 
+LIST_KINDS = catalog.KINDS + ("versions",)
+
+
 @app.command("list")
 def list_names(
-    kind: Optional[str] = typer.Argument(None, help=f"One of {', '.join(catalog.KINDS)} (default: all)."),
+    kind: Optional[str] = typer.Argument(None, help=f"One of {', '.join(LIST_KINDS)} (default: all).",
+                                         autocompletion=completion.list_kinds),
     experiments_file: Path = typer.Option(Path("experiments.yaml"), "--file",
                                           help="The experiments file whose experiments are listed."),
 ):
-    """Every name recx accepts, with its module, arguments (defaults) and summary, read from the registries."""
-    if kind is not None and kind not in catalog.KINDS:
-        raise RecxError(f"recx list {kind!r}: expected one of {', '.join(catalog.KINDS)}")
+    """Every name recx accepts, with its module, arguments (defaults) and summary, read from the registries.
+
+    Then the versions of recx, torch, CUDA, CuPy and faiss (`recx list versions`: only those)."""
+    if kind is not None and kind not in LIST_KINDS:
+        raise RecxError(f"recx list {kind!r}: expected one of {', '.join(LIST_KINDS)}")
+    if kind == "versions":
+        return _print_versions("versions")
     for each in [kind] if kind else catalog.KINDS:
         if each == "experiments" and kind is None and not experiments_file.is_file():
             continue
         table = Table(title=each, title_justify="left")
         for column in ("name", "module", "arguments (defaults)", "summary"):
             table.add_column(column, overflow="fold")
-        for entry in catalog.entries(each, experiments_file):
+        with _loading():
+            found = catalog.entries(each, experiments_file)
+        for entry in found:
             table.add_row(entry.name, entry.module, entry.args, entry.summary)
         console.print(table)
+    if kind is None:
+        _print_versions("versions")
 
 
 diagnose_app = typer.Typer(no_args_is_help=True, help="Diagnostics of a completed run.")
@@ -360,7 +445,8 @@ app.add_typer(diagnose_app, name="diagnose")
 def diagnose_sampler(
     run_dir: Path = typer.Argument(..., help="A completed run folder."),
     sampler: list[str] = typer.Option([], "--sampler", help="Sampler name (repeat the option for several); "
-                                                            "default: the FastVAE paper's Figure 2 set."),
+                                                            "default: the FastVAE paper's Figure 2 set.",
+                                      autocompletion=completion.registered("samplers")),
     users: int = typer.Option(100, help="Users sampled for the KL / TV table."),
     draws: int = typer.Option(100_000, help="Draws per user where a law is estimated (Figure 2, DNS)."),
     codewords: int = typer.Option(64, help="Codewords per MIDX codebook (the paper's Figure 2: 64)."),
@@ -369,8 +455,9 @@ def diagnose_sampler(
     device: str = typer.Option("auto", help="auto, cpu or cuda."),
 ):
     """KL(proposal || softmax) and total variation per user, for the run's random initialisation and trained model."""
-    from recx.eval.sampler_diagnostics import FIGURE_SAMPLERS, diagnose_run
-    from recx.train.device import resolve_device
+    with _loading():
+        from recx.eval.sampler_diagnostics import FIGURE_SAMPLERS, diagnose_run
+        from recx.train.device import resolve_device
 
     table = diagnose_run(run_dir, sampler or FIGURE_SAMPLERS, users, draws, codewords, seed, resolve_device(device),
                          plot)
@@ -401,7 +488,7 @@ def main() -> None:
     debug = "--debug" in sys.argv[1:] or os.environ.get("RECX_DEBUG") == "1"
     sys.argv = [sys.argv[0]] + [arg for arg in sys.argv[1:] if arg != "--debug"]
     try:
-        app()
+        app(prog_name="recx", complete_var=COMPLETE_VAR)
     except RecxError as error:
         Console(stderr=True).print(f"[bold red]error:[/] {error}", highlight=False, soft_wrap=True, markup=True)
         sys.exit(1)

@@ -11,6 +11,8 @@ may be dotted (`model_args.alpha: [0.1, 1.0]`), and a method's own `grid` replac
 (the papers tune different hyper-parameters per method: lr and weight decay for SGD, α and λ for ALS).
 The runs execute on a backend (recx.sweeps: this process, local worker processes, or Ray); every backend writes the
 same run store, so a sweep started with one can be resumed with another.
+With `track: mlflow` (or --track mlflow) the sweep's completed runs are logged to one MLflow experiment named after
+it (recx.tracking); tracking is not part of any run's config.
 """
 from __future__ import annotations
 
@@ -31,11 +33,13 @@ from recx.runs import store
 from recx.runs.lock import LockedError
 from recx.runs.convergence import FILE as CONVERGENCE
 from recx.runs.convergence import convergence_frame
+from recx import tracking
 from recx.sweeps.backends import Execution, make_backend
 from recx.sweeps.drive import DriveReport, drive
 from recx.sweeps.task import RunTask
 
-EXPERIMENT_KEYS = {"description", "datasets", "methods", "seeds", "defaults", "grid", "ks", "table", "diagnostics"}
+EXPERIMENT_KEYS = {"description", "datasets", "methods", "seeds", "defaults", "grid", "ks", "table", "diagnostics",
+                   "track"}
 
 
 @dataclass
@@ -290,8 +294,18 @@ def write_results(results: pd.DataFrame, out: Path) -> None:
     os.replace(partial, out / "results.parquet")
 
 
+def track_runs(tracker: tracking.Tracking | None, name: str, out: Path, runs: list[PlannedRun]) -> None:
+    """The sweep's complete runs into MLflow experiment `name` (nothing without a tracker; never raises)."""
+    folders = [(run, out / "runs" / run.config.run_id()) for run in runs]
+    tracking.log_runs(tracker, name, out, [
+        tracking.TrackedRun(folder, f"{run.config.dataset} {run.method} seed {run.config.seed}",
+                            {"method": run.method, "grid_point": run.grid_point or ""})
+        for run, folder in folders if store.is_complete(folder)])
+
+
 def run_sweep(path: Path, name: str, out: Path, data_root: Path, dry_run: bool, console,
-              overrides: SweepOverrides | None = None, execution: Execution | None = None) -> pd.DataFrame | None:
+              overrides: SweepOverrides | None = None, execution: Execution | None = None,
+              track: tracking.Tracking | None = None) -> pd.DataFrame | None:
     overrides = overrides or SweepOverrides()
     execution = execution or Execution()
     execution.validate()
@@ -300,6 +314,9 @@ def run_sweep(path: Path, name: str, out: Path, data_root: Path, dry_run: bool, 
     spec = overrides.apply(whole, f"{path}: experiment {name!r}")
     runs = plan(spec, name, path, overrides.settings)
     layout = table_layout(spec, name, path)
+    track = track or tracking.Tracking(None)
+    tracker = tracking.choose(track.backend, track.uri, spec.get("track"), f"{path}: experiments.{name}") \
+        if not dry_run else None
     runs_dir = out / "runs"
     pending = [run for run in runs if not store.is_complete(runs_dir / run.config.run_id())]
     console.print(f"experiment [bold]{name}[/]: {len(runs)} runs, {len(runs) - len(pending)} already complete")
@@ -313,8 +330,12 @@ def run_sweep(path: Path, name: str, out: Path, data_root: Path, dry_run: bool, 
         ensure_dataset(content, dataset_name, data_root, path.parent)
     ks = spec.get("ks", [10, 20, 50])
     check_planned(pending, data_root, ks, name, path)
-    report = execute_runs(run_tasks(pending, runs_dir, data_root, out, ks, bool(spec.get("diagnostics"))), execution,
-                          name, len(runs), out / "logs")
+    try:
+        report = execute_runs(run_tasks(pending, runs_dir, data_root, out, ks, bool(spec.get("diagnostics"))),
+                              execution, name, len(runs), out / "logs")
+    except RecxError:  # some runs failed: the complete ones are tracked all the same
+        track_runs(tracker, name, out, runs)
+        raise
     console.print(f"trained {len(report.done)} runs; {len(report.skipped)} were completed by another process meanwhile")
     shown = runs + complete_elsewhere(plan_each_method(whole, name, path, overrides.settings), runs, runs_dir)
     results = select_grid_points(collect(shown, runs_dir), shown)
@@ -326,4 +347,5 @@ def run_sweep(path: Path, name: str, out: Path, data_root: Path, dry_run: bool, 
     console.print((out / "table.md").read_text(), soft_wrap=True, markup=False, highlight=False)
     console.print(f"results: {out / 'results.parquet'}; report: {out / 'report.md'} (tables table.md/.csv/.tex, "
                   f"significance.md/.csv, plots/); per-epoch curves: {out / CONVERGENCE}")
+    track_runs(tracker, name, out, runs)
     return results

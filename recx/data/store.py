@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,14 +13,11 @@ import pyarrow.parquet as pq
 
 from recx import __version__
 from recx.errors import RecxError
+from recx.data.root import default_data_root  # noqa: F401 (recx.data.store.default_data_root, as before)
 from recx.folders import clean_stale, swap_in, temp_sibling, writable_folder
 from recx.names import check_name
 
 SPLITS = ("train", "valid", "test")
-
-
-def default_data_root() -> Path:
-    return Path(os.environ.get("RECX_DATA", "data"))
 
 
 def sha256_of(path: Path, chunk: int = 1 << 22) -> str:
