@@ -1,6 +1,7 @@
 """ALS models (WRMF, RG², RG×): each half-step is the exact minimiser of the model's loss (against a dense float64
 Newton step on the loss written from the papers' formulas), CG reaches it, losses never increase, chunking does
-not change the solution."""
+not change the solution. RG runs in form text here (one loss for both half-steps); its official form, whose item
+half-step minimises no common loss, is checked against the authors' code in tests/test_official_rg.py."""
 from __future__ import annotations
 
 import json
@@ -20,12 +21,14 @@ N_USERS, N_ITEMS, DIM = 12, 9, 3
 CASES = {
     "wrmf": ("wrmf", {"alpha": 3.0, "regularization": 0.2}),
     "wrmf-scaled": ("wrmf", {"alpha": 3.0, "regularization": 0.2, "confidence": "scaled"}),
-    "rg2-eq16": ("rg2", {"weights": "eq16", "regularization": 0.05}),
-    "rg2-eq18": ("rg2", {"weights": "eq18", "n_negatives": 3, "regularization": 0.05}),
-    "rg2-hyper": ("rg2", {"weights": "hyper", "alpha": 0.3, "beta": 0.5, "regularization": 0.1}),
-    "rgx-eq16": ("rgx", {"weights": "eq16", "regularization": 0.05}),
-    "rgx-eq18": ("rgx", {"weights": "eq18", "n_negatives": 3, "regularization": 0.05}),
-    "rgx-hyper": ("rgx", {"weights": "hyper", "alpha": 0.3, "beta": 0.5, "regularization": 0.1}),
+    "rg2-eq16": ("rg2", {"weights": "eq16", "form": "text", "regularization": 0.05}),
+    "rg2-eq18": ("rg2", {"weights": "eq18", "form": "text", "n_negatives": 3, "regularization": 0.05}),
+    "rg2-hyper": ("rg2", {"weights": "hyper", "form": "text", "alpha": 0.3, "beta": 0.5,
+                         "regularization": 0.1}),
+    "rgx-eq16": ("rgx", {"weights": "eq16", "form": "text", "regularization": 0.05}),
+    "rgx-eq18": ("rgx", {"weights": "eq18", "form": "text", "n_negatives": 3, "regularization": 0.05}),
+    "rgx-hyper": ("rgx", {"weights": "hyper", "form": "text", "alpha": 0.3, "beta": 0.5,
+                         "regularization": 0.1}),
 }
 
 
@@ -224,11 +227,13 @@ def test_trains_through_the_trainer_reproducibly(tiny, tmp_path, model):
     assert len(records[0]) == 3
     assert [r["loss"] for r in records[0]] == [r["loss"] for r in records[1]]
     assert [r["valid_ndcg@20"] for r in records[0]] == [r["valid_ndcg@20"] for r in records[1]]
-    assert records[0][-1]["loss"] <= records[0][0]["loss"]
+    if model == "wrmf":  # RG's default form official: its item half-step can raise the loss (recx.models.als.rg)
+        assert records[0][-1]["loss"] <= records[0][0]["loss"]
 
 
 @pytest.mark.parametrize("args, key", [({"solver": "lu"}, "solver"), ({"beta": 2.0}, "beta"),
-                                        ({"weights": "eq17"}, "weights")])
+                                        ({"weights": "eq17"}, "weights"), ({"form": "paper"}, "form"),
+                                        ({"weights": "eq16"}, "form")])
 def test_bad_model_args_name_the_key(args, key):
     with pytest.raises(RecxError, match=f"model_args.*{key}"):
         resolve({"model": "rgx", "model_args": args})
