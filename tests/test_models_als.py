@@ -1,6 +1,7 @@
 """ALS models (WRMF, RG², RG×): each half-step is the exact minimiser of the model's loss (against a dense float64
 Newton step on the loss written from the papers' formulas), CG reaches it, losses never increase, chunking does
-not change the solution."""
+not change the solution. RG runs in form text here (one loss for both half-steps); its official form, whose item
+half-step minimises no common loss, is checked against the authors' code in tests/test_official_rg.py."""
 from __future__ import annotations
 
 import json
@@ -20,12 +21,14 @@ N_USERS, N_ITEMS, DIM = 12, 9, 3
 CASES = {
     "wrmf": ("wrmf", {"alpha": 3.0, "regularization": 0.2}),
     "wrmf-scaled": ("wrmf", {"alpha": 3.0, "regularization": 0.2, "confidence": "scaled"}),
-    "rg2-eq16": ("rg2", {"weights": "eq16", "regularization": 0.05}),
-    "rg2-eq18": ("rg2", {"weights": "eq18", "n_negatives": 3, "regularization": 0.05}),
-    "rg2-hyper": ("rg2", {"weights": "hyper", "alpha": 0.3, "beta": 0.5, "regularization": 0.1}),
-    "rgx-eq16": ("rgx", {"weights": "eq16", "regularization": 0.05}),
-    "rgx-eq18": ("rgx", {"weights": "eq18", "n_negatives": 3, "regularization": 0.05}),
-    "rgx-hyper": ("rgx", {"weights": "hyper", "alpha": 0.3, "beta": 0.5, "regularization": 0.1}),
+    "rg2-eq16": ("rg2", {"weights": "eq16", "form": "text", "regularization": 0.05}),
+    "rg2-eq18": ("rg2", {"weights": "eq18", "form": "text", "n_negatives": 3, "regularization": 0.05}),
+    "rg2-hyper": ("rg2", {"weights": "hyper", "form": "text", "alpha": 0.3, "beta": 0.5,
+                         "regularization": 0.1}),
+    "rgx-eq16": ("rgx", {"weights": "eq16", "form": "text", "regularization": 0.05}),
+    "rgx-eq18": ("rgx", {"weights": "eq18", "form": "text", "n_negatives": 3, "regularization": 0.05}),
+    "rgx-hyper": ("rgx", {"weights": "hyper", "form": "text", "alpha": 0.3, "beta": 0.5,
+                         "regularization": 0.1}),
 }
 
 
@@ -181,36 +184,39 @@ def test_empty_rows_are_zero_for_wrmf():
     assert (model.item_factors.data[-1] == 0).all()
 
 
-@pytest.mark.parametrize("solver", ["cg", "cholesky"])
-def test_agrees_with_implicit_als(solver):
-    """Same init, CG steps and confidence (α r): equal factors after 3 iterations. Float64 on both sides: in float32
-    the two summation orders drift apart by ~1e-4 per iteration (CG on ill-conditioned rows amplifies rounding)."""
-    implicit_als = pytest.importorskip("implicit.cpu.als")
+@pytest.mark.parametrize("solver, tolerance", [("cholesky", 1e-10), ("cg", 1e-6)])
+def test_agrees_with_implicit_als(solver, tolerance):
+    """WRMF against implicit 0.7.3 (the `test` extra; CI runs it): same float64 init, confidence α r (`confidence:
+    scaled`), λ and CG steps; the user and item factors agree after each of 3 iterations. Exact solves agree to
+    1e-10 (measured ~5e-12 relative). CG to 1e-6: the two summation orders differ by ~3e-8 relative after one
+    iteration and ~1e-6 after three, even in float64 (CG on ill-conditioned rows amplifies rounding; in float32 the
+    drift is ~1e-4 per iteration)."""
+    import implicit.cpu.als as implicit_als
     import numpy as np
     import scipy.sparse as sp
     import threadpoolctl
 
     generator = torch.Generator().manual_seed(7)
     R = torch.rand(60, 45, generator=generator) < 0.15
-    factors, alpha, lam, iterations = 8, 5.0, 0.1, 3
+    factors, alpha, lam = 8, 5.0, 0.1
     model_class = MODELS.get("wrmf")
     torch.manual_seed(0)
     model = model_class(60, 45, factors, model_class.Args(alpha=alpha, regularization=lam, confidence="scaled",
                                                           solver=solver, cg_steps=3, dtype="float64"))
-    with threadpoolctl.threadpool_limits(1, "blas"):  # implicit warns unless BLAS is single-threaded
-        reference = implicit_als.AlternatingLeastSquares(factors=factors, regularization=lam, alpha=alpha,
-                                                         iterations=iterations, use_cg=solver == "cg",
-                                                         num_threads=1, calculate_training_loss=False,
-                                                         dtype=np.float64)
-        reference.user_factors = model.user_factors.data.numpy().copy()
-        reference.item_factors = model.item_factors.data.numpy().copy()
-        reference.fit(sp.csr_matrix(R.numpy().astype(np.float32)), show_progress=False)
+    reference = implicit_als.AlternatingLeastSquares(factors=factors, regularization=lam, alpha=alpha, iterations=1,
+                                                     use_cg=solver == "cg", num_threads=1,
+                                                     calculate_training_loss=False, dtype=np.float64)
+    reference.user_factors = model.user_factors.data.numpy().copy()
+    reference.item_factors = model.item_factors.data.numpy().copy()
     problem = model.weighted_squares(to_csr(R))
-    for _ in range(iterations):
+    for _ in range(3):
+        with threadpoolctl.threadpool_limits(1, "blas"):  # implicit warns unless BLAS is single-threaded
+            reference.fit(sp.csr_matrix(R.numpy().astype(np.float32)), show_progress=False)  # one more iteration
         model.solve_users(problem)
         model.solve_items(problem)
-    torch.testing.assert_close(model.user_factors.data, torch.from_numpy(reference.user_factors), rtol=1e-6, atol=1e-6)
-    torch.testing.assert_close(model.item_factors.data, torch.from_numpy(reference.item_factors), rtol=1e-6, atol=1e-6)
+        for ours, theirs in ((model.user_factors.data, reference.user_factors),
+                             (model.item_factors.data, reference.item_factors)):
+            torch.testing.assert_close(ours, torch.from_numpy(theirs), rtol=tolerance, atol=tolerance)
 
 
 @pytest.mark.parametrize("model", ["wrmf", "rg2", "rgx"])
@@ -224,11 +230,13 @@ def test_trains_through_the_trainer_reproducibly(tiny, tmp_path, model):
     assert len(records[0]) == 3
     assert [r["loss"] for r in records[0]] == [r["loss"] for r in records[1]]
     assert [r["valid_ndcg@20"] for r in records[0]] == [r["valid_ndcg@20"] for r in records[1]]
-    assert records[0][-1]["loss"] <= records[0][0]["loss"]
+    if model == "wrmf":  # RG's default form official: its item half-step can raise the loss (recx.models.als.rg)
+        assert records[0][-1]["loss"] <= records[0][0]["loss"]
 
 
 @pytest.mark.parametrize("args, key", [({"solver": "lu"}, "solver"), ({"beta": 2.0}, "beta"),
-                                        ({"weights": "eq17"}, "weights")])
+                                        ({"weights": "eq17"}, "weights"), ({"form": "paper"}, "form"),
+                                        ({"weights": "eq16"}, "form")])
 def test_bad_model_args_name_the_key(args, key):
     with pytest.raises(RecxError, match=f"model_args.*{key}"):
         resolve({"model": "rgx", "model_args": args})

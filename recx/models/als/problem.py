@@ -8,6 +8,10 @@ Eq. 31 (V = 0 for RG² and WRMF) with its row-weighted regulariser of Eq. 36–3
 a = 1, c = α, s0 = 0, s1 = 1, V = 0, ρ = σ = λ. Only observed entries are stored: the unobserved part enters
 through the Gramians QᵀQ and Pᵀ diag(a − V) P, so the loss and both systems cost O(|D| d + (M + N) d²).
 A row with no observed entry and a zero right-hand side is set to zero (its minimiser; implicit does the same).
+
+`item_negative_target` (default: s0) replaces s0 in the item half-step's shared term s0 Σ_x a_x P_x only: the RG
+authors' code adds +Σ_x a_x P_x there while its user half-step has s0 = −1, so its item half-step minimises L with
+that one sign flipped, not L (recx.models.als.rg, form official).
 """
 from __future__ import annotations
 
@@ -64,15 +68,17 @@ class WeightedSquares:
     items: Side
     uniform_users: bool = False  # every user row has the same g and μ (checked once, at build)
     uniform_items: bool = False
+    item_negative_target: float | None = None  # s0 in the item half-step's shared term; None: s0
 
     @staticmethod
     def build(train: CSR, base_weight, extra_weight, negative_target, positive_target, interaction, user_ridge,
-              item_ridge) -> WeightedSquares:
+              item_ridge, item_negative_target: float | None = None) -> WeightedSquares:
         by_user, by_item = user_and_item_sides(train)
         same = lambda values: bool((values == values[:1]).all())  # noqa: E731
         return WeightedSquares(train, base_weight, extra_weight, negative_target, positive_target, interaction,
                                user_ridge, item_ridge, by_user, by_item,
-                               same(base_weight - interaction) and same(user_ridge), same(item_ridge))
+                               same(base_weight - interaction) and same(user_ridge), same(item_ridge),
+                               item_negative_target)
 
     @cached_property
     def target_weight(self) -> torch.Tensor:
@@ -94,13 +100,15 @@ class WeightedSquares:
         return self.extra_weight[self.items.entry], self.target_weight[self.items.entry]
 
     def item_system(self, users: torch.Tensor) -> RowSystem:
-        """Q half-step: A_y = Pᵀ diag(a − V) P + Σ_{x∈U_y} c_xy P_xP_xᵀ + σ_y I, b_y = s0 Σ_x a_x P_x + Σ e_xy P_x."""
+        """Q half-step: A_y = Pᵀ diag(a − V) P + Σ_{x∈U_y} c_xy P_xP_xᵀ + σ_y I, b_y = s0 Σ_x a_x P_x + Σ e_xy P_x
+        (s0 here: `item_negative_target` when set)."""
         side, n_items = self.items, self.item_ridge.numel()
+        s0 = self.negative_target if self.item_negative_target is None else self.item_negative_target
         ones = torch.ones(n_items, dtype=users.dtype, device=users.device)
         gram = users.T @ ((self.base_weight - self.interaction)[:, None] * users)
-        return RowSystem(side.indptr, users, gram, ones, self.item_ridge, ones * self.negative_target,
+        return RowSystem(side.indptr, users, gram, ones, self.item_ridge, ones * s0,
                          self.base_weight @ users, side.neighbours, *self.item_major_weights,
-                         (side.lengths == 0) & (self.negative_target == 0), self.uniform_items)
+                         (side.lengths == 0) & (s0 == 0), self.uniform_items)
 
     @torch.no_grad()
     def loss(self, users: torch.Tensor, items: torch.Tensor) -> torch.Tensor:

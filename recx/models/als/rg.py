@@ -15,6 +15,19 @@ Eq. 38–39 use (Eq. 17's (1ᵀo)² would be a rank-one term instead). `weights`
   (|I_x|/(2N) · S_xy + α) / W_xy, i.e. Eq. 16's loss / 2N plus α Σ_observed (1 − P_x·Q_y)².
 W depends on the context x only (and on r), so each half-step is the shared-Gramian system of
 recx.models.als.problem: O(|D| d² + (M + N) d³) exact, as the paper's §4.4.2.
+
+`form` (weights hyper) picks between the authors' code (yuanhao53/RG2, rg2.py / rgx.py `training_step`, which
+produced the paper's Table 3) and the text's updates; with a_x = |I_x| / (2N), M users, N items:
+- official (default):
+    user: A_x = (1 − β) a_x QᵀQ + α Σ_{y∈I_x} Q_yQ_yᵀ + λ (|I_x|/2 + α N) I [+ λ I for RG²],
+          b_x = −a_x Σ_y Q_y + (1/2 + α) Σ_{y∈I_x} Q_y;
+    item: A_y = (1 − β) Pᵀ diag(a) P + α Σ_{x∈U_y} P_xP_xᵀ + λ (Σ_x a_x + α M) I,
+          b_y = +Σ_x a_x P_x + (1/2 + α) Σ_{x∈U_y} P_x
+  (β = 0 for RG²). The item right-hand side's + is not the minimiser of the loss the user side minimises (that
+  has −Σ_x a_x P_x), so the recorded loss (the one below with these ridges) can rise after an item half-step.
+- text: both half-steps minimise the loss above with λ Σ_y W_xy = λ (|I_x|/2 + α |I_x|) and
+  λ Σ_x W_xy = λ (Σ_x a_x + α |U_y|), i.e. b_y = −Σ_x a_x P_x + (1/2 + α) Σ_{x∈U_y} P_x (Eq. 36–39 as printed).
+weights eq16 / eq18 exist in the text only: they take form text.
 """
 from __future__ import annotations
 
@@ -28,6 +41,7 @@ from recx.models.als.base import AlternatingArgs, AlternatingModel
 from recx.models.als.problem import WeightedSquares
 
 WEIGHTS = ("eq16", "eq18", "hyper")
+FORMS = ("official", "text")
 
 
 @dataclass
@@ -37,11 +51,17 @@ class RGArgs(AlternatingArgs):
     alpha: float = 0.1
     beta: float = 0.1
     n_negatives: int = 100
+    form: str = "official"
 
     def __post_init__(self):
         super().__post_init__()
         if self.weights not in WEIGHTS:
             raise RecxError(f"model_args.weights: {self.weights!r}; valid: {', '.join(WEIGHTS)}")
+        if self.form not in FORMS:
+            raise RecxError(f"model_args.form: {self.form!r}; valid: {', '.join(FORMS)}")
+        if self.form == "official" and self.weights != "hyper":
+            raise RecxError(f"model_args.form: 'official' (the authors' code) has weights hyper only, got weights "
+                            f"{self.weights!r}; set form: text for eq16 / eq18")
         if self.alpha < 0:
             raise RecxError(f"model_args.alpha must be >= 0, got {self.alpha}")
         if not 0 <= self.beta <= 1:
@@ -77,20 +97,30 @@ class RankingGeneralizable(AlternatingModel):
             positive = (base[rows] * softmax_target + self.args.alpha) / (base[rows] + extra[rows])
         else:
             positive = softmax_target
-        item_extra = torch.zeros(n_items, dtype=dtype, device=rows.device).index_add_(0, train.indices, extra[rows])
+        if self.args.form == "official":
+            user_ridge = ridge * (n_items * (base + extra) + (0.0 if self.interactive else 1.0))
+            item_ridge = ridge * (base.sum() + extra.sum()).repeat(n_items)
+            item_negative_target = 1.0
+        else:
+            user_ridge = ridge * (n_items * base + lengths * extra)
+            item_extra = torch.zeros(n_items, dtype=dtype, device=rows.device).index_add_(0, train.indices,
+                                                                                           extra[rows])
+            item_ridge = ridge * (base.sum() + item_extra)
+            item_negative_target = None
         return WeightedSquares.build(
             train, base_weight=base, extra_weight=extra[rows], negative_target=-1.0, positive_target=positive,
             interaction=interaction if self.interactive else torch.zeros_like(interaction),
-            user_ridge=ridge * (n_items * base + lengths * extra), item_ridge=ridge * (base.sum() + item_extra))
+            user_ridge=user_ridge, item_ridge=item_ridge, item_negative_target=item_negative_target)
 
 
 @MODELS.register("rg2")
 class RG2(RankingGeneralizable):
-    """RG²: Eq. 31 without the interactive term; updates Eq. 36–37."""
+    """RG²: Eq. 31 without the interactive term; updates Eq. 36–37 (form text) or the authors' rg2.py (official,
+    with its extra λ I in the user system)."""
 
 
 @MODELS.register("rgx")
 class RGX(RankingGeneralizable):
-    """RG×: Eq. 31 with −Σ_x V_x ‖Q P_xᵀ‖²; updates Eq. 38–39."""
+    """RG×: Eq. 31 with −Σ_x V_x ‖Q P_xᵀ‖²; updates Eq. 38–39 (form text) or the authors' rgx.py (official)."""
 
     interactive = True

@@ -3,7 +3,8 @@
 No sampler, loss object or optimizer: each step overwrites one factor table with the minimiser of the model's
 weighted squared loss (recx.models.als) given the other. A step's recorded loss is that loss after the step,
 divided by the number of training interactions; it never increases from one step to the next (up to rounding
-with the exact solver; CG steps are a descent method warm-started from the current rows).
+with the exact solver; CG steps are a descent method warm-started from the current rows), except with RG's form
+official, whose item half-step is not a minimiser of that loss (recx.models.als.rg).
 """
 from __future__ import annotations
 
