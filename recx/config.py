@@ -35,6 +35,8 @@ class RunConfig:
     batch_size: int = 2048
     n_negatives: int = 100
     lr: float = 5e-3
+    lr_step_epochs: int = 0  # > 0: the learning rate times lr_step_gamma every lr_step_epochs epochs (StepLR)
+    lr_step_gamma: float = 0.95
     optimizer: str = "auto"  # adam (dense), lazy_adam, adagrad, rowwise_adagrad, sgd; auto: `resolve_optimizer`
     weight_decay: float = 0.0
     weight_decay_mode: str = "full"
@@ -53,7 +55,12 @@ class RunConfig:
         return dataclasses.asdict(self)
 
     def run_id(self) -> str:
-        canonical = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+        """Hash of the settings; the schedule's keys join it only when a schedule is set, so that a run without one
+        keeps the id it had before the keys existed."""
+        settings = self.to_dict()
+        if not self.lr_step_epochs:
+            del settings["lr_step_epochs"], settings["lr_step_gamma"]
+        canonical = json.dumps(settings, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()[:12]
 
     @property
@@ -105,6 +112,7 @@ def resolve(raw: dict, where: str = "config") -> RunConfig:
         raise RecxError(f"{where}: optimizer {config.optimizer!r} updates only the rows a step touches, so it cannot "
                         f"apply weight_decay_mode 'full' (every row, every step); use optimizer 'adam' or "
                         f"weight_decay_mode 'batch'")
+    check_lr_schedule(config, where)
     if config.device not in DEVICES:
         raise RecxError(f"{where}: device {config.device!r}; valid: {', '.join(DEVICES)}")
     if config.kernels not in KERNELS:
@@ -113,6 +121,19 @@ def resolve(raw: dict, where: str = "config") -> RunConfig:
     if metric not in ("ndcg", "recall", "precision", "mrr", "hitrate") or not k.isdigit():
         raise RecxError(f"{where}: valid_metric {config.valid_metric!r}; expected e.g. ndcg@20 or recall@50")
     return config
+
+
+def check_lr_schedule(config: RunConfig, where: str) -> None:
+    """`lr_step_gamma` only beside a schedule (`lr_step_epochs` > 0), and a schedule only for a model trained by
+    gradient steps (the alternating solvers and MostPop have no learning rate)."""
+    gamma_default = next(f.default for f in fields(RunConfig) if f.name == "lr_step_gamma")
+    if not config.lr_step_epochs and config.lr_step_gamma != gamma_default:
+        raise RecxError(f"{where}: lr_step_gamma = {config.lr_step_gamma} applies only with a schedule "
+                        f"(lr_step_epochs > 0; here 0); set lr_step_epochs as well, or leave lr_step_gamma out")
+    kind = MODELS.get(config.model).training_kind
+    if config.lr_step_epochs and kind in ("alternating", "none"):
+        raise RecxError(f"{where}: lr_step_epochs = {config.lr_step_epochs}: model {config.model!r} is not trained by "
+                        f"gradient steps (training kind {kind!r}: no learning rate); leave lr_step_epochs out")
 
 
 # Per-loss defaults: bundles of settings that go together, applied to a run that sets none of a bundle's keys nor

@@ -58,6 +58,8 @@ RANGES: dict[str, Range] = {
     "batch_size": Range(int, 1, 100_000_000),
     "n_negatives": Range(int, 1, 10_000_000),
     "lr": Range(float, 0, low_open=True),
+    "lr_step_epochs": Range(int, 0, 100_000),
+    "lr_step_gamma": Range(float, 0, 1, low_open=True),
     "weight_decay": Range(float, 0),
     "seed": Range(int, 0, 2**63 - 1),
     "patience": Range(int, 1, 100_000),

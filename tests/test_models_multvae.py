@@ -112,24 +112,10 @@ def test_normal_init_draws_the_tables_from_a_standard_normal(tiny):
     assert uniform.encoder_in.abs().max() <= 1 / 20 and uniform.items.abs().max() <= 1 / 20
 
 
-def test_lr_steps_down_every_lr_step_epochs(tiny):
-    config = resolve({"model": "multvae", "loss": "full_softmax", "dim": 3, "batch_size": 64, "lr": 0.01,
-                      "model_args": {"hidden": 4, "lr_step_epochs": 2, "lr_step_factor": 0.5}})
-    model = build_model(config, tiny, torch.device("cpu"))
-    runner = UserEpochs(config, tiny, model, torch.Generator().manual_seed(0))
-    seen = []
-    for epoch in range(1, 6):
-        seen.append(runner.optimizer.param_groups[0]["lr"])
-        runner.train_epoch(epoch, torch.zeros(runner.n_steps), lambda step: None)
-    assert seen == pytest.approx([0.01, 0.01, 0.005, 0.005, 0.0025])
-
-
 @pytest.mark.parametrize("model_args, message", [({"item_bias": True}, "multvae only"),
-                                                 ({"lr_step_epochs": -1}, "lr_step_epochs"),
                                                  ({"dropout_at": "output"}, "input or hidden"),
                                                  ({"input_init": "zeros"}, "uniform or normal"),
-                                                 ({"item_init": "xavier"}, "item_init"),
-                                                 ({"lr_step_factor": 1.5}, "lr_step_factor")])
+                                                 ({"item_init": "xavier"}, "item_init")])
 def test_invalid_official_options_are_refused(tiny, model_args, message):
     with pytest.raises(RecxError, match=message):
         config = resolve({"dataset": "tiny", "model": "fastvae", "loss": "softmax", "model_args": model_args})

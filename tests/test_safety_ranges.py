@@ -47,18 +47,21 @@ def test_config_file_value_names_the_file(tiny_root, tmp_path, recx_cli):
     assert snapshot(tmp_path) == before
 
 
+COMPANIONS = {"lr_step_gamma": {"lr_step_epochs": 5}}  # keys that apply only beside another setting
+
+
 @pytest.mark.parametrize("key", sorted(RANGES))
 def test_every_range_refuses_its_edges_and_accepts_its_bounds(key):
-    bounds = RANGES[key]
+    bounds, beside = RANGES[key], COMPANIONS.get(key, {})
     below = bounds.low if bounds.low_open else bounds.low - 1
     with pytest.raises(RecxError, match=rf"{key} = "):
-        resolve({key: bounds.kind(below)})
+        resolve({key: bounds.kind(below), **beside})
     if bounds.high != float("inf"):
         with pytest.raises(RecxError, match=rf"{key} = "):
-            resolve({key: bounds.kind(bounds.high) + 1})
-        assert getattr(resolve({key: bounds.kind(bounds.high)}), key) == bounds.high
+            resolve({key: bounds.kind(bounds.high) + 1, **beside})
+        assert getattr(resolve({key: bounds.kind(bounds.high), **beside}), key) == bounds.high
     with pytest.raises(RecxError, match=rf"{key} = True"):
-        resolve({key: True})
+        resolve({key: True, **beside})
 
 
 def test_eval_batch_size_and_split_ratios(tiny_root, tmp_path, recx_cli):

@@ -20,9 +20,9 @@ choices are model_args, off by default: `dropout_at: hidden` (dropout on the nor
 item table is an Embedding, drawn N(0, 1); its Mult-VAE's output layer is a Linear, its weights uniform as here),
 `item_bias: true` (multvae: the output layer's bias b_i joins the training logits, query · q_i + b_i; evaluation
 ranks by query · q_i, as the official `_get_item_emb` drops it; recx starts b at 0, the official Linear at
-U(±1/√hidden)), and `lr_step_epochs: 5` with `lr_step_factor: 0.95`
-(the learning rate times 0.95 every 5 epochs, its StepLR). Its KL enters the loss as a constant (`kl.item()`), which
-`anneal_cap: 0.0` matches in gradient. Its Mult-VAE's softmax also spans a padding column (item 0, never a positive:
+U(±1/√hidden)); its StepLR (the learning rate times 0.95 every 5 epochs) is the run's `lr_step_epochs: 5`
+(recx.train.schedule, every training kind). Its KL enters the loss as a constant (`kl.item()`), which `anneal_cap: 0.0`
+matches in gradient. Its Mult-VAE's softmax also spans a padding column (item 0, never a positive:
 one extra negative); recx's spans the M items.
 """
 from __future__ import annotations
@@ -50,8 +50,6 @@ class MultVAEArgs:
     item_init: str = "uniform"  # the item table: uniform or normal (the official FastVAE's Embedding)
     encoder_bias: bool = True  # a bias on the encoder's hidden layer (the official code has none)
     item_bias: bool = False  # multvae: a trained output bias b_i in the softmax, left out at evaluation (official)
-    lr_step_epochs: int = 0  # > 0: the learning rate times lr_step_factor every lr_step_epochs epochs (StepLR)
-    lr_step_factor: float = 0.95
 
     def __post_init__(self):
         if not 0 <= self.dropout < 1:
@@ -63,9 +61,6 @@ class MultVAEArgs:
         for key in ("input_init", "item_init"):
             if getattr(self, key) not in ("uniform", "normal"):
                 raise RecxError(f"model_args.{key} = {getattr(self, key)!r}; expected uniform or normal")
-        if self.lr_step_epochs < 0 or not 0 < self.lr_step_factor <= 1:
-            raise RecxError(f"model_args: lr_step_epochs must be >= 0 (0: constant learning rate) and lr_step_factor "
-                            f"in (0, 1], got {self.lr_step_epochs} and {self.lr_step_factor}")
 
 
 def row_counts(rows: torch.Tensor, n_rows: int) -> torch.Tensor:

@@ -1,6 +1,7 @@
 """Interaction batches (MF, LightGCN): shuffled training interactions, a sampler, a loss and an optimizer step per
-batch. Shuffling, batching and sampling stay on the run's device; a step's loss is written into the device tensor
-`losses`, so no step waits for the host."""
+batch; the learning rate steps down between epochs by the run's schedule (recx.train.schedule). Shuffling, batching
+and sampling stay on the run's device; a step's loss is written into the device tensor `losses`, so no step waits for
+the host."""
 from __future__ import annotations
 
 import math
@@ -11,6 +12,7 @@ from recx.train import optim
 from recx.train.build import build_loss, build_sampler
 from recx.train.runners import RUNNERS
 from recx.train.runners.base import EpochRunner
+from recx.train.schedule import EpochSchedule
 from recx.train.step import training_loss
 
 
@@ -28,6 +30,7 @@ class InteractionEpochs(EpochRunner):
         self.sampler = build_sampler(config, dataset, generator)
         self.loss_fn = build_loss(config, dataset, model.device)
         self.optimizer = make_optimizer(model, self.loss_fn, config)
+        self.schedule = EpochSchedule(self.optimizer, config)
         self.users_of, self.items_of = dataset.train.row_ids(), dataset.train.indices
         self.n_steps = math.ceil(self.items_of.numel() / config.batch_size)
 
@@ -46,3 +49,4 @@ class InteractionEpochs(EpochRunner):
             self.optimizer.step()
             losses[step] = loss.detach()
             after_step(step + 1)
+        self.schedule.end_epoch()

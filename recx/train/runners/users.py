@@ -13,7 +13,7 @@ reparameterisation drawn from the run's generator), decodes the queries, and sco
 The objective is Σ_u [nll_u + β_t KL_u] summed over the batch (the official FastVAE code's reduction, the scale at
 which Adam's weight decay of 0.01 was tuned); the recorded step loss is that sum divided by the batch's user count.
 Adam (fused) with `weight_decay` (mode `full`; `batch` mode is an MF notion and is refused), its learning rate
-stepped down every `model_args.lr_step_epochs` epochs when that is set (the official FastVAE code's StepLR).
+stepped down between epochs by the run's schedule (recx.train.schedule; the official FastVAE code's StepLR).
 """
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ from recx.samplers.base import Batch
 from recx.train.build import build_sampler
 from recx.train.runners import RUNNERS
 from recx.train.runners.base import EpochRunner
+from recx.train.schedule import EpochSchedule
 
 # Per-user negatives are scored by one [B, M] product and a gather when M <= this x negatives per user: gathering
 # B·T rows of the item table (and scattering their gradients back) is memory-bound; on one CPU core, B = 256,
@@ -71,9 +72,7 @@ class UserEpochs(EpochRunner):
             raise RecxError(f"weight_decay_mode 'batch' is not defined for model {config.model!r}; use full or none")
         decay = config.weight_decay if config.weight_decay_mode == "full" else 0.0
         self.optimizer = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=decay, fused=True)
-        step_epochs = model.args.lr_step_epochs
-        self.schedule = torch.optim.lr_scheduler.StepLR(self.optimizer, step_epochs, model.args.lr_step_factor) \
-            if step_epochs else None
+        self.schedule = EpochSchedule(self.optimizer, config)
         self.sampler = build_sampler(config, dataset, generator) if model.sampled_softmax else None
         self.users = torch.nonzero(dataset.train.row_lengths() > 0).flatten().to(model.device)
         self.n_steps = math.ceil(self.users.numel() / config.batch_size)
@@ -130,5 +129,4 @@ class UserEpochs(EpochRunner):
             self.updates += 1
             losses[step] = objective.detach() / users.numel()
             after_step(step + 1)
-        if self.schedule is not None:
-            self.schedule.step()
+        self.schedule.end_epoch()

@@ -1,0 +1,88 @@
+"""recx's DNS(M, N) and Softmax-v(ρ, N) against the official hard-negative-sampling code (swt-user/WWW_2023_code;
+tests/golden/official/hns.json, written by bench/official/hns.py from a checkout): one training step with BPR summed
+over the batch and the negatives (`reduction: sum`, the official `reduction=False`) on a float64 MF, from the same
+N uniform candidates per query (recx's `uniform_candidates` returns the official fixed draws): DNS's kept negatives,
+Softmax-v's weights, the loss and its gradients w.r.t. both tables, to 1e-8.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from recx.config import resolve
+from recx.data.csr import CSR
+from recx.data.dataset import Dataset
+from recx.samplers import dns as dns_module, softmax_v as softmax_v_module
+from recx.train.build import build_loss, build_model, build_sampler
+from recx.train.step import training_loss
+
+GOLDEN = json.loads((Path(__file__).parent / "golden" / "official" / "hns.json").read_text())
+INPUTS = GOLDEN["inputs"]
+CANDIDATES = torch.tensor(INPUTS["candidates"])
+RTOL = 1e-8
+
+
+def f64(values) -> torch.Tensor:
+    return torch.tensor(values, dtype=torch.float64)
+
+
+def step(monkeypatch, module, sampler_name: str, sampler_args: dict) -> dict:
+    """One recx training step on the golden tables with the official candidates; returns the loss, the table
+    gradients and the sampler's negatives."""
+    def official_candidates(sampler, users, n, exclude_train, max_redraws):
+        assert (n, exclude_train) == (CANDIDATES.shape[1], False)
+        return CANDIDATES.clone()
+
+    monkeypatch.setattr(module, "uniform_candidates", official_candidates)
+    users, items = torch.tensor(INPUTS["users"]), torch.tensor(INPUTS["items"])
+    train = CSR.from_pairs(users, items, INPUTS["n_users"], INPUTS["n_items"])
+    dataset = Dataset("golden", INPUTS["n_users"], INPUTS["n_items"], train, None, train, {}, "hash", Path("."))
+    config = resolve({"model": "mf", "dim": len(INPUTS["user_table"][0]), "loss": "bpr", "optimizer": "adam",
+                      "loss_args": {"reduction": "sum"}, "sampler": sampler_name,
+                      "sampler_args": {"n_candidates": CANDIDATES.shape[1], "exclude_train": False, **sampler_args},
+                      "model_args": {"init": "normal", "init_std": 0.1, "scoring": "dot"}})
+    model = build_model(config, dataset, torch.device("cpu")).double()
+    user_table, item_table = model.embedding_tables()[:2]
+    with torch.no_grad():
+        user_table.copy_(f64(INPUTS["user_table"]))
+        item_table.copy_(f64(INPUTS["item_table"]))
+    sampler = build_sampler(config, dataset, torch.Generator().manual_seed(0))
+    drawn = []
+    original = sampler.sample
+    sampler.sample = lambda batch: drawn.append(original(batch)) or drawn[-1]
+    loss = training_loss(model, sampler, build_loss(config, dataset, torch.device("cpu")), config, users, items)
+    loss.backward()
+    return {"loss": loss.detach(), "grad_users": user_table.grad.to_dense(), "grad_items": item_table.grad.to_dense(),
+            "negatives": drawn[0]}
+
+
+def assert_matches(recx: dict, official: dict) -> None:
+    assert recx["loss"].item() == pytest.approx(official["loss"], rel=RTOL)
+    for key in ("grad_users", "grad_items"):
+        torch.testing.assert_close(recx[key], f64(official[key]), rtol=RTOL, atol=1e-12)
+
+
+@pytest.mark.parametrize("m", sorted(GOLDEN["dns"], key=int))
+def test_dns_keeps_the_official_top_m_and_sums_their_bpr(monkeypatch, m):
+    """loss_type 1: the M highest-scored of the N candidates, BPR summed over them and the batch. Catches keeping
+    the lowest scores, or a mean over the M negatives (M > 1) or over the batch."""
+    official = GOLDEN["dns"][m]
+    recx = step(monkeypatch, dns_module, "dns", {"m": int(m)})
+    kept = torch.gather(CANDIDATES, 1, torch.tensor(official["kept_positions"]))
+    assert torch.equal(recx["negatives"].items.sort(1).values, kept.sort(1).values)
+    assert_matches(recx, official)
+
+
+@pytest.mark.parametrize("rho", sorted(GOLDEN["softmax_v"], key=float))
+def test_softmax_v_weights_and_loss_are_the_official_ones(monkeypatch, rho):
+    """loss_type 2: w = softmax(L / τ) over the N candidates, L = -log σ(s_i - s_j), τ = sqrt(Var(L) / (2ρ)) with
+    the sample variance, no gradient through w; Σ_j w_j L_j summed over the batch. Catches the population variance,
+    τ without the 2, or a mean over the candidates or the batch."""
+    official = GOLDEN["softmax_v"][rho]
+    recx = step(monkeypatch, softmax_v_module, "softmax_v", {"rho": float(rho)})
+    assert torch.equal(recx["negatives"].items, CANDIDATES)
+    torch.testing.assert_close(recx["negatives"].weights, f64(official["weights"]), rtol=RTOL, atol=1e-15)
+    assert_matches(recx, official)

@@ -1,0 +1,82 @@
+"""The run's learning-rate schedule (recx.train.schedule): epoch e (from 0) of every gradient-trained kind trains at
+lr · γ^floor(e / lr_step_epochs); without a schedule the learning rate, the losses and the run id are as before."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from recx.config import resolve
+from recx.errors import RecxError
+from recx.train.build import build_model
+from recx.train.runners import RUNNERS
+
+KINDS = {"mf": {"model": "mf", "loss": "bpr"},
+         "lightgcn": {"model": "lightgcn", "loss": "bpr", "model_args": {"n_layers": 1}},
+         "mf-rowwise-adagrad": {"model": "mf", "loss": "bpr", "optimizer": "rowwise_adagrad"},
+         "mf-softmax-adam": {"model": "mf", "loss": "softmax", "optimizer": "adam", "n_negatives": 20},
+         "multvae": {"model": "multvae", "loss": "full_softmax", "model_args": {"hidden": 4}},
+         "fastvae": {"model": "fastvae", "loss": "softmax", "sampler": "uniform", "n_negatives": 10,
+                     "model_args": {"hidden": 4}}}
+
+
+def runner_for(dataset, **settings):
+    config = resolve({"dim": 4, "batch_size": 512, "lr": 0.01, **settings})
+    model = build_model(config, dataset, torch.device("cpu"))
+    return RUNNERS.get(model.training_kind)(config, dataset, model, torch.Generator().manual_seed(0))
+
+
+def epoch_rates_and_losses(runner, n_epochs: int) -> tuple[list[float], list[torch.Tensor]]:
+    rates, losses = [], []
+    for epoch in range(1, n_epochs + 1):
+        rates.append([group["lr"] for group in runner.optimizer.param_groups])
+        epoch_losses = torch.zeros(runner.n_steps)
+        runner.train_epoch(epoch, epoch_losses, lambda step: None)
+        losses.append(epoch_losses)
+    return rates, losses
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_every_gradient_kind_steps_its_rate_down_every_lr_step_epochs(tiny, kind):
+    runner = runner_for(tiny, **KINDS[kind], lr_step_epochs=2, lr_step_gamma=0.5)
+    rates, _ = epoch_rates_and_losses(runner, 7)
+    for epoch, epoch_rates in enumerate(rates):
+        assert epoch_rates == pytest.approx([0.01 * 0.5 ** (epoch // 2)] * len(epoch_rates), rel=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["mf", "multvae"])
+def test_without_a_schedule_the_rate_and_losses_are_unchanged(tiny, kind):
+    """No schedule = a schedule that never fires within the run: same constant rate, bit-identical losses."""
+    plain_rates, plain = epoch_rates_and_losses(runner_for(tiny, **KINDS[kind]), 3)
+    _, late = epoch_rates_and_losses(runner_for(tiny, **KINDS[kind], lr_step_epochs=10), 3)
+    _, early = epoch_rates_and_losses(runner_for(tiny, **KINDS[kind], lr_step_epochs=1, lr_step_gamma=0.1), 3)
+    assert plain_rates == [[0.01] * len(plain_rates[0])] * 3
+    assert all(torch.equal(a, b) for a, b in zip(plain, late))
+    assert not torch.equal(plain[2], early[2])
+
+
+def test_a_run_without_a_schedule_keeps_its_run_id():
+    """The ids of runs from before the schedule keys existed (recorded at commit fd072be)."""
+    assert resolve({}).run_id() == "c1d411450088"
+    assert resolve({"model": "mf", "loss": "bpr", "epochs": 3}).run_id() == "acce53a0caf5"
+    assert resolve({"model": "lightgcn", "loss": "bpr", "dim": 8}).run_id() == "b2001ee93193"
+    assert resolve({"lr_step_epochs": 5}).run_id() != resolve({}).run_id()
+    assert resolve({"lr_step_epochs": 5, "lr_step_gamma": 0.5}).run_id() != resolve({"lr_step_epochs": 5}).run_id()
+
+
+@pytest.mark.parametrize("settings, message", [
+    ({"lr_step_epochs": -1}, r"lr_step_epochs = -1: expected an integer in \[0, 100,000\]"),
+    ({"lr_step_epochs": 2.5}, "lr_step_epochs = 2.5: expected an integer"),
+    ({"lr_step_epochs": 5, "lr_step_gamma": 0.0}, r"lr_step_gamma = 0.0: expected a finite number in \(0, 1\]"),
+    ({"lr_step_epochs": 5, "lr_step_gamma": 1.5}, r"lr_step_gamma = 1.5: expected a finite number in \(0, 1\]"),
+    ({"lr_step_gamma": 0.5}, r"lr_step_gamma = 0.5 applies only with a schedule \(lr_step_epochs > 0"),
+    ({"model": "wrmf", "lr_step_epochs": 5}, "model 'wrmf' is not trained by gradient steps"),
+    ({"model": "popularity", "lr_step_epochs": 5}, "model 'popularity' is not trained by gradient steps"),
+])
+def test_invalid_schedules_are_refused_with_one_message(settings, message):
+    with pytest.raises(RecxError, match=message):
+        resolve(settings)
+
+
+def test_multvae_no_longer_takes_a_schedule_of_its_own():
+    with pytest.raises(RecxError, match="unknown key 'lr_step_epochs' for model 'multvae'"):
+        resolve({"model": "multvae", "loss": "full_softmax", "model_args": {"lr_step_epochs": 5}})
