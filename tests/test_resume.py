@@ -22,14 +22,18 @@ ROOT = Path(__file__).resolve().parents[1]
 EPOCHS, KILLED_AFTER = 5, 2
 CASES = {
     "interactions: bpr, uniform (row-wise Adagrad)": {"model": "mf", "loss": "bpr", "sampler": "uniform"},
+    "interactions: bpr, lazy Adam, learning rate stepped every 2 epochs": {
+        "model": "mf", "loss": "bpr", "sampler": "uniform", "optimizer": "lazy_adam", "lr_step_epochs": 2,
+        "lr_step_gamma": 0.5},
     "interactions: softmax over XIR draws (its cache and counts)": {
         "model": "mf", "loss": "softmax", "sampler": "xir", "batch_size": 128},
     "interactions: lightgcn, bce over popularity draws excluding training items": {
         "model": "lightgcn", "loss": "bce", "sampler": "popularity", "n_negatives": 4,
         "sampler_args": {"exclude_train": True}},
     "users: mult-vae (dropout draws)": {"model": "multvae", "loss": "full_softmax", "batch_size": 64},
-    "users: fastvae, midx_pop (codebooks)": {"model": "fastvae", "loss": "softmax", "sampler": "midx_pop",
-                                             "n_negatives": 20, "batch_size": 64, "sampler_args": {"n_codewords": 4}},
+    "users: fastvae, midx_pop (codebooks), stepped learning rate": {
+        "model": "fastvae", "loss": "softmax", "sampler": "midx_pop", "n_negatives": 20, "batch_size": 64,
+        "sampler_args": {"n_codewords": 4}, "lr_step_epochs": 1},
     "alternating: wrmf": {"model": "wrmf"},
 }
 
