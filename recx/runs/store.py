@@ -196,9 +196,9 @@ def load_weights(model, folder: Path, device) -> None:
     """model.pt into `model`; a missing, changed (checksum), truncated, mismatched or non-finite file is named."""
     path = folder / "model.pt"
     remedy = "train the run again with --force"
-    verify(folder, "model.pt", remedy)
     try:
         state = torch.load(path, map_location=device)
+        verify(folder, "model.pt", remedy)
         model.load_state_dict(state)
     except FileNotFoundError:
         raise RecxError(f"{path}: missing; the run folder is damaged (train it again with --force)") from None
