@@ -249,6 +249,8 @@ def train(
                                                    "after the last checkpoint."),
     track: Optional[str] = typer.Option(None, help=TRACK_HELP, autocompletion=completion.choices("mlflow")),
     track_uri: Optional[str] = typer.Option(None, help=TRACK_URI_HELP),
+    k: str = typer.Option("10,20,50", "--k", help="Cut-offs of the final evaluation, comma separated (each at most "
+                                                  "the number of items; valid_metric's is added)."),
 ):
     """Train one run and evaluate it; the run folder holds config, per-epoch metrics, results and weights.
 
@@ -264,6 +266,7 @@ def train(
 
     tracker = tracking.choose(track, track_uri)
     defaults = RunConfig()
+    ks = _parse_ks(k)
     raw = load_config_file(config_file) if config_file else {}
     check_values(raw, defaults, str(config_file))
     options = {"dataset": dataset, "model": model, "loss": loss, "sampler": sampler, "dim": dim, "epochs": epochs,
@@ -278,7 +281,7 @@ def train(
     with console.status(f"loading dataset {config.dataset}"):
         data = load_dataset(_data_root(data_root), config.dataset)
     with make_progress(quiet) as progress:
-        outcome = train_run(config, data, folder, progress=progress, force=force, diagnostics=diagnostics,
+        outcome = train_run(config, data, folder, progress=progress, ks=ks, force=force, diagnostics=diagnostics,
                             checkpoint_every=checkpoint_every)
     test = outcome.results[outcome.results.split == "test"]
     values = {(r.metric, r.k, r.stratum): r.value for r in test.itertuples()}
@@ -302,6 +305,7 @@ def evaluate_run(
     show_diagnostics: bool = typer.Option(False, "--diagnostics",
                                           help="Also item-norm/popularity correlation and NDCG by dot vs cosine."),
     quiet: bool = typer.Option(False, help="No progress bar."),
+    force: bool = typer.Option(False, "--force", help="Let --dump-topk replace a file recx did not write."),
 ):
     """Full-ranking evaluation of a trained run: NDCG, Recall, Precision, MRR, HitRate, per popularity stratum."""
     with _loading():
@@ -315,7 +319,7 @@ def evaluate_run(
         raise RecxError(f"--batch-size {batch_size}: expected an integer >= 1")
     ks = _parse_ks(k)
     values, found = evaluate_saved_run(run_dir, split, ks, batch_size, device, data_root, dump_topk,
-                                       opauc_beta if auc else None, show_diagnostics, quiet)
+                                       opauc_beta if auc else None, show_diagnostics, quiet, force)
     print_metrics(values, f"{run_dir} — {split}")
     console.print(f"results: {run_dir / f'eval_{split}.parquet'}", soft_wrap=True, highlight=False)
     if dump_topk is not None:
@@ -388,6 +392,7 @@ def report(
     alpha: float = typer.Option(0.05, help="Significance level of the † marks."),
     param: list[str] = typer.Option([], "--param", help="Config key to plot the metric against, e.g. batch_size or "
                                                         "sampler_args.m (default: every numeric key swept)."),
+    force: bool = typer.Option(False, "--force", help="Replace report files in --out that recx did not write."),
 ):
     """Tables (mean ± std, best in bold), paired significance tests against a baseline, and plots."""
     with _loading():
@@ -400,7 +405,7 @@ def report(
     split_list = lambda text: tuple(part.strip() for part in text.split(",") if part.strip())  # noqa: E731
     options = ReportOptions(baseline, split_list(metrics), tuple(_parse_ks(k)) if k else None, split_list(stratified),
                             split, correction, resamples, alpha, tuple(param), sources=list(results))
-    write_report(frame, folders, out, options)
+    write_report(frame, folders, out, options, force)
     console.print((out / "table.md").read_text(), soft_wrap=True, markup=False, highlight=False)
     console.print(f"report: {out / 'report.md'}")
 

@@ -18,19 +18,21 @@ ARGS_KEYS = ("model_args", "loss_args", "sampler_args")
 
 @dataclass(frozen=True)
 class Range:
-    """An integer or finite real in [low, high] (`low_open`: low excluded)."""
+    """An integer or finite real in [low, high] (`low_open`, `high_open`: that bound excluded)."""
 
     kind: type
     low: float
     high: float = math.inf
     low_open: bool = False
+    high_open: bool = False
 
     def describe(self) -> str:
         noun = "an integer" if self.kind is int else "a finite number"
         show = (lambda x: f"{int(x):,}") if self.kind is int else (lambda x: f"{x:g}")
         if self.high == math.inf:
             return f"{noun} {'>' if self.low_open else '>='} {show(self.low)}"
-        return f"{noun} in {'(' if self.low_open else '['}{show(self.low)}, {show(self.high)}]"
+        return (f"{noun} in {'(' if self.low_open else '['}{show(self.low)}, {show(self.high)}"
+                f"{')' if self.high_open else ']'}")
 
     def coerce(self, value):
         """The value as `kind`, or None when it is not one (bool, non-integral, non-finite, out of range)."""
@@ -49,7 +51,8 @@ class Range:
                 return None
             value = float(value)
         too_low = value <= self.low if self.low_open else value < self.low
-        return None if too_low or value > self.high else value
+        too_high = value >= self.high if self.high_open else value > self.high
+        return None if too_low or too_high else value
 
 
 RANGES: dict[str, Range] = {
@@ -65,6 +68,41 @@ RANGES: dict[str, Range] = {
     "patience": Range(int, 1, 100_000),
     "eval_every": Range(int, 1, 100_000),
     "eval_batch_size": Range(int, 1, 10_000_000),
+}
+
+
+# Method arguments (model_args, loss_args, sampler_args) by name: the same name means the same kind of value in
+# every method that has it (a temperature divides scores, a weight is a share, a count counts).
+ARG_RANGES: dict[str, Range] = {
+    "temperature": Range(float, 0, low_open=True),
+    "rho": Range(float, 0, low_open=True),
+    "init_std": Range(float, 0, low_open=True),
+    "init_scale": Range(float, 0, low_open=True),
+    "lr_step_factor": Range(float, 0, low_open=True),
+    "alpha": Range(float, 0),
+    "beta": Range(float, 0, 1),
+    "gamma": Range(float, 0),
+    "gamma_user": Range(float, 0),
+    "gamma_item": Range(float, 0),
+    "smoothing": Range(float, 0),
+    "regularization": Range(float, 0),
+    "anneal_cap": Range(float, 0),
+    "cache_weight": Range(float, 0, 1),
+    "dropout": Range(float, 0, 1, high_open=True),
+    "m": Range(int, 1, 10_000_000),
+    "n_candidates": Range(int, 1, 10_000_000),
+    "n_negatives": Range(int, 1, 10_000_000),
+    "n_codewords": Range(int, 1, 1_000_000),
+    "leaf_size": Range(int, 1, 10_000_000),
+    "hidden": Range(int, 1, 1_000_000),
+    "cg_steps": Range(int, 1, 1_000),
+    "anneal_steps": Range(int, 1),
+    "n_resampled": Range(int, 0, 10_000_000),
+    "cache_size": Range(int, 0, 10_000_000),
+    "max_redraws": Range(int, 0, 1_000),
+    "kmeans_iterations": Range(int, 0, 100_000),
+    "n_layers": Range(int, 0, 100),
+    "lr_step_epochs": Range(int, 0, 100_000),
 }
 
 
@@ -113,13 +151,17 @@ def _type_ok(value, default) -> bool:
 
 
 def check_args(args_class, given: dict, where: str) -> None:
-    """Each given method argument has the type of its default (bool, int, finite number, string), and one set to
+    """Each given method argument has the type of its default (bool, int, finite number, string) and lies in its
+    range (ARG_RANGES, by name), and one set to
     other than its default that only means something beside another value (the class's `applies_with`:
     {key: (other key, value)}) comes with it."""
     for spec in fields(args_class):
         if spec.name in given and spec.default is not MISSING and not _type_ok(given[spec.name], spec.default):
             raise RecxError(f"{where}.{spec.name} = {given[spec.name]!r}: expected "
                             f"{type(spec.default).__name__} like the default {spec.default!r}")
+        limits = ARG_RANGES.get(spec.name)
+        if spec.name in given and limits is not None and limits.coerce(given[spec.name]) is None:
+            raise RecxError(f"{where}.{spec.name} = {given[spec.name]!r}: expected {limits.describe()}")
     defaults = {spec.name: spec.default for spec in fields(args_class)}
     for key, (other, needed) in getattr(args_class, "applies_with", {}).items():
         actual = given.get(other, defaults.get(other))
@@ -132,7 +174,8 @@ def check_against_dataset(config, n_items: int, ks: list[int], default_negatives
     """Settings that depend on the data: cut-offs, and an n_negatives the user set (not a default, nor a loss's
     default bundle) within the catalogue."""
     if max(ks) > n_items:
-        raise RecxError(f"{where}: K={max(ks)} is larger than the number of items ({n_items})")
+        raise RecxError(f"{where}: K={max(ks)} is larger than the number of items ({n_items}); choose cut-offs of "
+                        f"at most {n_items} (recx train --k 5,10 and --set valid_metric=ndcg@10; an experiment's ks)")
     from recx.config import loss_default
 
     explicit = config.n_negatives not in (default_negatives, loss_default(config.loss, "n_negatives"))

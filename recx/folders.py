@@ -1,4 +1,4 @@
-"""Folders written whole: built under a temporary sibling name, then swapped into place.
+"""Folders and files written whole: built under a temporary sibling name, then swapped (renamed) into place.
 
 `.NAME.tmp-PID-HEX` is a folder being written by process PID; `.NAME.old-PID-HEX` is the previous NAME during a
 replacement (`--force`), deleted once the new one is in place. The caller holds the lock of NAME
@@ -7,11 +7,13 @@ back when a crash came between the two renames of a replacement. Nothing else in
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
 import uuid
 from pathlib import Path
+from typing import Iterator
 
 from recx.errors import RecxError
 
@@ -70,3 +72,32 @@ def writable_folder(path: Path, what: str) -> Path:
     if not os.access(path, os.W_OK | os.X_OK):
         raise RecxError(f"{what} {path} is not writable")
     return path
+
+
+def write_failed(path: Path, exc: OSError, kept: str) -> RecxError:
+    """The one message of a failed write (disk full, name too long, permission): what failed, what was kept, what
+    to do."""
+    reason = exc.strerror or str(exc)
+    return RecxError(f"writing {path} failed ({reason}); {kept}. Free some space or fix the folder's permissions, "
+                     "then run the same command again")
+
+
+@contextlib.contextmanager
+def atomic_file(path: Path, kept: str = "the previous file, if any, is unchanged") -> Iterator[Path]:
+    """Yield a temporary sibling of `path` to write; on success it is renamed to `path` (a reader sees the old file
+    or the new one, never a part). On failure the temporary file is deleted; an OSError becomes `write_failed`."""
+    partial = path.parent / f".{path.name}.part-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    try:
+        yield partial
+        os.replace(partial, path)
+    except OSError as exc:
+        partial.unlink(missing_ok=True)
+        raise write_failed(path, exc, kept) from None
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+
+
+def write_text_atomic(path: Path, text: str, kept: str = "the previous file, if any, is unchanged") -> None:
+    with atomic_file(path, kept) as partial:
+        partial.write_text(text)

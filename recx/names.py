@@ -1,7 +1,9 @@
 """Names of datasets and runs: one path component of letters, digits, '.', '_' or '-', never '.' or '..'.
 
 A name becomes a folder under the data root (or the runs folder) that recx may later replace, so a name that
-could point anywhere else (`..`, `a/b`, an empty string) is refused before anything touches the disk.
+could point anywhere else (`..`, `a/b`, an empty string) is refused before anything touches the disk. So is a name
+longer than MAX_LENGTH: with the temporary siblings' suffixes (`.NAME.tmp-PID-HEX`) it must stay under the 255-byte
+limit of a file name, and a long name would otherwise fail only after the work was done.
 """
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import re
 from recx.errors import RecxError
 
 NAME = re.compile(r"[A-Za-z0-9._-]+")
+MAX_LENGTH = 200
 
 
 def check_name(name: str, what: str) -> str:
@@ -17,4 +20,6 @@ def check_name(name: str, what: str) -> str:
     if not isinstance(name, str) or not NAME.fullmatch(name) or name in (".", ".."):
         raise RecxError(f"{what} {name!r}: expected letters, digits, '.', '_' or '-' (one folder name, "
                         "not '.' or '..')")
+    if len(name) > MAX_LENGTH:
+        raise RecxError(f"{what} {name[:40]}... is {len(name)} characters long; expected at most {MAX_LENGTH}")
     return name

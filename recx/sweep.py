@@ -28,6 +28,7 @@ import pandas as pd
 from recx.config import RunConfig, deep_merge, has_key, read_yaml_mapping, resolve
 from recx.data.prepare import PrepareOptions, prepare
 from recx.errors import RecxError
+from recx.folders import atomic_file
 from recx.report.report import ReportOptions, write_report
 from recx.runs import store
 from recx.runs.lock import LockedError
@@ -245,7 +246,8 @@ def complete_elsewhere(whole: list[PlannedRun], runs: list[PlannedRun], runs_dir
 def collect(runs: list[PlannedRun], runs_dir: Path) -> pd.DataFrame:
     frames = []
     for run in runs:
-        frame = pd.read_parquet(runs_dir / run.config.run_id() / "results.parquet")
+        frame = store.read_parquet(runs_dir / run.config.run_id(), "results.parquet",
+                                   "train the run again (recx sweep reruns it after you delete its folder)")
         frames.append(frame.assign(method=run.method))
     return pd.concat(frames, ignore_index=True)
 
@@ -340,10 +342,11 @@ def run_sweep(path: Path, name: str, out: Path, data_root: Path, dry_run: bool, 
     shown = runs + complete_elsewhere(plan_each_method(whole, name, path, overrides.settings), runs, runs_dir)
     results = select_grid_points(collect(shown, runs_dir), shown)
     write_results(results, out)
-    convergence_frame(shown, runs_dir).to_parquet(out / CONVERGENCE, index=False)
+    with atomic_file(out / CONVERGENCE) as partial:
+        convergence_frame(shown, runs_dir).to_parquet(partial, index=False)
     write_report(results, {run_id: runs_dir / run_id for run_id in results.run_id.unique()}, out,
                  ReportOptions(metrics=layout["metrics"], ks=layout["ks"], stratified=layout["stratified"],
-                               title=f"experiment {name}", sources=[out / "results.parquet"]))
+                               title=f"experiment {name}", sources=[out / "results.parquet"]), force=True)
     console.print((out / "table.md").read_text(), soft_wrap=True, markup=False, highlight=False)
     console.print(f"results: {out / 'results.parquet'}; report: {out / 'report.md'} (tables table.md/.csv/.tex, "
                   f"significance.md/.csv, plots/); per-epoch curves: {out / CONVERGENCE}")

@@ -140,9 +140,15 @@ def test_a_damaged_checkpoint_is_named_and_force_trains_again(tiny, tmp_path, mo
     with pytest.raises(Killed):
         train_run(config, tiny, tmp_path / "run", checkpoint_every=1)
     monkeypatch.setattr(trainer.checkpoint, "save", save)
-    (tmp_path / "run" / store.CHECKPOINT).write_bytes(b"\x80\x05 not a checkpoint")
+    saved = tmp_path / "run" / store.CHECKPOINT
+    data = bytearray(saved.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    saved.write_bytes(bytes(data))
     from recx.errors import RecxError
-    with pytest.raises(RecxError, match=r"checkpoint\.pt: unreadable checkpoint.*--force"):
+    with pytest.raises(RecxError, match=r"checkpoint\.pt: its content does not match its checksum.*--force"):
+        train_run(config, tiny, tmp_path / "run")
+    saved.write_bytes(b"short")
+    with pytest.raises(RecxError, match=r"checkpoint\.pt: .*--force"):
         train_run(config, tiny, tmp_path / "run")
     train_run(config, tiny, tmp_path / "run", force=True)
     assert store.state(tmp_path / "run") == "complete"

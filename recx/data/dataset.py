@@ -51,9 +51,9 @@ def load_dataset(root: Path, name: str) -> Dataset:
         raise RecxError(f"no prepared dataset {name!r} under {root} (run `recx prepare {name} ...` first)")
     card = read_card(folder)
     n_users, n_items = int(card["n_users"]), int(card["n_items"])
+    data_hash = dataset_hash(folder, card)
     splits = {s: read_split(folder, s) for s in ("train", "valid", "test")}
     if splits["train"] is None or splits["test"] is None:
         raise RecxError(f"{folder} lacks train.parquet or test.parquet")
     csrs = {s: None if v is None else _csr(v, n_users, n_items) for s, v in splits.items()}
-    return Dataset(name, n_users, n_items, csrs["train"], csrs["valid"], csrs["test"], card, dataset_hash(folder),
-                   folder.resolve())
+    return Dataset(name, n_users, n_items, csrs["train"], csrs["valid"], csrs["test"], card, data_hash, folder.resolve())

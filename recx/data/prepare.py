@@ -113,6 +113,7 @@ def prepare(name: str, options: PrepareOptions, data_root: Path, force: bool = F
     """Prepare dataset `name` under `data_root`, holding its lock; an existing one is refused unless `force`."""
     check_name(name, "dataset name")
     data_root = writable_folder(Path(data_root), "data root")
+    check_target(data_root, name, force)  # a refusal touches nothing, not even a lock file
     with exclusive(data_root / f".{name}.lock", f"dataset {name}"):
         check_target(data_root, name, force)
         return _prepare_locked(name, options, data_root, force)

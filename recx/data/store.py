@@ -1,9 +1,14 @@
-"""Prepared datasets on disk (docs/design.md "Data on disk"): Parquet splits, id maps and card.json, written atomically."""
+"""Prepared datasets on disk (docs/design.md "Data on disk"): Parquet splits, id maps and card.json, written atomically.
+
+card.json's `files` maps each Parquet file to its sha256, recorded when the dataset is complete and checked when a
+split is read; a dataset prepared by an older recx (no `files`) is read unchecked, with one note saying so.
+"""
 from __future__ import annotations
 
 import hashlib
 import json
 import shutil
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +23,9 @@ from recx.folders import clean_stale, swap_in, temp_sibling, writable_folder
 from recx.names import check_name
 
 SPLITS = ("train", "valid", "test")
+OWN_FILES = {f"{split}.parquet" for split in SPLITS} | {"users.parquet", "items.parquet", "card.json"}
+REPAIR = "prepare the dataset again with --force"
+_NOTED: set[str] = set()
 
 
 def sha256_of(path: Path, chunk: int = 1 << 22) -> str:
@@ -59,14 +67,27 @@ def _write_parquet(table: pa.Table, path: Path) -> None:
     pq.write_table(table, path, compression="zstd", use_dictionary=False, write_statistics=True, store_schema=False)
 
 
+def is_own_folder(folder: Path) -> bool:
+    """A dataset folder recx wrote, even one whose card.json was deleted: only recx's own file names, and a split."""
+    names = {entry.name for entry in folder.iterdir()}
+    return bool(names) and names <= OWN_FILES and bool(names & {"train.parquet", "test.parquet"})
+
+
 def check_target(root: Path, name: str, force: bool) -> Path:
-    """`<root>/<name>` after checking the name and the root; refuses an existing dataset unless `force`."""
+    """`<root>/<name>` after checking the name and the root; refuses an existing dataset unless `force`. A folder
+    recx recognises as a damaged dataset of its own (its Parquet files, no card.json) may be replaced with `force`."""
     check_name(name, "dataset name")
     writable_folder(root, "data root")
     final = root / name
+    if final.exists() and not final.is_dir():
+        raise RecxError(f"{final}: a file of that name exists; recx does not replace it, choose another name")
     if final.exists() and not (final / "card.json").is_file():
-        raise RecxError(f"{final}: a folder (not a prepared dataset) of that name exists; recx does not replace it, "
-                        "choose another name")
+        if not is_own_folder(final):
+            raise RecxError(f"{final}: a folder (not a prepared dataset) of that name exists; recx does not replace "
+                            "it, choose another name")
+        if not force:
+            raise RecxError(f"{final}: a damaged dataset of that name exists (its card.json is missing); pass --force "
+                            "to replace it, or choose another name")
     if final.exists() and not force:
         raise RecxError(f"{final}: a dataset of that name exists; pass --force to replace it, or choose another name")
     return final
@@ -92,6 +113,7 @@ def write_dataset(
             _write_parquet(inter.table(), tmp / f"{split}.parquet")
         _write_parquet(pa.table({"id": pa.array(np.asarray(user_ids).astype(str))}), tmp / "users.parquet")
         _write_parquet(pa.table({"id": pa.array(np.asarray(item_ids).astype(str))}), tmp / "items.parquet")
+        files = {path.name: sha256_of(path) for path in sorted(tmp.glob("*.parquet"))}
         n_users, n_items = len(user_ids), len(item_ids)
         total = sum(len(s) for s in splits.values())
         full_card = {
@@ -103,6 +125,7 @@ def write_dataset(
             "n_interactions": total,
             "sparsity": 1.0 - total / max(n_users * n_items, 1),
             "recx_version": __version__,
+            "files": files,
         }
         (tmp / "card.json").write_text(json.dumps(full_card, indent=2, sort_keys=True) + "\n")
         swap_in(tmp, final)
@@ -118,25 +141,45 @@ def write_dataset(
 def read_card(folder: Path) -> dict:
     card_path = folder / "card.json"
     if not card_path.is_file():
-        raise RecxError(f"{folder} is not a prepared dataset (no card.json); run `recx prepare` first")
-    return json.loads(card_path.read_text())
+        raise RecxError(f"{folder} is not a prepared dataset (no card.json); run `recx prepare` first"
+                        + (f" ({REPAIR})" if is_own_folder(folder) else ""))
+    try:
+        card = json.loads(card_path.read_text())
+    except (OSError, ValueError) as exc:
+        raise RecxError(f"{card_path}: unreadable ({type(exc).__name__}); {REPAIR}") from None
+    if not isinstance(card, dict):
+        raise RecxError(f"{card_path}: expected a JSON object; {REPAIR}")
+    return card
 
 
 def read_split(folder: Path, split: str) -> Interactions | None:
     path = folder / f"{split}.parquet"
     if not path.is_file():
         return None
-    table = pq.read_table(path)
+    try:
+        table = pq.read_table(path)
+    except (OSError, pa.ArrowException) as exc:
+        raise RecxError(f"{path}: truncated or not a Parquet file ({type(exc).__name__}); {REPAIR}") from None
     column = lambda c: table.column(c).to_numpy() if c in table.column_names else None  # noqa: E731
     return Interactions(column("user"), column("item"), column("rating"), column("timestamp"))
 
 
-def dataset_hash(folder: Path) -> str:
-    """sha256 over the split files, in a fixed order: identifies the exact data a run trained on."""
+def dataset_hash(folder: Path, card: dict | None = None) -> str:
+    """sha256 over the split files, in a fixed order: identifies the exact data a run trained on. With the card,
+    each split is checked against the sha256 recorded in it (RecxError naming the file when it differs)."""
+    recorded = (card or {}).get("files")
+    if card is not None and not recorded and str(folder) not in _NOTED:
+        _NOTED.add(str(folder))
+        print(f"note: {folder}/card.json records no checksums (prepared by an older recx): its files are read "
+              "without a damage check", file=sys.stderr)
     digest = hashlib.sha256()
     for split in SPLITS:
         path = folder / f"{split}.parquet"
         if path.is_file():
+            actual = sha256_of(path)
+            if recorded and recorded.get(path.name) not in (None, actual):
+                raise RecxError(f"{path}: changed or damaged since recx wrote it (its sha256 differs from the one in "
+                                f"card.json); {REPAIR}")
             digest.update(split.encode())
-            digest.update(sha256_of(path).encode())
+            digest.update(actual.encode())
     return digest.hexdigest()

@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from scipy.stats import spearmanr
 
 from recx.data.dataset import Dataset
+from recx.runs.store import write_artifact
 from recx.eval.evaluator import evaluate
 from recx.eval.strata import STRATA, popularity_strata
 
@@ -81,5 +82,6 @@ def write_diagnostics(folder: Path, model, dataset: Dataset, ks: list[int], batc
     """diagnostics.json in the run folder, for the splits the run is evaluated on."""
     splits = ["valid", "test"] if dataset.valid is not None else ["test"]
     result = diagnostics(model, dataset, splits, ks, batch_size)
-    (Path(folder) / FILE).write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
+    text = json.dumps(result, indent=2, sort_keys=True) + "\n"
+    write_artifact(Path(folder), FILE, lambda path: path.write_text(text))
     return result

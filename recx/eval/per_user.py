@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from recx.eval.evaluator import Evaluation
+from recx.runs.store import write_artifact
 
 COLUMNS = ["user", "metric", "k", "stratum", "value"]
 
@@ -41,4 +42,6 @@ def per_user_table(evaluation: Evaluation) -> pa.Table:
 
 
 def write_per_user(folder: Path, split: str, evaluation: Evaluation) -> None:
-    pq.write_table(per_user_table(evaluation), Path(folder) / file_name(split), compression="zstd")
+    """Written whole, its checksum recorded (recx.runs.store.write_artifact)."""
+    table = per_user_table(evaluation)
+    write_artifact(Path(folder), file_name(split), lambda path: pq.write_table(table, path, compression="zstd"))

@@ -9,6 +9,7 @@ import torch
 
 from recx.data.dataset import load_dataset
 from recx.errors import RecxError
+from recx.folders import atomic_file, write_failed
 from recx.eval.diagnostics import diagnostics
 from recx.eval.evaluator import evaluate
 from recx.runs import store
@@ -17,16 +18,38 @@ from recx.train.device import resolve_device
 from recx.train.progress import make_progress, shown_task
 
 
+TOPK_MARK = {b"recx": b"topk"}  # Parquet metadata of a top-K file recx wrote: recx may replace such a file
+
+
+def check_topk_target(path: Path, force: bool) -> None:
+    """Before any work: --dump-topk writes a new file, or replaces one recx wrote (or any file with --force)."""
+    if path.is_dir():
+        raise RecxError(f"--dump-topk {path}: a folder; give the path of a file to write")
+    if not path.exists() or force:
+        return
+    try:
+        ours = (pq.read_schema(path).metadata or {}).get(b"recx") == TOPK_MARK[b"recx"]
+    except (OSError, pa.ArrowException):
+        ours = False
+    if not ours:
+        raise RecxError(f"--dump-topk {path}: a file recx did not write exists there; recx does not replace it "
+                        "(pass --force to replace it, or choose another path)")
+
+
 def write_topk(path: Path, users: torch.Tensor, topk: torch.Tensor) -> None:
-    """Parquet with columns user, rank (1-based), item: one row per (evaluated user, rank)."""
+    """Parquet with columns user, rank (1-based), item: one row per (evaluated user, rank); written whole."""
     k = topk.shape[1]
     table = pa.table({
         "user": pa.array(users.repeat_interleave(k).cpu().numpy().astype("int32")),
         "rank": pa.array(torch.arange(1, k + 1).repeat(users.numel()).numpy().astype("int32")),
         "item": pa.array(topk.reshape(-1).cpu().numpy().astype("int32")),
-    })
-    path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(table, path)
+    }).replace_schema_metadata(TOPK_MARK)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise write_failed(path, exc, "the evaluation results were written") from None
+    with atomic_file(path, "the evaluation results were written; a previous top-K file is unchanged") as partial:
+        pq.write_table(table, partial)
 
 
 def open_saved_run(folder: Path, device: torch.device, data_root: Path | None = None):
@@ -49,8 +72,12 @@ def open_saved_run(folder: Path, device: torch.device, data_root: Path | None = 
 
 def evaluate_saved_run(folder: Path, split: str, ks: list[int], batch_size: int, device_name: str,
                        data_root: Path | None, dump_topk: Path | None, auc_beta: float | None = None,
-                       with_diagnostics: bool = False, quiet: bool = False) -> tuple[dict, dict | None]:
-    """(metric values, embedding diagnostics when asked); `auc_beta` adds AUC and OPAUC(β)."""
+                       with_diagnostics: bool = False, quiet: bool = False,
+                       force: bool = False) -> tuple[dict, dict | None]:
+    """(metric values, embedding diagnostics when asked); `auc_beta` adds AUC and OPAUC(β). `force` lets
+    --dump-topk replace a file recx did not write."""
+    if dump_topk is not None:
+        check_topk_target(dump_topk, force)
     config, dataset, model = open_saved_run(folder, resolve_device(device_name), data_root)
     found = None
     with make_progress(quiet) as progress:
@@ -60,7 +87,8 @@ def evaluate_saved_run(folder: Path, split: str, ks: list[int], batch_size: int,
         if with_diagnostics:
             with shown_task(progress, "diagnostics"):
                 found = diagnostics(model, dataset, [split], ks, batch_size)
-    store.write_results(folder, store.results_frame(config, split, result.values), f"eval_{split}.parquet")
+    store.write_results(folder, store.results_frame(config, split, result.values), f"eval_{split}.parquet",
+                        kept=f"the previous eval_{split}.parquet, if any, is unchanged")
     if dump_topk is not None:
         write_topk(dump_topk, result.users, result.topk)
     return result.values, found

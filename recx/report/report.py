@@ -5,7 +5,6 @@ Files written to the output folder: table.md/.csv/.tex, significance.md/.csv, pl
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
@@ -14,6 +13,7 @@ import pandas as pd
 import scipy
 
 from recx.errors import RecxError
+from recx.folders import write_failed, write_text_atomic
 from recx.eval.strata import STRATA
 from recx.eval.tables import column_name, summary
 from recx.report import plots, significance, stats, tables
@@ -121,10 +121,33 @@ def figures(results: pd.DataFrame, folders: dict[str, Path], options: ReportOpti
                    plots.swept(points, parameter, label, f"{dataset}: {label} versus {parameter}"))
 
 
-def write_report(results: pd.DataFrame, folders: dict[str, Path], out: Path, options: ReportOptions) -> str:
-    """Write every file of the report to `out`; returns report.md's text."""
+REPORT_FILES = ("report.md", "table.md", "table.csv", "table.tex", "significance.md", "significance.csv", "plots")
+MARKER = ".recx-report"  # written into a report folder: recx may replace the report files of a folder holding it
+
+
+def check_report_folder(out: Path, force: bool) -> None:
+    """`out` is new, or holds no report file, or holds recx's marker; else (a report.md recx did not write, ...)
+    it is refused unless `force`."""
+    if out.exists() and not out.is_dir():
+        raise RecxError(f"--out {out}: a file, not a folder")
+    if force or not out.is_dir() or (out / MARKER).is_file():
+        return
+    theirs = [name for name in REPORT_FILES if (out / name).exists()]
+    if theirs:
+        raise RecxError(f"--out {out}: holds {', '.join(theirs)} that recx did not write (no {MARKER} marker); recx "
+                        "does not replace them (pass --force to replace them, or choose another folder)")
+
+
+def write_report(results: pd.DataFrame, folders: dict[str, Path], out: Path, options: ReportOptions,
+                 force: bool = False) -> str:
+    """Write every file of the report to `out` (see check_report_folder); returns report.md's text."""
+    check_report_folder(out, force)
     options = options.resolve(results)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / MARKER).write_text("report files written by recx report (recx may replace them)\n")
+    except OSError as exc:
+        raise write_failed(out / MARKER, exc, "nothing was written") from None
     table = summary(results, options.split, options.metrics, options.ks, options.stratified)
     tested, notes = significance.compare(results, folders, options.baseline, tested_keys(table, options),
                                          options.split, options.correction, options.resamples, options.alpha)
@@ -163,6 +186,4 @@ def write_report(results: pd.DataFrame, folders: dict[str, Path], out: Path, opt
 
 def write_atomic(path: Path, text: str) -> None:
     """Write under a temporary name, then rename: two sweeps finishing at once never leave a mixed file."""
-    partial = path.with_name(f".{path.name}.{os.getpid()}")
-    partial.write_text(text)
-    os.replace(partial, path)
+    write_text_atomic(path, text, "the report's other files are as written so far")

@@ -22,22 +22,46 @@ def _holder(path: Path) -> str:
         return "unknown"
 
 
+def _open(lock_path: Path) -> tuple[int, bool]:
+    """(descriptor, whether this call created the file)."""
+    try:
+        return os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644), True
+    except FileExistsError:
+        return os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644), False
+
+
 @contextlib.contextmanager
 def exclusive(lock_path: Path, what: str) -> Iterator[None]:
     """Hold `lock_path` exclusively (created if missing; its content is the holder's pid) or raise LockedError at
     once: "<what> is being written by process N". Locks are per open file: a process that holds a lock and asks for
-    it again is refused too, so take each lock at one level only."""
+    it again is refused too, so take each lock at one level only.
+
+    A lock file this call created is deleted again when the work is refused (a RecxError): a refused command leaves
+    nothing new beside the user's files. Since a lock file may thus disappear, the lock is taken only on the file
+    that is still at `lock_path` (else the open is retried)."""
     lock_path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        raise LockedError(f"{what} is being written by process {_holder(lock_path)}") from None
+    while True:
+        fd, created = _open(lock_path)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise LockedError(f"{what} is being written by process {_holder(lock_path)}") from None
+        try:
+            current = os.stat(lock_path).st_ino
+        except FileNotFoundError:
+            current = None
+        if current == os.fstat(fd).st_ino:
+            break
+        os.close(fd)  # deleted (or replaced) by its previous holder between our open and our lock
     try:
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()}\n".encode())
         yield
+    except RecxError:
+        if created:
+            lock_path.unlink(missing_ok=True)
+        raise
     finally:
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)

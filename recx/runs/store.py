@@ -10,10 +10,17 @@
     TRAINED           written after model.pt: {"best_epoch": n}; evaluation may still be missing
     results.parquet   long format: run_id, dataset, model, loss, sampler, seed, split, metric, k, stratum, value
     diagnostics.json  embedding diagnostics (only with --diagnostics)
+    checksums.json    the sha256 of each artifact above (weights, results, per-user results, diagnostics, eval_*),
+                      recorded when the artifact is complete and checked on every read
     error.log         the traceback of an unexpected internal error
     COMPLETE          written last; a folder without it is not a completed run
 
-States (`state`): absent, empty, incomplete (a later train resumes it from its checkpoint, else restarts it), trained (`recx eval` works; a later train
+Every file is written whole (a temporary name, then a rename): a failed or interrupted write leaves the previous
+file, never a part of one. A folder written by an older recx has no checksums.json: it is read unchecked, with one
+note saying so.
+
+States (`state`): absent, empty, incomplete (a later train resumes it from its checkpoint, else restarts it),
+trained (`recx eval` works; a later train
 finishes the evaluation), complete (a later train refuses it unless --force), foreign (not a run folder: refused).
 """
 from __future__ import annotations
@@ -25,20 +32,26 @@ import sys
 import zipfile
 from importlib import metadata
 from pathlib import Path
+from typing import Callable
 
 import pandas as pd
 import torch
 import yaml
 
 from recx.config import RunConfig, resolve
+from recx.data.store import sha256_of
 from recx.errors import RecxError
+from recx.folders import atomic_file, write_failed, write_text_atomic
 
 MARKER = "COMPLETE"
 TRAINED = "TRAINED"
 INCOMPLETE = "INCOMPLETE"
 CHECKPOINT = "checkpoint.pt"
+CHECKSUMS = "checksums.json"
 RUN_FILES = (MARKER, TRAINED, "epochs.jsonl", "model.pt", "results.parquet", "per_user_valid.parquet",
-             "per_user_test.parquet", "diagnostics.json", "error.log", CHECKPOINT)
+             "per_user_test.parquet", "diagnostics.json", "error.log", CHECKPOINT, CHECKSUMS)
+NOT_KEPT = "the run is not complete: the same command restarts or finishes it"
+_NOTED: set[str] = set()
 STARTED_FILES = (INCOMPLETE, "config.yaml", "environment.json")
 RESULT_COLUMNS = ["run_id", "dataset", "model", "loss", "sampler", "seed", "split", "metric", "k", "stratum", "value"]
 PACKAGES = ("recx", "torch", "numpy", "pandas", "pyarrow", "scipy")
@@ -75,12 +88,15 @@ def state(folder: Path) -> str:
 
 def start_run(folder: Path, config: RunConfig, environment: dict) -> None:
     """Mark the folder incomplete, clear what an earlier attempt left, write config and environment."""
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / INCOMPLETE).write_text("training started; not finished\n")
-    for name in RUN_FILES:
-        (folder / name).unlink(missing_ok=True)
-    (folder / "config.yaml").write_text(yaml.safe_dump(config.to_dict(), sort_keys=True))
-    (folder / "environment.json").write_text(json.dumps(environment, indent=2, sort_keys=True) + "\n")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / INCOMPLETE).write_text("training started; not finished\n")
+        for name in RUN_FILES:
+            (folder / name).unlink(missing_ok=True)
+    except OSError as exc:
+        raise write_failed(folder / INCOMPLETE, exc, NOT_KEPT) from None
+    write_text_atomic(folder / "config.yaml", yaml.safe_dump(config.to_dict(), sort_keys=True), NOT_KEPT)
+    write_text_atomic(folder / "environment.json", json.dumps(environment, indent=2, sort_keys=True) + "\n", NOT_KEPT)
 
 
 def resumable(folder: Path) -> bool:
@@ -93,9 +109,7 @@ def resume_run(folder: Path, epochs_done: int) -> None:
     again) and the error.log of the attempt before is removed."""
     path = folder / "epochs.jsonl"
     lines = path.read_text().splitlines(keepends=True)[:epochs_done] if path.is_file() else []
-    partial = folder / ".epochs.jsonl.partial"
-    partial.write_text("".join(lines))
-    partial.replace(path)
+    write_text_atomic(path, "".join(lines), NOT_KEPT)
     (folder / "error.log").unlink(missing_ok=True)
 
 
@@ -117,8 +131,62 @@ def read_environment(folder: Path) -> dict:
 
 
 def log_epoch(folder: Path, record: dict) -> None:
-    with open(folder / "epochs.jsonl", "a") as handle:
-        handle.write(json.dumps(record, sort_keys=True) + "\n")
+    """One line appended to epochs.jsonl (a line is the unit: a run restarted reads whole lines only)."""
+    try:
+        with open(folder / "epochs.jsonl", "a") as handle:
+            handle.write(json.dumps(record, sort_keys=True) + "\n")
+    except OSError as exc:
+        raise write_failed(folder / "epochs.jsonl", exc, NOT_KEPT) from None
+
+
+def recorded_checksums(folder: Path) -> dict | None:
+    """name -> sha256 of the run's artifacts, or None for a folder written before recx recorded them."""
+    path = folder / CHECKSUMS
+    try:
+        content = json.loads(path.read_text())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise RecxError(f"{path}: unreadable ({type(exc).__name__}); train the run again with --force") from None
+    if not isinstance(content, dict):
+        raise RecxError(f"{path}: expected a mapping of file names to sha256; train the run again with --force")
+    return content
+
+
+def record_checksum(folder: Path, name: str, kept: str = NOT_KEPT) -> None:
+    """Add (or replace) the sha256 of `folder/name`, now complete, in checksums.json."""
+    checksums = recorded_checksums(folder) or {}
+    checksums[name] = sha256_of(folder / name)
+    write_text_atomic(folder / CHECKSUMS, json.dumps(checksums, indent=2, sort_keys=True) + "\n", kept)
+
+
+def _note_unchecked(folder: Path, name: str) -> None:
+    if str(folder) not in _NOTED:
+        _NOTED.add(str(folder))
+        print(f"note: {folder} has no recorded checksum of {name} (written by an older recx): its files are read "
+              "without a damage check", file=sys.stderr)
+
+
+def verify(folder: Path, name: str, remedy: str) -> None:
+    """Refuse `folder/name` when its sha256 differs from the recorded one; without a record, say so once."""
+    expected = (recorded_checksums(folder) or {}).get(name)
+    if expected is None:
+        _note_unchecked(folder, name)
+        return
+    try:
+        actual = sha256_of(folder / name)
+    except FileNotFoundError:
+        raise RecxError(f"{folder / name}: missing; the run folder is damaged ({remedy})") from None
+    if actual != expected:
+        raise RecxError(f"{folder / name}: changed or damaged since recx wrote it (its sha256 differs from the one "
+                        f"recorded in {CHECKSUMS}); {remedy}")
+
+
+def write_artifact(folder: Path, name: str, write: Callable[[Path], None], kept: str = NOT_KEPT) -> None:
+    """`write(path)` to a temporary name, renamed to `folder/name` when complete; then its checksum is recorded."""
+    with atomic_file(folder / name, kept) as partial:
+        write(partial)
+    record_checksum(folder, name, kept)
 
 
 def results_frame(config: RunConfig, split: str, values: dict[tuple[str, int, str], float]) -> pd.DataFrame:
@@ -129,8 +197,19 @@ def results_frame(config: RunConfig, split: str, values: dict[tuple[str, int, st
     return pd.DataFrame(rows, columns=RESULT_COLUMNS)
 
 
-def write_results(folder: Path, frame: pd.DataFrame, name: str = "results.parquet") -> None:
-    frame.to_parquet(folder / name, index=False)
+def write_results(folder: Path, frame: pd.DataFrame, name: str = "results.parquet", kept: str = NOT_KEPT) -> None:
+    write_artifact(folder, name, lambda path: frame.to_parquet(path, index=False), kept)
+
+
+def read_parquet(folder: Path, name: str, remedy: str) -> pd.DataFrame:
+    """A run's Parquet artifact, checked against its recorded sha256; a damaged file is named with `remedy`."""
+    verify(folder, name, remedy)
+    try:
+        return pd.read_parquet(folder / name)
+    except FileNotFoundError:
+        raise RecxError(f"{folder / name}: missing; {remedy}") from None
+    except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
+        raise RecxError(f"{folder / name}: truncated or not a Parquet file ({type(exc).__name__}); {remedy}") from None
 
 
 def clear_run(folder: Path) -> None:
@@ -139,21 +218,39 @@ def clear_run(folder: Path) -> None:
         (folder / name).unlink(missing_ok=True)
 
 
-def load_weights(model, folder: Path, device) -> None:
-    """model.pt into `model`; a missing, truncated or mismatched file is named."""
-    path = folder / "model.pt"
+def save_weights(model, folder: Path) -> None:
+    """model.pt written whole; a failed write (disk full: torch's RuntimeError too) is one message."""
     try:
-        model.load_state_dict(torch.load(path, map_location=device))
+        write_artifact(folder, "model.pt", lambda path: torch.save(model.state_dict(), path))
+    except RuntimeError as exc:
+        raise RecxError(f"writing {folder / 'model.pt'} failed ({exc}); {NOT_KEPT}. Free some space, then run the "
+                        "same command again") from None
+
+
+def load_weights(model, folder: Path, device) -> None:
+    """model.pt into `model`; a missing, changed (checksum), truncated, mismatched or non-finite file is named."""
+    path = folder / "model.pt"
+    remedy = "train the run again with --force"
+    try:
+        state = torch.load(path, map_location=device)
+        verify(folder, "model.pt", remedy)
+        model.load_state_dict(state)
     except FileNotFoundError:
         raise RecxError(f"{path}: missing; the run folder is damaged (train it again with --force)") from None
     except (OSError, RuntimeError, EOFError, ValueError, KeyError, TypeError, AttributeError,
             pickle.UnpicklingError, zipfile.BadZipFile) as exc:
         raise RecxError(f"{path}: truncated, corrupt or from another configuration ({type(exc).__name__}); "
-                        "train the run again with --force") from None
+                        f"{remedy}") from None
+    bad = sum(int((~torch.isfinite(t)).sum()) for t in state.values()
+              if isinstance(t, torch.Tensor) and t.is_floating_point())
+    if bad:
+        raise RecxError(f"{path}: {bad:,} weights are not finite (nan or inf): the file is damaged; {remedy}")
 
 
 def mark_trained(folder: Path, best_epoch: int) -> None:
-    (folder / TRAINED).write_text(json.dumps({"best_epoch": best_epoch}) + "\n")
+    """TRAINED, after model.pt is saved: the weights' checksum is recorded here (however they were written)."""
+    record_checksum(folder, "model.pt")
+    write_text_atomic(folder / TRAINED, json.dumps({"best_epoch": best_epoch}) + "\n", NOT_KEPT)
 
 
 def trained_epoch(folder: Path) -> int:
@@ -164,7 +261,7 @@ def trained_epoch(folder: Path) -> int:
 
 
 def mark_complete(folder: Path) -> None:
-    (folder / MARKER).write_text("ok\n")
+    write_text_atomic(folder / MARKER, "ok\n", NOT_KEPT)
     (folder / INCOMPLETE).unlink(missing_ok=True)
 
 

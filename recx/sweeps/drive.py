@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from recx.errors import Interrupted
 from recx.runs import store
 from recx.sweeps.task import DONE, FAILED, LOCKED, SKIPPED, Outcome, RunTask
 
@@ -56,6 +57,14 @@ def drive(tasks: list[RunTask], backend, on_change: Callable[[str, RunTask, Outc
                 else:
                     (report.done if outcome.status == DONE else report.skipped).append(task.run_id)
                 on_change(outcome.status, task, outcome)
+    except KeyboardInterrupt as interrupt:
+        if isinstance(interrupt, Interrupted) or not running:
+            raise
+        stopped = ", ".join(sorted(task.run_id for task in running.values()))
+        raise Interrupted(f"recx sweep; {len(running)} runs in progress were stopped ({stopped}) and are kept in "
+                          f"their folders, marked incomplete (or trained, when stopped in evaluation); "
+                          f"{len(report.done)} runs finished before are complete; the same sweep restarts or "
+                          "finishes the stopped runs and skips the complete ones") from None
     finally:
         backend.close()
     return report

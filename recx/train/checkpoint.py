@@ -7,9 +7,12 @@ generators. The runner is pickled with the run's config, dataset, model and the 
 replaced by references, and restored onto the ones the resuming process builds (the same run id: the same
 configuration and data), so that the optimizer's state stays attached to the model's own parameters. Training on
 from epoch k gives the weights and results of an uninterrupted run, bit for bit on the CPU (tests/test_resume.py).
+The file is the sha256 of the pickled state followed by the state, written whole; a changed byte is reported on
+load.
 """
 from __future__ import annotations
 
+import hashlib
 import io
 import os
 import pickle
@@ -19,6 +22,8 @@ from pathlib import Path
 import torch
 
 from recx.errors import RecxError
+
+DIGEST = hashlib.sha256().digest_size
 
 
 @dataclass
@@ -75,6 +80,7 @@ def save(path: Path, runner, loop: LoopState) -> None:
     partial = path.with_name(f".{path.name}.partial-{os.getpid()}")
     try:
         with open(partial, "wb") as handle:
+            handle.write(hashlib.sha256(buffer.getbuffer()).digest())
             handle.write(buffer.getbuffer())
             handle.flush()
             os.fsync(handle.fileno())
@@ -87,8 +93,11 @@ def load(path: Path, runner) -> tuple[object, LoopState]:
     """(the checkpoint's runner, restored onto `runner`'s config, dataset and model; its early-stopping state). The
     model's weights and the global random generators are restored in place. A damaged file is a RecxError."""
     try:
-        with open(path, "rb") as handle:
-            payload = _Unpickler(handle, _shared_objects(runner)).load()
+        data = path.read_bytes()
+        if hashlib.sha256(data[DIGEST:]).digest() != data[:DIGEST]:
+            raise RecxError(f"{path}: its content does not match its checksum (changed or damaged since it was "
+                            "written)")
+        payload = _Unpickler(io.BytesIO(data[DIGEST:]), _shared_objects(runner)).load()
         runner.model.load_state_dict(payload["model"])
     except (OSError, EOFError, pickle.UnpicklingError, AttributeError, KeyError, TypeError, ValueError,
             RuntimeError) as exc:

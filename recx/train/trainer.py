@@ -194,7 +194,7 @@ def _train_locked(config, dataset, folder, progress, ks, force, with_diagnostics
                                                      "packages": store.package_versions()})
                 model = _built(config, dataset, device)
                 best_epoch = fit(config, dataset, model, target, shown, checkpoint_every)
-                torch.save(model.state_dict(), target / "model.pt")
+                store.save_weights(model, target)
                 store.mark_trained(target, best_epoch)
                 store.drop_checkpoint(target)
             phase = "evaluation"

@@ -9,21 +9,26 @@ from recx.data.formats import FORMATS
 from recx.data.raw import RawInteractions
 from recx.errors import RecxError
 
+MAX_DIGITS = 18  # every id of at most 18 digits fits in int64
+
 
 def read_adjacency_lists(path: Path) -> RawInteractions:
-    """Parse a whole adjacency-list file with array operations: each line's first token is the user."""
-    data = np.frombuffer(path.read_bytes().replace(b"\r", b" "), dtype=np.uint8)
-    is_space = (data == ord(" ")) | (data == ord("\t")) | (data == ord("\n"))
-    starts = np.flatnonzero(~is_space & np.concatenate([[True], is_space[:-1]]))
-    line_of_token = np.cumsum(data == ord("\n"))[starts] - (data[starts] == ord("\n"))
-    tokens = np.array(bytes(data).split())
-    try:
-        values = tokens.astype(np.int64)
-    except ValueError:
-        digit_ok = np.char.isdigit(np.char.decode(tokens, "ascii", "replace"))
-        bad = int(np.flatnonzero(~digit_ok)[0])
-        raise RecxError(f"{path}, line {int(line_of_token[bad]) + 1}: expected integer ids, got {tokens[bad].decode(errors='replace')!r}")
-    first_in_line = np.concatenate([[True], line_of_token[1:] != line_of_token[:-1]])
+    """Each non-blank line is `user item item ...`: non-negative integer ids (at most 18 digits), the first the user;
+    any other token is refused with its line number."""
+    tokens: list[bytes] = []
+    first: list[int] = []
+    for number, line in enumerate(path.read_bytes().split(b"\n"), start=1):
+        fields = line.split()
+        bad = next((token for token in fields if not (token.isdigit() and len(token) <= MAX_DIGITS)), None)
+        if bad is not None:
+            raise RecxError(f"{path}, line {number}: expected non-negative integer ids (user item item ...), got "
+                            f"{bad[:40].decode('utf-8', 'replace')!r}")
+        if fields:
+            first.append(len(tokens))
+            tokens.extend(fields)
+    values = np.array(tokens, dtype=np.bytes_).astype(np.int64) if tokens else np.zeros(0, np.int64)
+    first_in_line = np.zeros(values.size, dtype=bool)
+    first_in_line[first] = True
     owner = values[first_in_line][np.cumsum(first_in_line) - 1]
     keep = ~first_in_line
     return RawInteractions(owner[keep], values[keep])

@@ -1,57 +1,80 @@
-"""Text files of `user item [rating [timestamp]]` per line, separated by whitespace, commas or tabs."""
+"""Text files of `user item [rating [timestamp]]` per line, separated by commas, tabs or whitespace (plain or gzip).
+
+The first data line fixes the layout: its separator (a comma, else a tab, else runs of spaces) and its number of
+fields, 2 (user item), 3 (+ rating) or 4 (+ timestamp). Every other line must have exactly that many fields:
+a line that does not fit is refused with its number (or, with --skip-bad-lines, counted), never re-read with
+shifted columns. Ids and timestamps are integers, ratings numbers.
+"""
 from __future__ import annotations
 
+import gzip
+import re
+import zlib
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
+import pyarrow as pa
 
 from recx.data.formats import FORMATS
+from recx.data.formats.columnar import csv_parser
+from recx.data.formats.lines import ReadReport, read_lines_table
+from recx.data.formats.tables import to_raw
 from recx.data.raw import RawInteractions
 from recx.errors import RecxError
 
+NAMES = ["user", "item", "rating", "timestamp"]
+TYPES = {"user": pa.int64(), "item": pa.int64(), "rating": pa.float32(), "timestamp": pa.int64()}
+SHAPE = "user item, optionally rating, then optionally timestamp"
+FIRST_LINE_BYTES = 1 << 20
+SPACES = re.compile(rb"[ \t]+")
+EDGE_SPACES = re.compile(rb"^ | $", re.MULTILINE)
 
-def _separator(first_line: str) -> str:
-    if "," in first_line:
-        return ","
-    if "\t" in first_line:
-        return "\t"
-    return r"\s+"
+
+def _first_line(path: Path) -> tuple[bytes, int]:
+    """(first non-blank line, its number), BOM and line end removed; gzip recognised by its magic bytes."""
+    if not path.is_file():
+        raise RecxError(f"{path}: no such file")
+    try:
+        with open(path, "rb") as handle:
+            stream = gzip.GzipFile(fileobj=handle) if handle.peek(2)[:2] == b"\x1f\x8b" else handle
+            head = stream.read(FIRST_LINE_BYTES)
+    except (EOFError, OSError, zlib.error) as exc:
+        raise RecxError(f"{path}: truncated or corrupt gzip file ({exc})") from None
+    for number, line in enumerate(head.removeprefix(b"\xef\xbb\xbf").split(b"\n"), start=1):
+        if line.strip():
+            if b"\0" in line:
+                raise RecxError(f"{path}, line {number}: a binary file, not text (expected lines of {SHAPE})")
+            return line.rstrip(b"\r"), number
+    raise RecxError(f"{path}: the file has no data lines (expected lines of {SHAPE})")
 
 
-def _first_bad_line(frame: pd.DataFrame, column: str) -> int:
-    bad = pd.to_numeric(frame[column], errors="coerce").isna() & frame[column].notna()
-    missing = frame[column].isna()
-    return int(np.flatnonzero((bad | missing).to_numpy())[0])
+def _layout(path: Path) -> tuple[bytes, int]:
+    """(separator, number of fields) of the first data line."""
+    line, number = _first_line(path)
+    separator = b"," if b"," in line else b"\t" if b"\t" in line else b" "
+    fields = len(SPACES.sub(b" ", line).strip(b" ").split(b" ")) if separator == b" " else len(line.split(separator))
+    if not 2 <= fields <= 4:
+        shown = line[:120].decode("utf-8", "replace")
+        raise RecxError(f"{path}, line {number}: expected 2 to 4 fields ({SHAPE}), got {fields}: {shown!r}; recx does not guess which fields to take (give a file of these "
+                        "columns, or use the format the file is in)")
+    return separator, fields
+
+
+def _parser(separator: bytes, fields: int):
+    names = NAMES[:fields]
+    parse = csv_parser(names, {name: TYPES[name] for name in names}, separator.decode())
+    if separator != b" ":
+        return parse
+    return lambda block: parse(EDGE_SPACES.sub(b"", SPACES.sub(b" ", block)))
 
 
 @FORMATS.register("triplets")
-def read_triplets(source: Path, **_) -> RawInteractions:
-    """Parsed by pandas' C engine; the first malformed line is named in the error."""
-    if not source.is_file():
-        raise RecxError(f"{source}: no such file")
-    with open(source, "r", errors="replace") as handle:
-        first = next((line for line in handle if line.strip()), "")
-    if not first:
-        raise RecxError(f"{source}: the file is empty")
-    try:
-        frame = pd.read_csv(source, sep=_separator(first), header=None, dtype=str, engine="c",
-                            skip_blank_lines=True, names=range(4), comment=None)
-    except pd.errors.ParserError as exc:
-        raise RecxError(f"{source}: {exc}") from None
-    columns = {}
-    for index, name in enumerate(("user", "item", "rating", "timestamp")):
-        values = frame[index]
-        if values.isna().all() and index >= 2:
-            columns[name] = None
-            continue
-        numeric = pd.to_numeric(values, errors="coerce")
-        if numeric.isna().any():
-            line = _first_bad_line(frame, index) + 1
-            raise RecxError(f"{source}, line {line}: expected a number in column {index + 1} ({name}), got {values.iloc[line - 1]!r}")
-        columns[name] = numeric.to_numpy()
-    return RawInteractions(
-        columns["user"].astype(np.int64), columns["item"].astype(np.int64),
-        None if columns["rating"] is None else columns["rating"].astype(np.float32),
-        None if columns["timestamp"] is None else columns["timestamp"].astype(np.int64),
-    )
+def read_triplets(source: Path, skip_bad_lines: bool = False, report: ReadReport | None = None,
+                  **_) -> RawInteractions:
+    """Every line `user item [rating [timestamp]]` (2 to 4 fields), with the separator and field count of the first data line."""
+    separator, fields = _layout(source)
+    shown_separator = {b",": ",", b"\t": "<TAB>", b" ": " "}[separator]
+    expected = (f"{fields} fields separated by {shown_separator!r} like the first data line "
+                f"({shown_separator.join(NAMES[:fields])}; ids and timestamps integers)")
+    table = read_lines_table(source, _parser(separator, fields), expected, skip_bad_lines,
+                             report if report is not None else ReadReport())
+    return to_raw(table, "user", "item", "rating" if fields >= 3 else None, "timestamp" if fields == 4 else None)
