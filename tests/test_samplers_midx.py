@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from recx.config import resolve
+from recx.errors import RecxError
 from recx.samplers.kernels.midx_draw import draw_torch
 from recx.train.trainer import train_run
 from sampler_helpers import assert_follows, make_sampler, random_batch, random_dataset
@@ -71,7 +72,7 @@ def test_midx_pop_draws_follow_eq5(problem, variant, transform):
     dataset, batch = problem
     sampler = make_sampler("midx_pop", dataset, N_DRAWS, n_codewords=4, variant=variant)
     sampler.rebuild(None, batch.item_table)
-    pop = transform(dataset.item_popularity.double() + 1.0)
+    pop = transform(dataset.item_popularity.double() + sampler.args.smoothing)
     check_draws_and_log_q(sampler, batch, static_reference(sampler, batch, torch.log(pop)))
 
 
@@ -98,7 +99,8 @@ def test_theorem_5_3_and_5_4_kl_bounds(name):
         residual_norm = (batch.item_table - sampler.codebooks.quantised()).norm(dim=1).max()
         bound = 2 * residual_norm * batch.query.norm(dim=1)
         if name == "midx_pop":
-            pop = dataset.item_popularity.double() + 1.0
+            pop = torch.log1p(dataset.item_popularity.double())  # the default pop(i) = log(1 + count)
+            assert pop.min() > 0
             bound = bound + torch.log(pop.max() / pop.min())
         assert (kl >= -1e-12).all() and (kl <= bound).all()
         assert (kl > 1e-6).any()
@@ -202,15 +204,32 @@ def test_three_stage_draw_equals_its_definition_draw_by_draw(k, stage3):
         assert drawn[b].tolist() == expected
 
 
-def test_codebooks_rebuild_reproducibly(problem):
+@pytest.mark.parametrize("init", ["random", "warm"])
+def test_codebooks_rebuild_reproducibly(problem, init):
     dataset, batch = problem
     draws = []
     for _ in range(2):
-        sampler = make_sampler("midx_pop", dataset, 16, seed=5, n_codewords=4)
+        sampler = make_sampler("midx_pop", dataset, 16, seed=5, n_codewords=4, kmeans_init=init)
         sampler.rebuild(None, batch.item_table)
-        sampler.rebuild(None, batch.item_table * 1.1)  # warm-started from the first codebooks
+        sampler.rebuild(None, batch.item_table * 1.1)  # random: from K fresh random items; warm: the first codewords
         draws.append(sampler.sample(batch).items)
     assert torch.equal(draws[0], draws[1])
+
+
+def test_midx_pop_default_weight_is_log_of_one_plus_count(problem):
+    """The paper's pop(i) = log(1 + c_i) (§7.1.4) exactly, without smoothing (it was c_i + 1)."""
+    dataset, _ = problem
+    sampler = make_sampler("midx_pop", dataset, 4)
+    assert torch.equal(sampler.item_weights(), torch.log1p(dataset.item_popularity.double()))
+
+
+@pytest.mark.parametrize("args, message", [({"kmeans_init": "previous"}, "kmeans_init"),
+                                           ({"kmeans_tolerance": 1.0}, "kmeans_tolerance"),
+                                           ({"kmeans_iterations": 0}, "kmeans_iterations"),
+                                           ({"smoothing": -1.0}, "smoothing"), ({"variant": "sqrt"}, "variant")])
+def test_midx_args_out_of_range_are_refused(args, message):
+    with pytest.raises(RecxError, match=message):
+        make_sampler("midx_pop", random_dataset(5, 10), 4, **args)
 
 
 @pytest.mark.parametrize("sampler, sampler_args", [("midx", {"n_codewords": 4}), ("midx_uni", {"n_codewords": 4}),
