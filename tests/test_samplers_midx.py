@@ -260,3 +260,39 @@ def test_cupy_midx_draw_agrees_with_torch(name):
     assert mismatch < 1e-3  # same uniforms, same items (up to float ties at cell boundaries)
     for row in range(3):
         assert_follows(results["cupy"][row], log_q[row].double().exp().numpy())
+
+
+def lloyd_step_gain(points: torch.Tensor, centroids: torch.Tensor, labels: torch.Tensor) -> float:
+    """The relative fall of the squared error that one more Lloyd step (means, then nearest centroids) brings."""
+    before = (points - centroids[labels]).pow(2).sum()
+    means = torch.stack([points[labels == k].mean(0) if (labels == k).any() else centroids[k]
+                         for k in range(centroids.shape[0])])
+    after = torch.cdist(points, means).pow(2).min(1).values.sum()
+    return float((before - after) / before)
+
+
+def test_codebooks_are_clustered_to_convergence():
+    """The official code runs k-means until the squared error falls by less than 1e-6 of itself (up to 300
+    iterations); a fixed budget of 20 iterations (recx's earlier default) stops short of that on this table."""
+    table = torch.randn(2000, 16, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    sampler = make_sampler("midx_uni", random_dataset(5, 2000), 4, n_codewords=16)
+    sampler.rebuild(None, table)
+    for part, half in enumerate(torch.tensor_split(table, 2, dim=1)):
+        codebooks = sampler.codebooks
+        assert lloyd_step_gain(half, codebooks.codewords[part], codebooks.assignments[part]) < 1e-5
+
+
+@pytest.mark.parametrize("init", ["random", "warm"])
+def test_codebooks_restart_from_random_items_unless_warm(init):
+    """kmeans_init random (the official code: a fresh start every epoch) makes a rebuild's codebooks independent
+    of the previous ones; warm starts from them."""
+    table = torch.randn(300, 6, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    dataset = random_dataset(5, 300)
+    codewords = []
+    for first in (table, -table.flip(0)):
+        sampler = make_sampler("midx_uni", dataset, 4, seed=2, n_codewords=8, kmeans_init=init,
+                               kmeans_iterations=5)
+        sampler.rebuild(None, first)
+        sampler.rebuild(None, table)
+        codewords.append(torch.cat(sampler.codebooks.codewords, dim=1))
+    assert torch.equal(codewords[0], codewords[1]) == (init == "random")
