@@ -296,3 +296,17 @@ def test_codebooks_restart_from_random_items_unless_warm(init):
         sampler.rebuild(None, table)
         codewords.append(torch.cat(sampler.codebooks.codewords, dim=1))
     assert torch.equal(codewords[0], codewords[1]) == (init == "random")
+
+
+def test_midx_pop_never_draws_an_item_unseen_in_training():
+    """log(1 + 0) = 0: an item without training interactions has weight 0 (whole cells may have none)."""
+    dataset = random_dataset(30, 60, density=0.05, seed=4)
+    unseen = dataset.item_popularity == 0
+    assert unseen.any()
+    batch = random_batch(dataset, batch_size=8, dim=4, seed=2)
+    sampler = make_sampler("midx_pop", dataset, 500, n_codewords=4)
+    negatives = sampler.sample(batch)
+    assert not unseen[negatives.items].any() and torch.isfinite(negatives.log_q).all()
+    log_q = sampler.log_probability(batch, all_items(batch))
+    assert torch.isneginf(log_q[:, unseen]).all()
+    assert torch.allclose(log_q.exp().sum(1), torch.ones(8, dtype=log_q.dtype), atol=1e-5)
