@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from recx.config import resolve
+from recx.errors import RecxError
 from recx.samplers.kernels.midx_draw import draw_torch
 from recx.train.trainer import train_run
 from sampler_helpers import assert_follows, make_sampler, random_batch, random_dataset
@@ -71,7 +72,7 @@ def test_midx_pop_draws_follow_eq5(problem, variant, transform):
     dataset, batch = problem
     sampler = make_sampler("midx_pop", dataset, N_DRAWS, n_codewords=4, variant=variant)
     sampler.rebuild(None, batch.item_table)
-    pop = transform(dataset.item_popularity.double() + 1.0)
+    pop = transform(dataset.item_popularity.double() + sampler.args.smoothing)
     check_draws_and_log_q(sampler, batch, static_reference(sampler, batch, torch.log(pop)))
 
 
@@ -98,7 +99,8 @@ def test_theorem_5_3_and_5_4_kl_bounds(name):
         residual_norm = (batch.item_table - sampler.codebooks.quantised()).norm(dim=1).max()
         bound = 2 * residual_norm * batch.query.norm(dim=1)
         if name == "midx_pop":
-            pop = dataset.item_popularity.double() + 1.0
+            pop = torch.log1p(dataset.item_popularity.double())  # the default pop(i) = log(1 + count)
+            assert pop.min() > 0
             bound = bound + torch.log(pop.max() / pop.min())
         assert (kl >= -1e-12).all() and (kl <= bound).all()
         assert (kl > 1e-6).any()
@@ -202,15 +204,32 @@ def test_three_stage_draw_equals_its_definition_draw_by_draw(k, stage3):
         assert drawn[b].tolist() == expected
 
 
-def test_codebooks_rebuild_reproducibly(problem):
+@pytest.mark.parametrize("init", ["random", "warm"])
+def test_codebooks_rebuild_reproducibly(problem, init):
     dataset, batch = problem
     draws = []
     for _ in range(2):
-        sampler = make_sampler("midx_pop", dataset, 16, seed=5, n_codewords=4)
+        sampler = make_sampler("midx_pop", dataset, 16, seed=5, n_codewords=4, kmeans_init=init)
         sampler.rebuild(None, batch.item_table)
-        sampler.rebuild(None, batch.item_table * 1.1)  # warm-started from the first codebooks
+        sampler.rebuild(None, batch.item_table * 1.1)  # random: from K fresh random items; warm: the first codewords
         draws.append(sampler.sample(batch).items)
     assert torch.equal(draws[0], draws[1])
+
+
+def test_midx_pop_default_weight_is_log_of_one_plus_count(problem):
+    """The paper's pop(i) = log(1 + c_i) (§7.1.4) exactly, without smoothing (it was c_i + 1)."""
+    dataset, _ = problem
+    sampler = make_sampler("midx_pop", dataset, 4)
+    assert torch.equal(sampler.item_weights(), torch.log1p(dataset.item_popularity.double()))
+
+
+@pytest.mark.parametrize("args, message", [({"kmeans_init": "previous"}, "kmeans_init"),
+                                           ({"kmeans_tolerance": 1.0}, "kmeans_tolerance"),
+                                           ({"kmeans_iterations": 0}, "kmeans_iterations"),
+                                           ({"smoothing": -1.0}, "smoothing"), ({"variant": "sqrt"}, "variant")])
+def test_midx_args_out_of_range_are_refused(args, message):
+    with pytest.raises(RecxError, match=message):
+        make_sampler("midx_pop", random_dataset(5, 10), 4, **args)
 
 
 @pytest.mark.parametrize("sampler, sampler_args", [("midx", {"n_codewords": 4}), ("midx_uni", {"n_codewords": 4}),
@@ -241,3 +260,53 @@ def test_cupy_midx_draw_agrees_with_torch(name):
     assert mismatch < 1e-3  # same uniforms, same items (up to float ties at cell boundaries)
     for row in range(3):
         assert_follows(results["cupy"][row], log_q[row].double().exp().numpy())
+
+
+def lloyd_step_gain(points: torch.Tensor, centroids: torch.Tensor, labels: torch.Tensor) -> float:
+    """The relative fall of the squared error that one more Lloyd step (means, then nearest centroids) brings."""
+    before = (points - centroids[labels]).pow(2).sum()
+    means = torch.stack([points[labels == k].mean(0) if (labels == k).any() else centroids[k]
+                         for k in range(centroids.shape[0])])
+    after = torch.cdist(points, means).pow(2).min(1).values.sum()
+    return float((before - after) / before)
+
+
+def test_codebooks_are_clustered_to_convergence():
+    """The official code runs k-means until the squared error falls by less than 1e-6 of itself (up to 300
+    iterations); a fixed budget of 20 iterations (recx's earlier default) stops short of that on this table."""
+    table = torch.randn(2000, 16, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    sampler = make_sampler("midx_uni", random_dataset(5, 2000), 4, n_codewords=16)
+    sampler.rebuild(None, table)
+    for part, half in enumerate(torch.tensor_split(table, 2, dim=1)):
+        codebooks = sampler.codebooks
+        assert lloyd_step_gain(half, codebooks.codewords[part], codebooks.assignments[part]) < 1e-5
+
+
+@pytest.mark.parametrize("init", ["random", "warm"])
+def test_codebooks_restart_from_random_items_unless_warm(init):
+    """kmeans_init random (the official code: a fresh start every epoch) makes a rebuild's codebooks independent
+    of the previous ones; warm starts from them."""
+    table = torch.randn(300, 6, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    dataset = random_dataset(5, 300)
+    codewords = []
+    for first in (table, -table.flip(0)):
+        sampler = make_sampler("midx_uni", dataset, 4, seed=2, n_codewords=8, kmeans_init=init,
+                               kmeans_iterations=5)
+        sampler.rebuild(None, first)
+        sampler.rebuild(None, table)
+        codewords.append(torch.cat(sampler.codebooks.codewords, dim=1))
+    assert torch.equal(codewords[0], codewords[1]) == (init == "random")
+
+
+def test_midx_pop_never_draws_an_item_unseen_in_training():
+    """log(1 + 0) = 0: an item without training interactions has weight 0 (whole cells may have none)."""
+    dataset = random_dataset(30, 60, density=0.05, seed=4)
+    unseen = dataset.item_popularity == 0
+    assert unseen.any()
+    batch = random_batch(dataset, batch_size=8, dim=4, seed=2)
+    sampler = make_sampler("midx_pop", dataset, 500, n_codewords=4)
+    negatives = sampler.sample(batch)
+    assert not unseen[negatives.items].any() and torch.isfinite(negatives.log_q).all()
+    log_q = sampler.log_probability(batch, all_items(batch))
+    assert torch.isneginf(log_q[:, unseen]).all()
+    assert torch.allclose(log_q.exp().sum(1), torch.ones(8, dtype=log_q.dtype), atol=1e-5)

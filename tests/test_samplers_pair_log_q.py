@@ -1,6 +1,7 @@
 """`pair_log_probability` (a query's many items as (row, item) pairs, FastVAE's positives) equals
 `log_probability` read at each pair, for every sampler with a closed-form proposal; the overrides compute the
-per-query terms once per row, the exact MIDX chunk by chunk."""
+per-query terms once per row, the exact MIDX chunk by chunk. It also carries the normaliser `sample` gives a
+query's candidates: FastVAE reads its positives' log q through it and its negatives' from `sample`."""
 from __future__ import annotations
 
 import pytest
@@ -11,7 +12,8 @@ from sampler_helpers import make_sampler, random_batch, random_dataset
 
 SAMPLERS_WITH_LOG_Q = [("uniform", {}), ("popularity", {}), ("midx", {"n_codewords": 3}),
                        ("midx_uni", {"n_codewords": 3}), ("midx_pop", {"n_codewords": 3, "variant": "log"}),
-                       ("kernel", {"leaf_size": 4})]
+                       ("kernel", {"leaf_size": 4}), ("uniform", {"exclude_train": True}),
+                       ("popularity", {"exclude_train": True})]
 
 
 @pytest.mark.parametrize("name, args", SAMPLERS_WITH_LOG_Q)
@@ -30,3 +32,17 @@ def test_pairs_read_each_rows_log_probability(name, args, monkeypatch):
     assert torch.allclose(pairs, expected, atol=1e-12, rtol=0)
     if name not in ("uniform", "popularity"):  # the proposal depends on the query: each pair reads its own row's
         assert not torch.allclose(pairs, sampler.log_probability(batch, every_item)[rows.flip(0), items], atol=1e-6)
+
+
+@pytest.mark.parametrize("name, args", SAMPLERS_WITH_LOG_Q)
+def test_pairs_share_the_normaliser_of_the_drawn_candidates(name, args):
+    """A user's positives (pairs) get the log q `sample` gives its positive, with the candidates' normaliser.
+    Catches uniform with `exclude_train` reading -log n for FastVAE's positives while its negatives carried
+    -log(n - |I_u|) (a per-user margin log(n / (n - |I_u|)) in the sampled softmax)."""
+    dataset = random_dataset(20, 40, density=0.4, seed=2)
+    batch = random_batch(dataset, batch_size=7, dim=6, seed=3)
+    batch = type(batch)(batch.users, batch.positives, batch.query.double(), batch.item_table.double())
+    sampler = make_sampler(name, dataset, 5, **args)
+    drawn = sampler.sample(batch)
+    pairs = sampler.pair_log_probability(batch, torch.arange(7), batch.positives)
+    assert torch.allclose(pairs.double(), drawn.positive_log_q.double(), atol=1e-6, rtol=0)

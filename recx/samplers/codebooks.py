@@ -1,15 +1,17 @@
 """The inverted multi-index of the FastVAE paper (§4): two product-quantisation codebooks over item vectors.
 
 Item vectors q_i [M, D] are split into halves q_i¹ ⊕ q_i² (D odd: the first half has one more column); each half is
-clustered by k-means into K codewords (faiss `Kmeans`, warm-started from the previous codebooks when they exist), so
-q_i = c¹_{k1(i)} ⊕ c²_{k2(i)} + q̃_i with the residual q̃_i. Items are grouped by their cell Ω_{k1,k2}
+clustered by k-means into K codewords (recx.samplers.kmeans, the official code's Lloyd iterations), so
+q_i = c¹_{k1(i)} ⊕ c²_{k2(i)} + q̃_i with the residual q̃_i. Each fit starts from K random items (`init = "random"`, the
+official code, which re-clusters from scratch before every epoch) or from the previous codewords (`"warm"`, when
+there are previous ones of the same shape). Items are grouped by their cell Ω_{k1,k2}
 (cell id k1·K + k2): `order` lists the item ids cell by cell and `cell_ptr` [K² + 1] delimits each cell in it.
 """
 from __future__ import annotations
 
-import faiss
-import numpy as np
 import torch
+
+from recx.samplers.kmeans import kmeans, random_points
 
 
 def split_halves(vectors: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -18,27 +20,25 @@ def split_halves(vectors: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 class ProductCodebooks:
-    def __init__(self, n_codewords: int, n_iterations: int):
-        self.n_codewords, self.n_iterations = n_codewords, n_iterations
+    def __init__(self, n_codewords: int, n_iterations: int, tolerance: float, init: str):
+        self.n_codewords, self.n_iterations, self.tolerance, self.init = n_codewords, n_iterations, tolerance, init
         self.codewords: tuple[torch.Tensor, torch.Tensor] | None = None
 
     def fit(self, item_table: torch.Tensor, seed: int) -> None:
-        """k-means on each half of `item_table` (detached, any device; faiss runs on the host)."""
+        """k-means on each half of `item_table` (detached, on its device), random choices seeded by `seed`."""
         n_items = item_table.shape[0]
         k = min(self.n_codewords, n_items)
+        generator = torch.Generator(item_table.device).manual_seed(seed)
         codewords, assignments = [], []
         for part, half in enumerate(split_halves(item_table.detach())):
-            points = np.ascontiguousarray(half.to("cpu", torch.float32).numpy())
-            kmeans = faiss.Kmeans(points.shape[1], k, niter=self.n_iterations, seed=seed + part, verbose=False,
-                                  min_points_per_centroid=1, max_points_per_centroid=1 << 30)
-            previous = None if self.codewords is None else self.codewords[part].to("cpu", torch.float32).numpy()
-            if previous is not None and previous.shape == (k, points.shape[1]):
-                kmeans.train(points, init_centroids=np.ascontiguousarray(previous))
+            previous = None if self.codewords is None else self.codewords[part]
+            if self.init == "warm" and previous is not None and previous.shape == (k, half.shape[1]):
+                initial = previous
             else:
-                kmeans.train(points)
-            labels = kmeans.index.search(points, 1)[1].ravel()
-            codewords.append(torch.from_numpy(kmeans.centroids.copy()).to(item_table.device, item_table.dtype))
-            assignments.append(torch.from_numpy(labels.astype(np.int64)).to(item_table.device))
+                initial = random_points(half, k, generator)
+            centroids, labels = kmeans(half, initial, self.n_iterations, self.tolerance, generator)
+            codewords.append(centroids)
+            assignments.append(labels)
         self.k = k
         self.codewords = (codewords[0], codewords[1])
         self.assignments = (assignments[0], assignments[1])

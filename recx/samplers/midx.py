@@ -8,10 +8,12 @@ so that q(i) = exp(r¹_{k1(i)} + r²_{k2(i)}) w_i / Σ_{k,k'} W[k, k'] exp(r¹_k
 - `midx` (Theorem 4.1): w_i = exp(z·q̃_i), the residual softmax; q equals the softmax exp(z·q_i) / Σ_j exp(z·q_j)
   exactly (O(MD) per query: every residual score is needed).
 - `midx_uni` (Theorem 5.1, Eq. 4): w_i = 1; q(i) ∝ exp(z·(q_i - q̃_i)).
-- `midx_pop` (Theorem 5.2, Eq. 5): w_i = pop(i) (count, log(1 + count) or count^0.75, after `smoothing`);
-  q(i) ∝ exp(z·(q_i - q̃_i) + log pop(i)).
+- `midx_pop` (Theorem 5.2, Eq. 5): w_i = pop(i), by default log(1 + count) (the paper's §7.1.4; the official
+  MidxUniPop adds 1e-6 to it); `variant` count or pow0.75, `smoothing` added to the counts first;
+  q(i) ∝ exp(z·(q_i - q̃_i) + log pop(i)). An item of weight 0 (log variant, unseen in training) is never drawn.
 `log_q` is the closed form above, normalised (O(K²) per query for the static variants). Codebooks are rebuilt by
-k-means before each epoch (`rebuild_every = "epoch"`); the exact variant stays exact between rebuilds (Theorem 4.1
+k-means before each epoch (`rebuild_every = "epoch"`; by default from a fresh random start, up to 300 Lloyd
+iterations to a 1e-6 relative tolerance, as the official code; `kmeans_init: warm` starts from the last codewords); the exact variant stays exact between rebuilds (Theorem 4.1
 holds for any codewords, the residual is taken against the current item vectors).
 The draw reads three uniforms per negative; the CuPy kernel (recx.samplers.kernels.midx_draw) reads the same ones.
 """
@@ -31,16 +33,37 @@ from recx.samplers.popularity import TRANSFORMS
 EXACT_CHUNK_ENTRIES = 1 << 23  # queries x items per chunk of the exact sampler's residual scores
 
 
+KMEANS_INITS = ("random", "warm")
+
+
 @dataclass
 class MidxArgs:
     n_codewords: int = 16  # K, per codebook (the paper: 16 for training, 64 for its Figure 2)
-    kmeans_iterations: int = 20
+    kmeans_iterations: int = 300  # the most Lloyd iterations per rebuild (the official code's max_iter)
+    kmeans_tolerance: float = 1e-6  # stop when the squared error falls by less than this fraction (official)
+    kmeans_init: str = "random"  # random: K random items every rebuild (official); warm: the previous codewords
+
+    def __post_init__(self):
+        if self.n_codewords < 1 or not 1 <= self.kmeans_iterations <= 10_000:
+            raise RecxError(f"sampler_args: n_codewords must be at least 1 and kmeans_iterations in [1, 10,000], got "
+                            f"{self.n_codewords} and {self.kmeans_iterations}")
+        if not 0 <= self.kmeans_tolerance < 1:
+            raise RecxError(f"sampler_args.kmeans_tolerance must be in [0, 1), got {self.kmeans_tolerance}")
+        if self.kmeans_init not in KMEANS_INITS:
+            raise RecxError(f"sampler_args.kmeans_init = {self.kmeans_init!r}; expected {' or '.join(KMEANS_INITS)}")
 
 
 @dataclass
 class MidxPopArgs(MidxArgs):
-    variant: str = "count"
-    smoothing: float = 1.0  # added to every count, so that every item has positive popularity
+    variant: str = "log"  # pop(i) = log(1 + count), the paper's (§7.1.4) and the official MidxUniPop's
+    smoothing: float = 0.0  # added to every count before the transform (> 0: items unseen in training get drawn)
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.variant not in TRANSFORMS:
+            raise RecxError(f"sampler_args.variant {self.variant!r}: valid: {', '.join(TRANSFORMS)}")
+        if not 0 <= self.smoothing <= 1e6:
+            raise RecxError(f"sampler_args.smoothing must be in [0, 1e6], got {self.smoothing}")
 
 
 @dataclass
@@ -61,9 +84,8 @@ class InvertedMultiIndexSampler(Sampler):
 
     def __init__(self, dataset, n_negatives, args: MidxArgs, generator, kernels: str = "auto"):
         super().__init__(dataset, n_negatives, args, generator, kernels)
-        if args.n_codewords < 1 or args.kmeans_iterations < 1:
-            raise RecxError("sampler_args: n_codewords and kmeans_iterations must be at least 1")
-        self.codebooks = ProductCodebooks(args.n_codewords, args.kmeans_iterations)
+        self.codebooks = ProductCodebooks(args.n_codewords, args.kmeans_iterations, args.kmeans_tolerance,
+                                          args.kmeans_init)
         self.built = False
 
     def rebuild(self, query_table: torch.Tensor | None, item_table: torch.Tensor) -> None:
@@ -173,13 +195,6 @@ class MidxUniform(StaticCellSampler):
 @SAMPLERS.register("midx_pop")
 class MidxPopularity(StaticCellSampler):
     Args = MidxPopArgs
-
-    def __init__(self, dataset, n_negatives, args: MidxPopArgs, generator, kernels: str = "auto"):
-        if args.variant not in TRANSFORMS:
-            raise RecxError(f"sampler_args.variant {args.variant!r}: valid: {', '.join(TRANSFORMS)}")
-        if args.smoothing <= 0 and args.variant != "count":
-            raise RecxError("sampler_args.smoothing must be positive (log(1 + 0) would give an item weight 0)")
-        super().__init__(dataset, n_negatives, args, generator, kernels)
 
     def item_weights(self) -> torch.Tensor:
         counts = self.dataset.item_popularity.to("cpu", torch.float64) + self.args.smoothing

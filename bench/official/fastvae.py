@@ -1,0 +1,146 @@
+"""Golden figures from the FastVAE paper's official code (HERECJ/FastVae_Gpu) on a tiny fixed input (issue 22).
+
+    python bench/official/fastvae.py --repo PATH [--out tests/golden/official/fastvae.json]
+
+PATH is a checkout of the official repository (never vendored here). Its modules are imported from PATH and run on
+the CPU in float64 (the device argument is "cpu", torch's default dtype float64; sklearn, imported but unused by
+the functions called, is stubbed when missing). Figures, for the input stored beside them in the JSON:
+- `VAE_Sampler.loss_function` (FastVAE's sampled softmax) given fixed negatives and log q for the positives and
+  the negatives, as `VAE_Sampler.forward` scores them; the loss and its gradients for the query and the item table;
+- `BaseVAE.decode` + `BaseVAE.loss_function` (Mult-VAE's full softmax, its padding column included) for a fixed
+  latent z, with the gradients for z, the output weights and the output bias;
+- `kmeans` from fixed initial centroids (the MIDX constructors accept them as `num_cluster`), the codewords and
+  assignments of both halves of a fixed item table;
+- `MidxUniform` / `MidxUniPop` (modes 0 and 1) `compute_item_p` for every item: the proposals' unnormalised
+  log q (the samplers drop the per-query normaliser, which cancels in the loss).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import numpy as np
+import torch
+
+FUNCTIONS = ("vae_models.py:VAE_Sampler.loss_function, vae_models.py:BaseVAE.decode, "
+             "vae_models.py:BaseVAE.loss_function, sampler_gpu_mm.py:kmeans, "
+             "sampler_gpu_mm.py:MidxUniform.compute_item_p, sampler_gpu_mm.py:MidxUniPop.compute_item_p")
+
+
+def make_input() -> dict:
+    """The fixed input (rounded so that its JSON text is exact): items are 1-based with 0 the padding, as the
+    official code numbers them."""
+    rng = np.random.default_rng(22)
+    n_items, hidden, latent, n_negatives = 8, 4, 2, 5
+    midx_items, midx_dim, n_codewords = 32, 4, 4
+
+    def values(*shape, scale=1.0):
+        return np.round(rng.normal(0, scale, shape), 4).tolist()
+
+    table = values(n_items + 1, hidden, scale=0.5)
+    table[0] = [0.0] * hidden  # the Embedding's padding row
+    midx_table = np.round(rng.uniform(-1, 1, (midx_items, midx_dim)), 2)
+    return {
+        "positives": [[1, 4, 7, 0], [2, 3, 0, 0], [5, 6, 8, 3]],  # padded with 0
+        "negatives": rng.integers(1, n_items + 1, (3, n_negatives)).tolist(),
+        "positive_log_q": values(3, 4), "negative_log_q": values(3, n_negatives),
+        "query": values(3, hidden), "item_table": table,
+        "z": values(3, latent), "decoder_weight": values(hidden, latent, scale=0.5), "decoder_bias": values(hidden),
+        "output_weight": values(n_items + 1, hidden, scale=0.5), "output_bias": values(n_items + 1, scale=0.1),
+        "midx_item_table": midx_table.tolist(), "midx_query": values(2, midx_dim),
+        "midx_initial_centroids": midx_table[:n_codewords, :midx_dim // 2].tolist(),
+        "midx_counts": rng.integers(1, 50, midx_items).tolist(),
+    }
+
+
+def import_official(repo: Path):
+    sys.path.insert(0, str(repo))
+    try:
+        import sklearn.cluster  # noqa: F401
+    except ImportError:
+        stub = types.ModuleType("sklearn")
+        stub.cluster = types.ModuleType("sklearn.cluster")
+        stub.cluster.KMeans = None
+        sys.modules.update({"sklearn": stub, "sklearn.cluster": stub.cluster})
+    import sampler_gpu_mm
+    import vae_models
+    return vae_models, sampler_gpu_mm
+
+
+def tensor(values) -> torch.Tensor:
+    return torch.tensor(values, dtype=torch.float64)
+
+
+def sampled_softmax(vae_models, data: dict) -> dict:
+    positives, negatives = torch.tensor(data["positives"]), torch.tensor(data["negatives"])
+    table = tensor(data["item_table"])
+    model = vae_models.VAE_Sampler(table.shape[0] - 1, [table.shape[1], 2])
+    model._Item_Embeddings.weight.data.copy_(table)
+    query = tensor(data["query"]).requires_grad_()
+    positive_scores = (query.unsqueeze(1) * model._Item_Embeddings(positives)).sum(-1)  # as VAE_Sampler.forward
+    negative_scores = (query.unsqueeze(1) * model._Item_Embeddings(negatives)).sum(-1)
+    loss = model.loss_function(negative_scores, tensor(data["negative_log_q"]), positive_scores,
+                               tensor(data["positive_log_q"]))
+    loss.backward()
+    return {"loss": loss.item(), "grad_query": query.grad.tolist(),
+            "grad_item_table": model._Item_Embeddings.weight.grad.tolist()}
+
+
+def full_softmax(vae_models, data: dict) -> dict:
+    weight = tensor(data["output_weight"])
+    model = vae_models.BaseVAE(weight.shape[0] - 1, [weight.shape[1], 2])
+    model.decode_layer_0.weight.data.copy_(tensor(data["decoder_weight"]))
+    model.decode_layer_0.bias.data.copy_(tensor(data["decoder_bias"]))
+    model._Item_Embeddings.weight.data.copy_(weight)
+    model._Item_Embeddings.bias.data.copy_(tensor(data["output_bias"]))
+    z = tensor(data["z"]).requires_grad_()
+    model.pos_items = torch.tensor(data["positives"])
+    loss = model.loss_function(model.decode(z, None))
+    loss.backward()
+    return {"loss": loss.item(), "grad_z": z.grad.tolist(), "grad_output_weight": model._Item_Embeddings.weight.grad.tolist(),
+            "grad_output_bias": model._Item_Embeddings.bias.grad.tolist()}
+
+
+def midx(sampler_gpu_mm, data: dict) -> dict:
+    table, query = tensor(data["midx_item_table"]), tensor(data["midx_query"])
+    initial = tensor(data["midx_initial_centroids"])
+    counts = np.array(data["midx_counts"], dtype=np.float64)
+    every_item = torch.arange(1, table.shape[0] + 1).expand(query.shape[0], -1)
+    cpu = torch.device("cpu")
+    samplers = {"midx_uni": sampler_gpu_mm.MidxUniform(table, 5, cpu, initial.clone()),
+                "midx_pop_mode0": sampler_gpu_mm.MidxUniPop(table, 5, cpu, initial.clone(), counts.copy(), mode=0),
+                "midx_pop_mode1": sampler_gpu_mm.MidxUniPop(table, 5, cpu, initial.clone(), counts.copy(), mode=1)}
+    uniform = samplers["midx_uni"]
+    out = {"codewords": [uniform.c0.tolist(), uniform.c1.tolist()],
+           "assignments": [(uniform.cd0[1:] - 1).tolist(), (uniform.cd1[1:] - 1).tolist()]}
+    for name, sampler in samplers.items():
+        out[f"{name}_unnormalised_log_q"] = sampler.compute_item_p(query, every_item).tolist()
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repo", type=Path, required=True)
+    parser.add_argument("--out", type=Path, default=Path("tests/golden/official/fastvae.json"))
+    args = parser.parse_args()
+    torch.set_default_dtype(torch.float64)
+    vae_models, sampler_gpu_mm = import_official(args.repo.resolve())
+    data = make_input()
+    commit = subprocess.run(["git", "-C", str(args.repo), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    if len(commit) != 40:
+        raise SystemExit(f"--repo {args.repo}: not a git checkout (its commit is recorded with the figures)")
+    golden = {"repository": "https://github.com/HERECJ/FastVae_Gpu", "commit": commit,
+              "command": "python bench/official/fastvae.py --repo PATH", "function": FUNCTIONS, "input": data,
+              "sampled_softmax": sampled_softmax(vae_models, data), "full_softmax": full_softmax(vae_models, data),
+              "midx": midx(sampler_gpu_mm, data)}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(golden, separators=(",", ":")) + "\n")
+    print(f"wrote {args.out} ({args.out.stat().st_size} bytes)")
+
+
+if __name__ == "__main__":
+    main()

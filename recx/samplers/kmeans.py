@@ -1,0 +1,45 @@
+"""Lloyd's k-means as the FastVAE paper's official code clusters item sub-vectors (HERECJ/FastVae_Gpu,
+sampler_gpu_mm.py `kmeans`), in torch on the points' device.
+
+From centroids C (k random points, or given ones), repeat up to `max_iterations` times:
+    a_i = argmin_k d_ik,   d_ik = ‖x_i‖² - 2 x_i·c_k + ‖c_k‖²,   L = Σ_i d_{i a_i} (= Σ_i ‖x_i - c_{a_i}‖²);
+    stop when L_prev - L < tolerance · L_prev; else c_k = mean of its points, and every empty cluster gets a random
+    point (without replacement) as its centroid.
+It returns the last assignment and the last centroids (as the official code: if the iteration budget runs out, the
+centroids are one update past the assignment). Random choices read `generator`, so a seed fixes the result.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+
+def random_points(points: torch.Tensor, n: int, generator: torch.Generator) -> torch.Tensor:
+    """n distinct rows of `points`, uniformly at random."""
+    return points[torch.randperm(points.shape[0], generator=generator, device=generator.device)[:n].to(points.device)]
+
+
+def kmeans(points: torch.Tensor, centroids: torch.Tensor, max_iterations: int, tolerance: float,
+           generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """(centroids [K, D], labels [N]) of Lloyd's iterations on points [N, D] from the initial `centroids` [K, D]."""
+    k = centroids.shape[0]
+    points = points.contiguous()
+    squared_norms = points.pow(2).sum(-1, keepdim=True)
+    previous = math.inf
+    labels = torch.zeros(points.shape[0], dtype=torch.int64, device=points.device)
+    for _ in range(max_iterations):
+        distances = squared_norms - 2 * (points @ centroids.T) + centroids.pow(2).sum(-1)[None, :]
+        labels = distances.argmin(-1)
+        loss = float(distances.gather(1, labels[:, None]).sum())
+        if previous - loss < previous * tolerance:
+            break
+        previous = loss
+        members = torch.zeros(k, points.shape[0], dtype=points.dtype, device=points.device)
+        members.scatter_(0, labels[None, :], 1.0)  # sums by a product, not an atomic scatter-add: deterministic
+        counts = members.sum(1)
+        centroids = (members @ points) / counts[:, None]
+        empty = counts < 0.5
+        if empty.any():
+            centroids[empty] = random_points(points, int(empty.sum()), generator)
+    return centroids, labels

@@ -1,0 +1,120 @@
+"""recx against the FastVAE paper's official code (HERECJ/FastVae_Gpu), float64, on the figures
+`bench/official/fastvae.py` wrote to tests/golden/official/fastvae.json (the input is stored there too).
+
+The official items are 1-based (0 pads the user histories); recx's are 0-based with no padding."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+import recx.samplers.codebooks as codebooks
+from recx.data.csr import CSR
+from recx.data.dataset import Dataset
+from recx.samplers import SAMPLERS
+from recx.samplers.base import Batch, Negatives
+from recx.samplers.kmeans import kmeans
+from recx.train.runners.users import full_softmax_nll, sampled_softmax_nll
+
+GOLDEN = json.loads((Path(__file__).parent / "golden" / "official" / "fastvae.json").read_text())
+DATA = GOLDEN["input"]
+TIGHT = {"rtol": 1e-8, "atol": 1e-12}
+
+
+def tensor(values) -> torch.Tensor:
+    return torch.tensor(values, dtype=torch.float64)
+
+
+def history_pairs() -> tuple[torch.Tensor, torch.Tensor]:
+    """(row, 1-based item) of every non-padding entry of the padded positives."""
+    padded = torch.tensor(DATA["positives"])
+    rows, columns = torch.nonzero(padded, as_tuple=True)
+    return rows, padded[rows, columns]
+
+
+def test_fastvae_sampled_softmax_matches_the_official_loss_function():
+    """`VAE_Sampler.loss_function` given the same draws and log q: Σ over a user's positives of
+    log(exp(o_i - log q_i) + Σ_{j ∈ Φ_u} exp(o_j - log q_j)) - (o_i - log q_i), the negatives shared by the user's
+    positives; the loss and the gradients of the query and of the item table. Catches a change of the per-user
+    sharing of negatives, of the logQ correction's sign or of the reduction (a sum over users and positives)."""
+    rows, positives = history_pairs()
+    padded = torch.tensor(DATA["positives"])
+    query = tensor(DATA["query"]).requires_grad_()
+    item_table = tensor(DATA["item_table"])[1:].requires_grad_()
+    negatives = Negatives(torch.tensor(DATA["negatives"]) - 1, tensor(DATA["negative_log_q"]), torch.zeros(3))
+    positive_log_q = tensor(DATA["positive_log_q"])[padded > 0]
+    loss = sampled_softmax_nll(query, item_table, rows, positives - 1, positive_log_q, negatives)
+    loss.backward()
+    expected = GOLDEN["sampled_softmax"]
+    assert loss.item() == pytest.approx(expected["loss"], rel=1e-12)
+    assert torch.allclose(query.grad, tensor(expected["grad_query"]), **TIGHT)
+    assert torch.allclose(item_table.grad, tensor(expected["grad_item_table"])[1:], **TIGHT)
+
+
+def test_multvae_full_softmax_matches_the_official_loss_function():
+    """`BaseVAE.decode` + `loss_function`: Σ over (user, positive) of -log softmax(query · W + b)[positive] with the
+    output bias b in the training logits. The official softmax also spans its padding column 0 (by design recx's
+    spans the M items only), so the padding column is passed here as one more item. Catches a dropped output bias
+    or a different reduction."""
+    rows, positives = history_pairs()
+    z = tensor(DATA["z"]).requires_grad_()
+    weight = tensor(DATA["output_weight"]).requires_grad_()
+    bias = tensor(DATA["output_bias"]).requires_grad_()
+    query = z @ tensor(DATA["decoder_weight"]).T + tensor(DATA["decoder_bias"])
+    loss = full_softmax_nll(query, weight, rows, positives, bias)
+    loss.backward()
+    expected = GOLDEN["full_softmax"]
+    assert loss.item() == pytest.approx(expected["loss"], rel=1e-12)
+    assert torch.allclose(z.grad, tensor(expected["grad_z"]), **TIGHT)
+    assert torch.allclose(weight.grad, tensor(expected["grad_output_weight"]), **TIGHT)
+    assert torch.allclose(bias.grad, tensor(expected["grad_output_bias"]), **TIGHT)
+
+
+def test_kmeans_matches_the_official_kmeans_from_the_same_start():
+    """`kmeans` from the same initial centroids (the MIDX constructors' `num_cluster` tensor), both halves of the
+    item table: Lloyd's iterations until the squared error falls by less than 1e-6 of itself."""
+    table = tensor(DATA["midx_item_table"])
+    generator = torch.Generator().manual_seed(0)  # no cluster empties on this input: nothing random is drawn
+    for part, half in enumerate(codebooks.split_halves(table)):
+        centroids, labels = kmeans(half, tensor(DATA["midx_initial_centroids"]), 300, 1e-6, generator)
+        assert torch.equal(labels, torch.tensor(GOLDEN["midx"]["assignments"][part]))
+        assert torch.allclose(centroids, tensor(GOLDEN["midx"]["codewords"][part]), **TIGHT)
+
+
+def dataset_with_counts(counts: list[int]) -> Dataset:
+    """A training set in which item i has counts[i] interactions (user u holds the items with count > u)."""
+    pairs = [(user, item) for item, count in enumerate(counts) for user in range(count)]
+    rows, columns = torch.tensor(pairs).T
+    train = CSR.from_pairs(rows, columns, max(counts), len(counts))
+    return Dataset("counts", max(counts), len(counts), train, None, train, {}, "hash", Path("."))
+
+
+@pytest.mark.parametrize("name, official, atol", [
+    ("midx_uni", "midx_uni", 1e-12),
+    # MidxUniPop mode 0: log(count + 1) exactly; the official casts it to float32 (6e-8 relative)
+    ("midx_pop", "midx_pop_mode0", 2e-7),
+    # MidxUniPop mode 1, the default run_mm.py uses: log(count + 1) + 1e-6, at most 1.5e-6 apart in log w here
+    ("midx_pop", "midx_pop_mode1", 3e-6),
+])
+def test_midx_log_q_matches_the_official_proposal(name, official, atol, monkeypatch):
+    """The proposal's log q of every item for fixed queries and item table, the codebooks built by recx's default
+    rebuild from the official initial centroids; the official `compute_item_p` drops the per-query normaliser
+    (it cancels in the loss), so it is normalised here over the items. Catches midx_pop's popularity weight
+    (recx's default was count + 1, the paper and the official code use log(count + 1)) and codebooks built
+    otherwise than the official k-means."""
+    initial = tensor(DATA["midx_initial_centroids"])
+    monkeypatch.setattr(codebooks, "random_points", lambda points, n, generator: initial)
+    table, query = tensor(DATA["midx_item_table"]), tensor(DATA["midx_query"])
+    sampler_class = SAMPLERS.get(name)
+    dataset = dataset_with_counts(DATA["midx_counts"])
+    sampler = sampler_class(dataset, 5, sampler_class.Args(n_codewords=initial.shape[0]),
+                            torch.Generator().manual_seed(0), "torch")
+    sampler.rebuild(None, table)
+    every_item = torch.arange(table.shape[0]).expand(query.shape[0], -1)
+    log_q = sampler.log_probability(Batch(torch.zeros(2, dtype=torch.int64), every_item[:, 0], query, table),
+                                    every_item)
+    unnormalised = tensor(GOLDEN["midx"][f"{official}_unnormalised_log_q"])
+    expected = unnormalised - torch.logsumexp(unnormalised, dim=1, keepdim=True)
+    assert torch.allclose(log_q, expected, rtol=0, atol=atol)
