@@ -1,14 +1,20 @@
 """The `recx` entry point: the compute threads and their wait policy (recx.threads, before torch loads), keep
 freed memory in the process (recx.memory), then the command line of recx.cli.
 
-recx.cli is cheap to import: `--help`, `--version` and shell completion answer without torch; a command that needs
-torch loads it behind a spinner on a terminal (recx.cli._loading)."""
+recx.cli is cheap to import: `--help` and shell completion answer without torch; a command that needs torch loads
+it behind a spinner on a terminal (recx.cli._loading). `recx --version` alone answers before the command line is
+even built (no Typer, no rich)."""
 from __future__ import annotations
 
 import sys
 
 
 def main() -> None:
+    if sys.argv[1:] == ["--version"]:
+        from recx import __version__
+
+        print(f"recx {__version__}")
+        return
     from recx.errors import RecxError
     from recx.threads import prepare_environment
 
