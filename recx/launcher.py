@@ -1,4 +1,4 @@
-"""The `recx` entry point: the compute threads and their wait policy (recx.threads, before torch loads), keep
+"""The `recx` entry point: the compute threads (recx.threads, before torch loads), keep
 freed memory in the process (recx.memory), then the command line of recx.cli.
 
 recx.cli is cheap to import: `--help` and shell completion answer without torch; a command that needs torch loads

@@ -1,11 +1,14 @@
-"""How many compute threads a recx process uses, and how its idle threads wait.
+"""How many compute threads a recx process uses.
 
 A process may use the CPUs of its affinity mask, capped by its cgroup's CPU quota (a container given 2 CPUs of a
 64-core host): `usable_cpus`. The thread count is RECX_THREADS when set, else OMP_NUM_THREADS when set, else the
-usable CPUs. Idle OpenMP threads wait passively (they sleep instead of spinning), unless OMP_WAIT_POLICY says
-otherwise: with several processes on the same cores, spinning threads take the cores that the others' working
-threads need (three runs on two cores: 4.8x their fair share with spinning; bench/shared_cores.py).
-`prepare_environment` runs before torch is imported (the OpenMP runtime reads its settings once, at start-up).
+usable CPUs. `prepare_environment` runs before torch is imported (the OpenMP runtime reads its settings once, at
+start-up).
+
+Idle OpenMP threads spin by default, which is fastest alone but costly when several processes share the cores
+(bench/shared_cores.py, 2 cores, synthetic MF: three runs side by side 2.6-5.7x their fair share spinning, 1.1-1.2x
+with OMP_WAIT_POLICY=PASSIVE; but PASSIVE makes a lone Gowalla BPR epoch ~30% slower, and one thread ~15%), so the
+wait policy is left to the user: the README says when to set it.
 """
 from __future__ import annotations
 
@@ -56,9 +59,8 @@ def compute_threads(environ: dict | None = None) -> int:
 
 
 def prepare_environment(threads: int | None = None) -> int:
-    """Set the OpenMP/MKL thread counts and the passive wait policy for this process (and the workers it starts),
-    before torch is imported; returns the thread count."""
+    """Set the OpenMP/MKL thread counts for this process (and the workers it starts), before torch is imported;
+    returns the thread count."""
     count = compute_threads() if threads is None else threads
     os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = str(count)
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     return count
