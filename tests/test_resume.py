@@ -71,24 +71,29 @@ def count_epochs(monkeypatch) -> list[int]:
     return trained
 
 
+def killed_after_checkpoint(config, dataset, folder: Path, monkeypatch, epoch: int) -> None:
+    """Train `folder` until epoch `epoch`'s checkpoint is written, then stop as kill -9 would."""
+    save = checkpoint.save
+
+    def save_then_die(path, runner, loop):
+        save(path, runner, loop)
+        if loop.epoch == epoch:
+            raise Killed
+
+    monkeypatch.setattr(trainer.checkpoint, "save", save_then_die)
+    with pytest.raises(Killed):
+        train_run(config, dataset, folder, checkpoint_every=1)
+    monkeypatch.setattr(trainer.checkpoint, "save", save)
+
+
 @pytest.mark.parametrize("case", list(CASES))
 def test_killed_after_a_checkpoint_resumes_to_the_uninterrupted_run(tiny, tmp_path, monkeypatch, case):
     config = config_of(case)
     train_run(config, tiny, tmp_path / "whole", checkpoint_every=1)
     assert not (tmp_path / "whole" / store.CHECKPOINT).exists(), "the checkpoint goes once model.pt is written"
 
-    save = checkpoint.save
-
-    def save_then_die(path, runner, loop):
-        save(path, runner, loop)
-        if loop.epoch == KILLED_AFTER:
-            raise Killed
-
-    monkeypatch.setattr(trainer.checkpoint, "save", save_then_die)
-    with pytest.raises(Killed):
-        train_run(config, tiny, tmp_path / "killed", checkpoint_every=1)
+    killed_after_checkpoint(config, tiny, tmp_path / "killed", monkeypatch, KILLED_AFTER)
     assert store.state(tmp_path / "killed") == "incomplete" and store.resumable(tmp_path / "killed")
-    monkeypatch.setattr(trainer.checkpoint, "save", save)
     trained = count_epochs(monkeypatch)
     train_run(config, tiny, tmp_path / "killed")
     assert trained == list(range(KILLED_AFTER + 1, EPOCHS + 1))
@@ -130,16 +135,7 @@ def test_checkpoints_follow_checkpoint_every(tiny, tmp_path, monkeypatch):
 
 def test_a_damaged_checkpoint_is_named_and_force_trains_again(tiny, tmp_path, monkeypatch):
     config = config_of("interactions: bpr, uniform (row-wise Adagrad)")
-    save = checkpoint.save
-
-    def save_then_die(path, runner, loop):
-        save(path, runner, loop)
-        raise Killed
-
-    monkeypatch.setattr(trainer.checkpoint, "save", save_then_die)
-    with pytest.raises(Killed):
-        train_run(config, tiny, tmp_path / "run", checkpoint_every=1)
-    monkeypatch.setattr(trainer.checkpoint, "save", save)
+    killed_after_checkpoint(config, tiny, tmp_path / "run", monkeypatch, 1)
     saved = tmp_path / "run" / store.CHECKPOINT
     data = bytearray(saved.read_bytes())
     data[len(data) // 2] ^= 0x01
@@ -156,16 +152,7 @@ def test_a_damaged_checkpoint_is_named_and_force_trains_again(tiny, tmp_path, mo
 
 def test_a_checkpoint_of_other_data_is_refused(tiny, tmp_path, monkeypatch):
     config = config_of("interactions: bpr, uniform (row-wise Adagrad)")
-    save = checkpoint.save
-
-    def save_then_die(path, runner, loop):
-        save(path, runner, loop)
-        raise Killed
-
-    monkeypatch.setattr(trainer.checkpoint, "save", save_then_die)
-    with pytest.raises(Killed):
-        train_run(config, tiny, tmp_path / "run", checkpoint_every=1)
-    monkeypatch.setattr(trainer.checkpoint, "save", save)
+    killed_after_checkpoint(config, tiny, tmp_path / "run", monkeypatch, 1)
     environment = tmp_path / "run" / "environment.json"
     environment.write_text(environment.read_text().replace(tiny.data_hash, "0" * len(tiny.data_hash)))
     from recx.errors import RecxError

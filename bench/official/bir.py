@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
-import subprocess
 import sys
 import tempfile
 import types
@@ -34,6 +33,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from checkout import checkout
 
 OUT = Path(__file__).resolve().parents[2] / "tests" / "golden" / "official" / "bir.json"
 N_USERS, N_ITEMS, DIM = 5, 7, 3
@@ -43,19 +43,6 @@ BATCH = [3, 1, 7, 13, 10, 18]  # positions in TRAIN: users [1, 0, 2, 4, 3, 2], i
 CACHE = [4, 1, 6, 1, 0, 5]
 CACHE_WEIGHT = 0.2
 SEED = 0
-
-
-def checkout(repo: Path, scratch: Path) -> tuple[Path, str]:
-    """(a folder with the repository's files, its commit)."""
-    git = ["git", "-C", str(repo)]
-    commit = subprocess.run(git + ["rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
-    if (repo / "framework").is_dir():
-        return repo, commit
-    listed = subprocess.run(git + ["ls-tree", "-r", "--name-only", "HEAD"], check=True, capture_output=True, text=True)
-    sources = [name for name in listed.stdout.splitlines() if name.endswith(".py")]  # data files may be absent
-    archive = subprocess.run(git + ["archive", "HEAD", "--", *sources], check=True, capture_output=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(scratch)], input=archive, check=True)
-    return scratch, commit
 
 
 class StubModule(types.ModuleType):
@@ -177,7 +164,7 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_default_dtype(torch.float64)
     with tempfile.TemporaryDirectory() as scratch:
-        root, commit = checkout(args.repo, Path(scratch))
+        root, commit = checkout(args.repo, Path(scratch), "framework")
         figures = cases(root)
     users_table, items_table = fixed_tables()
     inputs = {"n_users": N_USERS, "n_items": N_ITEMS, "train": TRAIN, "batch": BATCH,

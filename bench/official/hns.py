@@ -18,13 +18,13 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
-import subprocess
 import sys
 import tempfile
 import types
 from pathlib import Path
 
 import torch
+from checkout import checkout
 import torch.nn.functional as F
 
 OUT = Path(__file__).resolve().parents[2] / "tests" / "golden" / "official" / "hns.json"
@@ -34,19 +34,6 @@ ITEMS = [2, 0, 5, 7, 3]
 CANDIDATES = [[1, 4, 6, 8, 3, 0], [2, 5, 5, 7, 8, 1], [0, 1, 3, 4, 6, 8], [8, 6, 2, 0, 5, 1], [4, 7, 1, 6, 2, 2]]
 DNS_M = [1, 2, 6]
 SOFTMAX_V_RHO = [0.1, 1.0, 5.0]
-
-
-def checkout(repo: Path, scratch: Path) -> tuple[Path, str]:
-    """(a folder with the repository's Python files, its commit)."""
-    git = ["git", "-C", str(repo)]
-    commit = subprocess.run(git + ["rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
-    if (repo / "model.py").is_file():
-        return repo, commit
-    listed = subprocess.run(git + ["ls-tree", "-r", "--name-only", "HEAD"], check=True, capture_output=True, text=True)
-    sources = [name for name in listed.stdout.splitlines() if name.endswith(".py")]  # data files may be absent
-    archive = subprocess.run(git + ["archive", "HEAD", "--", *sources], check=True, capture_output=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(scratch)], input=archive, check=True)
-    return scratch, commit
 
 
 def fixed_tables() -> tuple[torch.Tensor, torch.Tensor]:
@@ -122,7 +109,7 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_default_dtype(torch.float64)
     with tempfile.TemporaryDirectory() as scratch:
-        root, commit = checkout(args.repo, Path(scratch))
+        root, commit = checkout(args.repo, Path(scratch), "model.py")
         figures = cases(root)
     users_table, items_table = fixed_tables()
     inputs = {"n_users": N_USERS, "n_items": N_ITEMS, "users": USERS, "items": ITEMS, "candidates": CANDIDATES,
