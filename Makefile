@@ -39,9 +39,9 @@ gpu-check-cpu:
 bench:
 	$(PYTHON) bench/eval_speed.py
 
-# recx/catalog.json: the registered names, arguments and defaults that --help and shell completion show
+# recx/cli/catalog.json: the registered names, arguments and defaults that --help and shell completion show
 catalog:
-	$(PYTHON) -m recx.catalog --write
+	$(PYTHON) -m recx.cli.catalog --write
 
 gowalla:
 	recx sweep experiments.yaml --experiment gowalla-basics

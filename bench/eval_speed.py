@@ -13,12 +13,12 @@ from pathlib import Path
 
 import torch
 
-from recx.config import resolve
+from recx.config.run_config import resolve
 from recx.data.dataset import load_dataset
 from recx.data.prepare import PrepareOptions, prepare
 from recx.eval.evaluator import evaluate
 from recx.train.build import build_model
-from recx.memory import keep_freed_memory
+from recx.core.memory import keep_freed_memory
 
 GOWALLA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "gowalla"
 

@@ -21,14 +21,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from recx.config import resolve
+from recx.config.run_config import resolve
 from recx.data.csr import CSR
 from recx.data.dataset import Dataset
 from recx.models.multvae import FastVAE, MultVAE, MultVAEArgs
 from recx.samplers import SAMPLERS
 from recx.samplers.base import Batch, Sampler
 from recx.train.runners.users import UserEpochs
-from recx.memory import keep_freed_memory
+from recx.core.memory import keep_freed_memory
 
 
 def synthetic_dataset(n_users: int, n_items: int, mean_length: int, seed: int = 0) -> Dataset:

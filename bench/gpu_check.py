@@ -39,10 +39,10 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from recx.config import resolve
+from recx.config.run_config import resolve
 from recx.data.dataset import load_dataset
 from recx.data.prepare import PrepareOptions, prepare
-from recx.device_paths import forced_accelerator_branches
+from recx.core.device_paths import forced_accelerator_branches
 from recx.train.build import build_model
 from recx.train.nonfinite import NonFiniteWatch
 from recx.train.runners import RUNNERS

@@ -17,14 +17,14 @@ from pathlib import Path
 
 import torch
 
-from recx.config import resolve
+from recx.config.run_config import resolve
 from recx.data.dataset import load_dataset
 from recx.data.prepare import PrepareOptions, prepare
 from recx.train.build import build_loss, build_model, build_sampler
-from recx.train.device import resolve_device
+from recx.core.device import resolve_device
 from recx.train.runners.interactions import make_optimizer
 from recx.train.step import training_loss
-from recx.memory import keep_freed_memory
+from recx.core.memory import keep_freed_memory
 
 ROOT = Path(__file__).resolve().parents[1]
 GOWALLA = ROOT / ".." / "shared" / "data" / "gowalla"

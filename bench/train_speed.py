@@ -22,12 +22,12 @@ from pathlib import Path
 
 import torch
 
-from recx.config import resolve
+from recx.config.run_config import resolve
 from recx.data.dataset import load_dataset
 from recx.train.build import build_model
-from recx.train.device import resolve_device
+from recx.core.device import resolve_device
 from recx.train.runners.interactions import InteractionEpochs
-from recx.memory import keep_freed_memory
+from recx.core.memory import keep_freed_memory
 
 CASES = {
     "bpr": ("bpr, uniform, 1 negative", {"loss": "bpr", "sampler": "uniform", "n_negatives": 1}),

@@ -1,3 +1,3 @@
-from recx.launcher import main
+from recx.cli.launcher import main
 
 main()

@@ -49,7 +49,7 @@ class CliResult:
 @pytest.fixture
 def recx_cli(capsys, monkeypatch):
     """Run `recx ARGS...` in-process through the real entry point; returns exit code and captured output."""
-    from recx.cli import main
+    from recx.cli.app import main
 
     def run(*args: str) -> CliResult:
         monkeypatch.setattr(sys, "argv", ["recx", *map(str, args)])

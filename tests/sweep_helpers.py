@@ -35,14 +35,17 @@ def write_experiments(folder: Path) -> Path:
 
 def sweep_in_process(folder: Path, out: Path, **execution) -> pd.DataFrame:
     from recx.data.prepare import PrepareOptions, prepare
-    from recx.sweep import run_sweep
+    from recx.report.report import report_sweep
     from recx.sweeps.backends import Execution
+    from recx.sweeps.sweep import run_sweep
 
     path, data = write_experiments(folder), folder / "data"
     if not (data / "tiny").is_dir():
         prepare("tiny", PrepareOptions(**FOUR_RUNS["datasets"]["tiny"]), data)
     console = Console(file=io.StringIO(), width=200)
-    return run_sweep(path, "four", out, data, False, console, execution=Execution(**execution))
+    outcome = run_sweep(path, "four", out, data, False, console, execution=Execution(**execution))
+    report_sweep(outcome, console)
+    return outcome.results
 
 
 def start_driver(folder: Path, out: Path, *options: str) -> subprocess.Popen:

@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-HEAVY = ("torch", "pandas", "recx.samplers", "recx.losses", "recx.models", "recx.data.formats", "recx.config")
+HEAVY = ("torch", "pandas", "recx.samplers", "recx.losses", "recx.models", "recx.data.formats", "recx.config.run_config")
 PROBE = """
 import json, sys
 sys.argv = ["recx", *json.loads(sys.argv[1])]
 try:
-    from recx.launcher import main
+    from recx.cli.launcher import main
     main()
 except SystemExit:
     pass

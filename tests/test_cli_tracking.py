@@ -4,7 +4,7 @@ import json
 import pytest
 import yaml
 
-from recx import tracking
+from recx.runs import tracking
 
 mlflow = pytest.importorskip("mlflow")
 

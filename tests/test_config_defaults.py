@@ -1,5 +1,5 @@
-"""Per-loss defaults (recx.config.LOSS_DEFAULTS) and the run-start summary of non-default settings."""
-from recx.config import non_default_settings, resolve
+"""Per-loss defaults (recx.config.run_config.LOSS_DEFAULTS) and the run-start summary of non-default settings."""
+from recx.config.run_config import non_default_settings, resolve
 
 
 def test_softmax_gets_shared_candidates_cosine_scores_and_rowwise_adagrad_unless_told_otherwise():

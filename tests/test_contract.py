@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 import torch
 
-from recx.config import resolve
+from recx.config.run_config import resolve
 from recx.losses import LOSSES
 from recx.losses.base import LossInput
 from recx.models import MODELS
@@ -27,7 +27,8 @@ from recx.runs import store
 from recx.samplers import SAMPLERS
 from recx.train.build import build_loss, build_model
 from recx.train.step import step_scores
-from recx.train.trainer import make_progress, train_run
+from recx.core.progress import make_progress
+from recx.runs.train_run import train_run
 from tests.sampler_helpers import make_sampler, random_batch, random_dataset
 
 

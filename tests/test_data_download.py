@@ -13,7 +13,7 @@ import pytest
 from recx.data import prepare as prepare_module
 from recx.data.download import fetch_dataset
 from recx.data.prepare import PrepareOptions, prepare
-from recx.errors import RecxError
+from recx.core.errors import RecxError
 
 RATINGS = "".join(f"{u}::{i}::{(u + i) % 5 + 1}::{978300000 + u * 7 + i}\n" for u in range(1, 30) for i in range(1, 12))
 

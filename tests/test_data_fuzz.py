@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from recx.data.formats import FORMATS
 from recx.data.formats.lines import ReadReport
-from recx.errors import RecxError
+from recx.core.errors import RecxError
 
 FILES = {"movielens": "ratings.dat", "netflix": "combined_data_1.txt", "amazon-ratings": "r.csv",
          "amazon-reviews": "r.json", "yelp": "yelp_academic_dataset_review.json",

@@ -13,7 +13,7 @@ import scipy.sparse
 from recx.data.kcore import kcore
 from recx.data.prepare import PrepareOptions, prepare
 from recx.data.store import read_split
-from recx.errors import RecxError
+from recx.core.errors import RecxError
 
 
 def movielens(path: Path, n_users: int = 60, n_items: int = 40, seed: int = 0) -> Path:

@@ -9,7 +9,7 @@ import pytest
 
 from recx.data.formats import FORMATS
 from recx.data.formats.lines import ReadReport
-from recx.errors import RecxError
+from recx.core.errors import RecxError
 
 
 def write(path: Path, text: str | bytes, gz: bool = False) -> Path:

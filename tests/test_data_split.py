@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from recx.data.split import global_random_split, leave_one_out_split, parse_ratios, per_user_ratio_split, split_rows
-from recx.errors import RecxError
+from recx.core.errors import RecxError
 
 
 @pytest.fixture

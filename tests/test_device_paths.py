@@ -1,4 +1,4 @@
-"""Every CUDA-only branch, forced on the CPU (recx.device_paths), gives what the host branch gives.
+"""Every CUDA-only branch, forced on the CPU (recx.core.device_paths), gives what the host branch gives.
 
 CI has no GPU; without these tests the accelerator branches (the log-sum-exp's maxima path, the dense positive
 mask and SharedCandidateLogSumExp's dense-mask branch, the uniform sampler's fixed number of redraw rounds, the
@@ -9,11 +9,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from recx.config import resolve
-from recx.device_paths import accelerator_branch, forced_accelerator_branches
+from recx.config.run_config import resolve
+from recx.core.device_paths import accelerator_branch, forced_accelerator_branches
 from recx.losses.softmax import RowLogSumExp, softmax_and_log_sum_exp
 from recx.samplers.base import Batch
-from recx.train import optim
+from recx.optim import optimizers as optim
 from recx.train.build import build_model, build_sampler
 from recx.train.positive_mask import mask_positives, positive_mask
 from recx.train.runners import RUNNERS

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 import torch
 
-from recx.config import resolve
+from recx.config.run_config import resolve
 from recx.eval.diagnostics import diagnostics
 from recx.eval.evaluator import evaluate
 from recx.train.build import build_model

@@ -10,7 +10,7 @@ from recx.eval.evaluator import evaluate
 from recx.eval.metrics import per_user_metrics
 from recx.eval.strata import popularity_strata
 from recx.train.build import build_model
-from recx.config import resolve
+from recx.config.run_config import resolve
 
 
 def test_hand_worked_ndcg_recall_mrr():

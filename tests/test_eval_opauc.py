@@ -55,7 +55,7 @@ def test_perfect_and_reversed_rankings():
 
 
 def test_evaluator_auc_matches_brute_force_and_ignores_batch_size(tiny):
-    from recx.config import resolve
+    from recx.config.run_config import resolve
     from recx.eval.evaluator import evaluate
     from recx.train.build import build_model
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pandas as pd
 import torch
 
-from recx.eval.sampler_diagnostics import ModelView, divergence_table, divergences
+from recx.report.sampler_diagnostics import ModelView, divergence_table, divergences
 from sampler_helpers import random_dataset
 
 
@@ -47,19 +47,3 @@ def test_diagnose_command_writes_the_table_and_figure(recx_cli, tiny_root, tmp_p
     assert figure.stat().st_size > 10_000
     unknown = recx_cli("diagnose", "sampler", run, "--sampler", "nope")
     assert unknown.code == 1 and "unknown sampler 'nope'" in unknown.err
-
-
-def test_epoch_curves_read_each_runs_validation_metric(tmp_path):
-    from recx.eval.epoch_curves import plot_curves, read_curves
-
-    for run, (model, sampler, values) in {"a": ("fastvae", "midx_pop", [0.1, 0.2]),
-                                          "b": ("multvae", "full", [0.15])}.items():
-        folder = tmp_path / "runs" / run
-        folder.mkdir(parents=True)
-        (folder / "config.yaml").write_text(f"model: {model}\nsampler: {sampler}\nseed: 0\nvalid_metric: ndcg@50\n")
-        (folder / "epochs.jsonl").write_text("".join(f'{{"epoch": {e + 1}, "valid_ndcg@50": {v}}}\n'
-                                                     for e, v in enumerate(values)))
-    curves = read_curves(tmp_path)
-    assert curves == {"fastvae+midx_pop (seed 0)": [(1, 0.1), (2, 0.2)], "multvae (seed 0)": [(1, 0.15)]}
-    plot_curves(curves, "ndcg@50", tmp_path / "curves.png")
-    assert (tmp_path / "curves.png").stat().st_size > 5_000

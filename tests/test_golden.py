@@ -15,12 +15,13 @@ import pandas as pd
 import pytest
 import torch
 
-from recx.config import resolve
+from recx.config.run_config import resolve
 from recx.data.dataset import load_dataset
 from recx.data.prepare import PrepareOptions, prepare
 from recx.eval.evaluator import evaluate
 from recx.train.build import build_model
-from recx.train.trainer import make_progress, train_run
+from recx.core.progress import make_progress
+from recx.runs.train_run import train_run
 
 SHARED = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 

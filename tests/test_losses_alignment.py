@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from recx.errors import RecxError
+from recx.core.errors import RecxError
 from recx.losses.base import LossInput
 from recx.losses.directau import DirectAU, DirectAUArgs
 from recx.losses.mawu import MAWU, MAWUArgs

@@ -1,4 +1,4 @@
-"""recx.memory: with glibc's malloc tuned, the large temporaries of a repeated step mostly reuse freed memory instead
+"""recx.core.memory: with glibc's malloc tuned, the large temporaries of a repeated step mostly reuse freed memory instead
 of faulting in fresh pages."""
 import subprocess
 import sys
@@ -7,7 +7,7 @@ import pytest
 
 PROGRAM = """
 import resource, sys, torch
-from recx.memory import keep_freed_memory
+from recx.core.memory import keep_freed_memory
 tuned = keep_freed_memory() if sys.argv[1] == "tuned" else False
 query, items = torch.randn(1024, 64), torch.randn(20000, 64)
 def step():  # an evaluation chunk: scores, a masked copy, top-k (two 80 MB temporaries)

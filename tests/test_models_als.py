@@ -9,13 +9,14 @@ import json
 import pytest
 import torch
 
-from recx.config import resolve
+from recx.config.run_config import resolve
 from recx.data.csr import CSR
-from recx.errors import RecxError
+from recx.core.errors import RecxError
 from recx.models import MODELS
 from recx.models.als.layout import chunk_bounds, padded_chunks
 from recx.models.als.solve import solve_rows
-from recx.train.trainer import make_progress, train_run
+from recx.core.progress import make_progress
+from recx.runs.train_run import train_run
 
 N_USERS, N_ITEMS, DIM = 12, 9, 3
 CASES = {

@@ -1,7 +1,7 @@
 """LightGCN propagation against a dense float64 reference; non-linear MF shape and gradients."""
 import torch
 
-from recx.config import resolve
+from recx.config.run_config import resolve
 from recx.train.build import build_model
 
 

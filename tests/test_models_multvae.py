@@ -7,13 +7,13 @@ import math
 import pytest
 import torch
 
-from recx.config import resolve
-from recx.errors import RecxError
+from recx.config.run_config import resolve
+from recx.core.errors import RecxError
 from recx.models.multvae import MultVAE, MultVAEArgs
 from recx.samplers.base import Batch
 from recx.train.build import build_model
 from recx.train.runners.users import UserEpochs, full_softmax_nll, sampled_softmax_nll
-from recx.train.trainer import train_run
+from recx.runs.train_run import train_run
 from sampler_helpers import make_sampler, random_dataset
 
 

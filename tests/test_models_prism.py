@@ -4,8 +4,8 @@ import math
 import pytest
 import torch
 
-from recx.config import resolve
-from recx.errors import RecxError
+from recx.config.run_config import resolve
+from recx.core.errors import RecxError
 from recx.train.build import build_model
 
 

@@ -1,7 +1,7 @@
 """Cosine and dot scoring with a temperature keep the contract score = query · item."""
 import torch
 
-from recx.config import resolve
+from recx.config.run_config import resolve
 from recx.train.build import build_model
 
 

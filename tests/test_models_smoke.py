@@ -3,8 +3,9 @@ import json
 
 import pytest
 
-from recx.config import resolve
-from recx.train.trainer import make_progress, train_run
+from recx.config.run_config import resolve
+from recx.core.progress import make_progress
+from recx.runs.train_run import train_run
 
 CASES = {
     "bce": {"loss": "bce", "n_negatives": 4},

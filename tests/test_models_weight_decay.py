@@ -4,7 +4,7 @@ none leaves the rows outside alone."""
 import pytest
 import torch
 
-from recx.config import resolve
+from recx.config.run_config import resolve
 from recx.train.build import build_loss, build_model, build_sampler
 from recx.train.step import training_loss
 from recx.train.runners.interactions import make_optimizer

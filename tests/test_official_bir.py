@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from recx.config import resolve
+from recx.config.run_config import resolve
 from recx.data.csr import CSR
 from recx.data.dataset import Dataset
 from recx.samplers import bir as bir_module, xir as xir_module
 from recx.samplers.in_batch import log_popularity
-from recx.sweep import experiment_spec, load_experiments, plan
+from recx.sweeps.experiments import experiment_spec, load_experiments, plan
 from recx.train.build import build_loss, build_model, build_sampler
 from recx.train.step import training_loss
 

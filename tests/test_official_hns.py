@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from recx.config import resolve
+from recx.config.run_config import resolve
 from recx.data.csr import CSR
 from recx.data.dataset import Dataset
 from recx.samplers import dns as dns_module, softmax_v as softmax_v_module

@@ -2,8 +2,8 @@
 import pandas as pd
 import torch
 
-from recx.config import resolve
-from recx.train.trainer import train_run
+from recx.config.run_config import resolve
+from recx.runs.train_run import train_run
 
 
 def test_per_user_files_average_to_the_results(tiny, tmp_path):

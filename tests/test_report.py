@@ -10,7 +10,7 @@ from rich.console import Console
 from scipy import stats as scipy_stats
 
 from recx.report.report import ReportOptions, figures
-from recx.report.runs import load_results
+from recx.runs.collection import load_results
 
 NEGATIVES = {
     "datasets": {"tiny": {"format": "synthetic", "ratios": "80/10/10",
@@ -28,12 +28,14 @@ NEGATIVES = {
 
 @pytest.fixture(scope="module")
 def swept(tmp_path_factory):
-    from recx.sweep import run_sweep
+    from recx.report.report import report_sweep
+    from recx.sweeps.sweep import run_sweep
 
     folder = tmp_path_factory.mktemp("report")
     path = folder / "experiments.yaml"
     path.write_text(yaml.safe_dump(NEGATIVES))
-    run_sweep(path, "negatives", folder / "out", folder / "data", False, Console(file=io.StringIO(), width=200))
+    console = Console(file=io.StringIO(), width=200)
+    report_sweep(run_sweep(path, "negatives", folder / "out", folder / "data", False, console), console)
     return folder / "out"
 
 

@@ -13,10 +13,12 @@ import pandas as pd
 import pytest
 import torch
 
-from recx.config import resolve
+from recx.config.run_config import resolve
 from recx.runs import store
-from recx.train import checkpoint, trainer
-from recx.train.trainer import train_run
+from recx.runs import train_run as trainer
+from recx.runs.train_run import train_run
+from recx.train import checkpoint
+from recx.train import fit as fit_module
 
 ROOT = Path(__file__).resolve().parents[1]
 EPOCHS, KILLED_AFTER = 5, 2
@@ -80,10 +82,10 @@ def killed_after_checkpoint(config, dataset, folder: Path, monkeypatch, epoch: i
         if loop.epoch == epoch:
             raise Killed
 
-    monkeypatch.setattr(trainer.checkpoint, "save", save_then_die)
+    monkeypatch.setattr(checkpoint, "save", save_then_die)
     with pytest.raises(Killed):
         train_run(config, dataset, folder, checkpoint_every=1)
-    monkeypatch.setattr(trainer.checkpoint, "save", save)
+    monkeypatch.setattr(checkpoint, "save", save)
 
 
 @pytest.mark.parametrize("case", list(CASES))
@@ -127,8 +129,8 @@ def test_checkpoints_follow_checkpoint_every(tiny, tmp_path, monkeypatch):
     config = config_of("interactions: bpr, uniform (row-wise Adagrad)")
     for every, interval, expected in ((2, 60.0, [2, 4]), (0, 0.0, []), (None, 0.0, [1, 2, 3, 4]), (None, 1e9, [])):
         saved: list[int] = []
-        monkeypatch.setattr(trainer.checkpoint, "save", lambda path, runner, loop: saved.append(loop.epoch))
-        monkeypatch.setattr(trainer, "CHECKPOINT_INTERVAL_S", interval)
+        monkeypatch.setattr(checkpoint, "save", lambda path, runner, loop: saved.append(loop.epoch))
+        monkeypatch.setattr(fit_module, "CHECKPOINT_INTERVAL_S", interval)
         train_run(config, tiny, tmp_path / f"run-{every}-{interval}", checkpoint_every=every)
         assert saved == expected, (every, interval)
 
@@ -140,7 +142,7 @@ def test_a_damaged_checkpoint_is_named_and_force_trains_again(tiny, tmp_path, mo
     data = bytearray(saved.read_bytes())
     data[len(data) // 2] ^= 0x01
     saved.write_bytes(bytes(data))
-    from recx.errors import RecxError
+    from recx.core.errors import RecxError
     with pytest.raises(RecxError, match=r"checkpoint\.pt: its content does not match its checksum.*--force"):
         train_run(config, tiny, tmp_path / "run")
     saved.write_bytes(b"short")
@@ -155,7 +157,7 @@ def test_a_checkpoint_of_other_data_is_refused(tiny, tmp_path, monkeypatch):
     killed_after_checkpoint(config, tiny, tmp_path / "run", monkeypatch, 1)
     environment = tmp_path / "run" / "environment.json"
     environment.write_text(environment.read_text().replace(tiny.data_hash, "0" * len(tiny.data_hash)))
-    from recx.errors import RecxError
+    from recx.core.errors import RecxError
     with pytest.raises(RecxError, match="unfinished run trained on other data"):
         train_run(config, tiny, tmp_path / "run")
 
@@ -163,15 +165,16 @@ def test_a_checkpoint_of_other_data_is_refused(tiny, tmp_path, monkeypatch):
 KILL_SCRIPT = """
 import os, signal, sys
 from pathlib import Path
-from recx.config import resolve
+from recx.config.run_config import resolve
 from recx.data.dataset import load_dataset
-from recx.train import checkpoint, trainer
+from recx.runs import train_run as trainer
+from recx.train import checkpoint
 save = checkpoint.save
 def save_then_kill(path, runner, loop):
     save(path, runner, loop)
     if loop.epoch == int(sys.argv[3]):
         os.kill(os.getpid(), signal.SIGKILL)
-trainer.checkpoint.save = save_then_kill
+checkpoint.save = save_then_kill
 config = resolve({"seed": 3, "dim": 8, "epochs": 5, "patience": 5, "device": "cpu", "model": "mf", "loss": "softmax",
                   "dataset": "tiny"})
 trainer.train_run(config, load_dataset(Path(sys.argv[1]), "tiny"), Path(sys.argv[2]), checkpoint_every=1)

@@ -2,9 +2,9 @@
 import pytest
 import yaml
 
-from recx.config import resolve
-from recx.config_schema import RANGES
-from recx.errors import RecxError
+from recx.config.run_config import resolve
+from recx.config.schema import RANGES
+from recx.core.errors import RecxError
 from safety_helpers import assert_user_error, snapshot
 
 FAST = ["--dim", "8", "--epochs", "1", "--batch-size", "256", "--quiet", "--device", "cpu"]

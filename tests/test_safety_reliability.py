@@ -10,7 +10,7 @@ import torch
 import yaml
 
 from recx.data.prepare import PrepareOptions, prepare
-from recx.errors import Interrupted, RecxError
+from recx.core.errors import Interrupted, RecxError
 from recx.runs import store
 from safety_helpers import assert_user_error, snapshot
 

@@ -29,7 +29,7 @@ def holder():
         code = textwrap.dedent(f"""
             import sys, time
             from pathlib import Path
-            from recx.runs.lock import exclusive
+            from recx.core.lock import exclusive
             with exclusive(Path({str(lock_path)!r}), {what!r}):
                 print("held", flush=True)
                 time.sleep(60)
@@ -64,7 +64,7 @@ def test_a_dataset_held_by_another_process_is_refused(tiny_root, tmp_path, recx_
 
 def test_a_crashed_holder_releases_the_lock(tiny_root, tmp_path, recx_cli):
     run = tmp_path / "runs" / "r2"
-    code = ("import os; from pathlib import Path; from recx.runs.lock import exclusive\n"
+    code = ("import os; from pathlib import Path; from recx.core.lock import exclusive\n"
             f"with exclusive(Path({str(run.parent / '.r2.lock')!r}), 'run r2'): os._exit(9)")
     assert subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(REPO)}).returncode == 9
     assert train(recx_cli, tiny_root, run).code == 0
@@ -113,8 +113,8 @@ def test_completed_run_refused_then_replaced_with_force(tiny_root, tmp_path, rec
 
 
 def _interrupt_at(monkeypatch, target: str, after_calls: int = 0):
-    """Make `recx.train.trainer.<target>` raise KeyboardInterrupt on call number after_calls + 1."""
-    import recx.train.trainer as trainer
+    """Make `recx.runs.train_run.<target>` raise KeyboardInterrupt on call number after_calls + 1."""
+    import recx.runs.train_run as trainer
 
     real = getattr(trainer, target) if "." not in target else None
     calls = {"n": 0}
@@ -131,7 +131,7 @@ def _interrupt_at(monkeypatch, target: str, after_calls: int = 0):
 def test_ctrl_c_in_training_keeps_an_incomplete_run_that_a_rerun_restarts(tiny_root, tmp_path, recx_cli,
                                                                         monkeypatch):
     run = tmp_path / "run"
-    import recx.train.trainer as trainer
+    import recx.runs.train_run as trainer
     real_log = trainer.store.log_epoch
     state = {"n": 0}
 
@@ -209,7 +209,7 @@ def test_eval_of_a_damaged_run_names_the_file(tiny_root, tmp_path, recx_cli, dam
 
 
 def test_internal_error_prints_one_line_and_saves_the_traceback(tiny_root, tmp_path, recx_cli, monkeypatch):
-    import recx.train.trainer as trainer
+    import recx.runs.train_run as trainer
 
     def broken(*args, **kwargs):
         raise ValueError("boom")
@@ -229,9 +229,9 @@ def test_second_train_is_refused_and_a_killed_holder_leaves_a_restartable_run(ti
     holder's pid; after kill -9 of the first, the same command restarts the run and completes it."""
     run = tmp_path / "run"
     args = ["train", "--dataset", "tiny", "--data-root", str(tiny_root), "--run-dir", str(run), *FAST]
-    slowed = ("import sys, time\nimport recx.train.trainer as t\nreal = t.store.log_epoch\n"
+    slowed = ("import sys, time\nimport recx.runs.train_run as t\nreal = t.store.log_epoch\n"
               "t.store.log_epoch = lambda *a: (real(*a), time.sleep(120))\n"
-              f"sys.argv = ['recx'] + {args!r}\nfrom recx.cli import main\nmain()\n")
+              f"sys.argv = ['recx'] + {args!r}\nfrom recx.cli.app import main\nmain()\n")
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
     first = subprocess.Popen([sys.executable, "-c", slowed], env=env, stderr=subprocess.DEVNULL)
     try:
@@ -250,7 +250,7 @@ def test_second_train_is_refused_and_a_killed_holder_leaves_a_restartable_run(ti
 
 def test_failed_download_does_not_claim_a_kept_part(tmp_path):
     from recx.data.download import _fetch
-    from recx.errors import RecxError
+    from recx.core.errors import RecxError
 
     with pytest.raises(RecxError) as error:
         _fetch("http://127.0.0.1:9/ml-1m.zip", tmp_path / "ml-1m.zip")

@@ -102,7 +102,7 @@ def test_self_adversarial_weights_are_a_softmax_of_scores(temperature):
 
 
 def test_softmax_v_gives_a_row_of_equal_losses_equal_weights_and_refuses_one_candidate():
-    from recx.errors import RecxError
+    from recx.core.errors import RecxError
     from recx.samplers.softmax_v import softmax_v_weights
 
     losses = torch.tensor([[5.0, 5.0, 5.0, 5.0], [0.1, 2.0, 0.3, 0.4]])

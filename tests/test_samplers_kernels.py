@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from recx.errors import RecxError
+from recx.core.errors import RecxError
 from recx.samplers.kernels.alias_table import AliasTable, build_alias, draw_torch, implied_probabilities
 from recx.samplers.kernels.backend import resolve_backend
 from recx.samplers.kernels.membership import contains

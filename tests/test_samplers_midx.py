@@ -7,10 +7,10 @@ import math
 import pytest
 import torch
 
-from recx.config import resolve
-from recx.errors import RecxError
+from recx.config.run_config import resolve
+from recx.core.errors import RecxError
 from recx.samplers.kernels.midx_draw import draw_torch
-from recx.train.trainer import train_run
+from recx.runs.train_run import train_run
 from sampler_helpers import assert_follows, make_sampler, random_batch, random_dataset
 
 N_ITEMS = 60

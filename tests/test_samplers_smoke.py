@@ -5,8 +5,8 @@ import math
 
 import pytest
 
-from recx.config import resolve
-from recx.train.trainer import train_run
+from recx.config.run_config import resolve
+from recx.runs.train_run import train_run
 
 CASES = [
     ("uniform", "bpr", {"exclude_train": True}),

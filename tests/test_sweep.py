@@ -68,8 +68,8 @@ def test_command_line_overrides_datasets_seeds_and_keys(tmp_path, recx_cli):
 
 def test_a_sweep_waits_for_a_dataset_another_process_is_preparing(tmp_path, monkeypatch):
     """Two sweeps started at once: the one that finds the dataset's lock held waits, then uses the prepared data."""
-    import recx.sweep as sweep_module
-    from recx.runs.lock import LockedError
+    import recx.sweeps.sweep as sweep_module
+    from recx.core.lock import LockedError
 
     card = tmp_path / "data" / "tiny" / "card.json"
     calls = []

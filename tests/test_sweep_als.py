@@ -4,7 +4,7 @@ import json
 import pandas as pd
 import yaml
 
-from recx.eval.tables import column_name
+from recx.report.tables import column_name
 
 EXPERIMENT = {
     "datasets": {"tiny": {"format": "synthetic", "ratios": "80/10/10",

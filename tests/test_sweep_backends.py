@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from recx.errors import RecxError
+from recx.core.errors import RecxError
 from recx.sweeps.backends import Execution
 from sweep_helpers import (EPOCHS, FOUR_RUNS, completed, kill_after_first_completion, reap, start_driver,
                            sweep_in_process)

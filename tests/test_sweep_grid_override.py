@@ -6,12 +6,12 @@ import pandas as pd
 
 import pytest
 
-from recx.errors import RecxError
-from recx.eval import tables
-from recx.config import RunConfig
+from recx.core.errors import RecxError
+from recx.report import tables
+from recx.config.run_config import RunConfig
 from recx.models import MODELS
 from recx.samplers import SAMPLERS
-from recx.sweep import load_experiments, experiment_spec, plan
+from recx.sweeps.experiments import load_experiments, experiment_spec, plan
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from recx import threads
-from recx.errors import RecxError
+from recx.core import threads
+from recx.core.errors import RecxError
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -53,7 +53,7 @@ def test_recx_threads_wins_then_omp_num_threads_then_the_usable_cpus(monkeypatch
 
 
 def test_the_recx_command_runs_torch_with_the_chosen_threads():
-    script = ("from recx.threads import prepare_environment; prepare_environment()\n"
+    script = ("from recx.core.threads import prepare_environment; prepare_environment()\n"
               "import os, torch; print(torch.get_num_threads(), os.environ.get('OMP_WAIT_POLICY', 'unset'))")
     env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "OMP_WAIT_POLICY")}
     done = subprocess.run([sys.executable, "-c", script], env={**env, "RECX_THREADS": "1", "PYTHONPATH": str(ROOT)},

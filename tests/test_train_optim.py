@@ -1,9 +1,9 @@
-"""Optimizers (recx.train.optim): row-sparse steps against dense SGD and float64 references of their formulas."""
+"""Optimizers (recx.optim.optimizers): row-sparse steps against dense SGD and float64 references of their formulas."""
 import pytest
 import torch
 import torch.nn.functional as F
 
-from recx.train.optim import DenseAdam, LazyAdam, RowSparseAdagrad, RowSparseSGD, RowwiseAdagrad
+from recx.optim.optimizers import DenseAdam, LazyAdam, RowSparseAdagrad, RowSparseSGD, RowwiseAdagrad
 
 N_ROWS, DIM = 30, 4
 

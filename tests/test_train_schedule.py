@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from recx.config import resolve
-from recx.errors import RecxError
+from recx.config.run_config import resolve
+from recx.core.errors import RecxError
 from recx.train.build import build_model
 from recx.train.runners import RUNNERS
 

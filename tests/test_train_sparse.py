@@ -3,13 +3,13 @@ same numbers with each optimizer; non-finite losses found at a bounded interval 
 import pytest
 import torch
 
-from recx.config import resolve
-from recx.errors import RecxError
+from recx.config.run_config import resolve
+from recx.core.errors import RecxError
 from recx.train.build import build_model
 from recx.train.nonfinite import NonFiniteWatch
 from recx.train.runners.interactions import InteractionEpochs
 from recx.train.step import training_loss
-from recx.train.optim import ROW_SPARSE
+from recx.optim.optimizers import ROW_SPARSE
 
 CPU = torch.device("cpu")
 

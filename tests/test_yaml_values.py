@@ -1,9 +1,9 @@
 """User-written YAML reads 1e-6 as a number (YAML 1.2), on the command line and in experiment files."""
 from __future__ import annotations
 
-from recx import yaml_values
-from recx.cli import _parse_assignments
-from recx.config import read_yaml_mapping
+from recx.core import yaml_values
+from recx.cli.app import _parse_assignments
+from recx.config.run_config import read_yaml_mapping
 
 
 def test_exponents_without_a_dot_are_floats():

@@ -8,7 +8,7 @@ import torch
 
 from recx.data.csr import CSR
 from recx.data.store import Interactions, dataset_hash, read_card, read_split
-from recx.errors import RecxError
+from recx.core.errors import RecxError
 
 
 def _csr(inter: Interactions, n_users: int, n_items: int) -> CSR:

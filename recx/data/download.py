@@ -19,7 +19,7 @@ from http.client import HTTPException
 from pathlib import Path
 
 from recx.data.store import sha256_of
-from recx.errors import RecxError
+from recx.core.errors import RecxError
 
 CHUNK = 1 << 20
 TIMEOUT_S = 60

@@ -15,10 +15,10 @@ from recx.data.rating_filter import RatingRule
 from recx.data.raw import RawInteractions
 from recx.data.split import parse_ratios, split_rows
 from recx.data.store import Interactions, check_target, sha256_of, write_dataset
-from recx.errors import RecxError
-from recx.folders import writable_folder
-from recx.names import check_name
-from recx.runs.lock import exclusive
+from recx.core.errors import RecxError
+from recx.core.folders import writable_folder
+from recx.core.names import check_name
+from recx.core.lock import exclusive
 
 DEFAULTS = {"rating": "all", "kcore": 0, "split": "per-user-random", "ratios": "80/20"}
 

@@ -12,7 +12,7 @@ from recx.data.kcore import kcore
 from recx.data.rating_filter import RatingRule
 from recx.data.raw import RawInteractions
 from recx.data.store import Interactions
-from recx.errors import RecxError
+from recx.core.errors import RecxError
 
 
 @dataclass

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import yaml
 
-from recx.errors import RecxError
+from recx.core.errors import RecxError
 
 PRESETS_FILE = Path(__file__).with_name("presets.yaml")
 PRESET_KEYS = {"rating", "kcore", "split", "ratios"}

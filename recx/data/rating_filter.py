@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from recx.errors import RecxError
+from recx.core.errors import RecxError
 
 _RULE = re.compile(r"^\s*(>=|>)\s*(-?\d+(?:\.\d+)?)\s*$")
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from recx.errors import RecxError
+from recx.core.errors import RecxError
 
 SPLIT_NAMES = {2: ("train", "test"), 3: ("train", "valid", "test")}
 METHODS = ("per-user-random", "per-user-temporal", "global-random", "leave-one-out-random", "leave-one-out-latest")

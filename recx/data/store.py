@@ -17,10 +17,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from recx import __version__
-from recx.errors import RecxError
+from recx.core.errors import RecxError
 from recx.data.root import default_data_root  # noqa: F401 (recx.data.store.default_data_root, as before)
-from recx.folders import clean_stale, swap_in, temp_sibling, writable_folder
-from recx.names import check_name
+from recx.core.folders import clean_stale, swap_in, temp_sibling, writable_folder
+from recx.core.names import check_name
 
 SPLITS = ("train", "valid", "test")
 OWN_FILES = {f"{split}.parquet" for split in SPLITS} | {"users.parquet", "items.parquet", "card.json"}

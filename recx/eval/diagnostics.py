@@ -8,19 +8,13 @@ Representations are the model's `encode` output (before its own scoring option) 
 """
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import torch
 import torch.nn.functional as F
 from scipy.stats import spearmanr
 
 from recx.data.dataset import Dataset
-from recx.runs.store import write_artifact
 from recx.eval.evaluator import evaluate
 from recx.eval.strata import STRATA, popularity_strata
-
-FILE = "diagnostics.json"
 
 
 class ScoringView:
@@ -76,12 +70,3 @@ def diagnostics(model, dataset: Dataset, splits: list[str], ks: list[int], batch
             out["ndcg"].setdefault(split, {})[scoring] = {
                 str(k): {s: values[("ndcg", k, s)] for s in ("all",) + STRATA} for k in ks}
     return out
-
-
-def write_diagnostics(folder: Path, model, dataset: Dataset, ks: list[int], batch_size: int = 1024) -> dict:
-    """diagnostics.json in the run folder, for the splits the run is evaluated on."""
-    splits = ["valid", "test"] if dataset.valid is not None else ["test"]
-    result = diagnostics(model, dataset, splits, ks, batch_size)
-    text = json.dumps(result, indent=2, sort_keys=True) + "\n"
-    write_artifact(Path(folder), FILE, lambda path: path.write_text(text))
-    return result

@@ -12,7 +12,7 @@ import torch
 
 from recx.data.csr import CSR
 from recx.data.dataset import Dataset
-from recx.errors import RecxError
+from recx.core.errors import RecxError
 from recx.eval.auc import per_user_auc
 from recx.eval.metrics import per_user_metrics
 from recx.eval.strata import popularity_strata

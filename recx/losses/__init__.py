@@ -1,5 +1,5 @@
 """Losses, found by name in `LOSSES`; each takes a `LossInput` (scores, log_q, weights, representations)."""
-from recx.registry import Registry
+from recx.core.registry import Registry
 
 LOSSES: Registry = Registry("loss")
 

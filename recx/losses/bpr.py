@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import torch.nn.functional as F
 
-from recx.errors import RecxError
+from recx.core.errors import RecxError
 from recx.losses import LOSSES
 from recx.losses.base import Loss, LossInput
 

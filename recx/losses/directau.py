@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from recx.errors import RecxError
+from recx.core.errors import RecxError
 from recx.losses import LOSSES
 from recx.losses.alignment import UNIFORMITY_ROWS, alignment, uniformity, uniformity_rows
 from recx.losses.base import Loss, LossInput

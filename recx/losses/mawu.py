@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 
 from recx.losses import LOSSES
-from recx.errors import RecxError
+from recx.core.errors import RecxError
 from recx.losses.alignment import UNIFORMITY_FORMS, uniformity, uniformity_rows
 from recx.losses.base import Loss, LossInput
 from recx.losses.directau import check_uniformity_rows

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
-from recx.device_paths import accelerator_branch
+from recx.core.device_paths import accelerator_branch
 from recx.losses import LOSSES
 from recx.losses.base import Loss, LossInput
 

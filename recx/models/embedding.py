@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from recx.errors import RecxError
+from recx.core.errors import RecxError
 from recx.models.base import Model
 from recx.models.init import INITS, init_table
 from recx.models.scoring import SCORINGS, apply_scoring

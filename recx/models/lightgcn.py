@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import torch
 
-from recx.errors import RecxError
+from recx.core.errors import RecxError
 from recx.models import MODELS
 from recx.models.embedding import EmbeddingArgs, EmbeddingModel
 from recx.models.graph import normalized_adjacency

@@ -34,7 +34,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from recx.errors import RecxError
+from recx.core.errors import RecxError
 from recx.models import MODELS
 from recx.models.base import Model
 

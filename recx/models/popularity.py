@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from recx.errors import RecxError
+from recx.core.errors import RecxError
 from recx.models import MODELS
 from recx.models.base import Model
 

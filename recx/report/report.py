@@ -9,15 +9,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
+import ast
+
 import pandas as pd
 import scipy
 
-from recx.errors import RecxError
-from recx.folders import write_failed, write_text_atomic
+from recx.core.errors import RecxError
+from recx.core.folders import write_failed, write_text_atomic
 from recx.eval.strata import STRATA
-from recx.eval.tables import column_name, summary
+
 from recx.report import plots, significance, stats, tables
-from recx.report.runs import epochs, flat_config, grid_keys
+from recx.report.tables import column_name, summary
+from recx.runs.collection import epochs, flat_config
+from recx.runs.convergence import FILE as CONVERGENCE
+from recx.sweeps.sweep import SweepOutcome
 
 
 @dataclass
@@ -187,3 +192,23 @@ def write_report(results: pd.DataFrame, folders: dict[str, Path], out: Path, opt
 def write_atomic(path: Path, text: str) -> None:
     """Write under a temporary name, then rename: two sweeps finishing at once never leave a mixed file."""
     write_text_atomic(path, text, "the report's other files are as written so far")
+
+
+def report_sweep(outcome: SweepOutcome | None, console) -> None:
+    """A finished sweep's report in its output folder, its table printed (nothing for a dry run)."""
+    if outcome is None:
+        return
+    out, layout = outcome.out, outcome.layout
+    write_report(outcome.results, outcome.folders, out,
+                 ReportOptions(metrics=layout["metrics"], ks=layout["ks"], stratified=layout["stratified"],
+                               title=f"experiment {outcome.name}", sources=[out / "results.parquet"]), force=True)
+    console.print((out / "table.md").read_text(), soft_wrap=True, markup=False, highlight=False)
+    console.print(f"results: {out / 'results.parquet'}; report: {out / 'report.md'} (tables table.md/.csv/.tex, "
+                  f"significance.md/.csv, plots/); per-epoch curves: {out / CONVERGENCE}")
+
+
+def grid_keys(results: pd.DataFrame) -> set[str]:
+    """Keys of the sweep's grid (tuned per method, so never the parameter a plot sweeps)."""
+    if "grid_point" not in results.columns:
+        return set()
+    return {key for point in results.grid_point.dropna().unique() for key, _ in ast.literal_eval(point)}

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from recx.eval.per_user import file_name
-from recx.eval.tables import column_name
+from recx.runs.per_user import file_name
+from recx.report.tables import column_name
 from recx.report import stats
 
 COLUMNS = ["dataset", "column", "method", "baseline", "users", "mean", "baseline_mean", "difference", "t", "p_t",

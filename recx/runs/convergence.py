@@ -6,10 +6,11 @@ validation metric of that epoch.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pandas as pd
+
+from recx.runs import store
 
 FILE = "convergence.parquet"
 
@@ -18,8 +19,7 @@ def convergence_frame(runs, runs_dir: Path) -> pd.DataFrame:
     """`runs`: the sweep's planned runs (method, config); their folders under `runs_dir`."""
     frames = []
     for run in runs:
-        lines = (runs_dir / run.config.run_id() / "epochs.jsonl").read_text().splitlines()
-        records = pd.DataFrame([json.loads(line) for line in lines])
+        records = pd.DataFrame(store.read_epochs(runs_dir / run.config.run_id()))
         valid = f"valid_{run.config.valid_metric}"
         frames.append(pd.DataFrame({
             "run_id": run.config.run_id(), "method": run.method, "dataset": run.config.dataset,

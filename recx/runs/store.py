@@ -38,10 +38,10 @@ import pandas as pd
 import torch
 import yaml
 
-from recx.config import RunConfig, resolve
+from recx.config.run_config import RunConfig, resolve
 from recx.data.store import sha256_of
-from recx.errors import RecxError
-from recx.folders import atomic_file, write_failed, write_text_atomic
+from recx.core.errors import RecxError
+from recx.core.folders import atomic_file, write_failed, write_text_atomic
 
 MARKER = "COMPLETE"
 TRAINED = "TRAINED"
@@ -265,14 +265,24 @@ def mark_complete(folder: Path) -> None:
     (folder / INCOMPLETE).unlink(missing_ok=True)
 
 
+def read_epochs(folder: Path) -> list[dict]:
+    """The records of epochs.jsonl, one per trained epoch (epoch, loss, seconds, valid_<metric>); [] if absent."""
+    path = folder / "epochs.jsonl"
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
 def epochs_recorded(folder: Path) -> int:
     path = folder / "epochs.jsonl"
     return len(path.read_text().splitlines()) if path.is_file() else 0
 
 
-def read_config(folder: Path) -> dict:
-    """The raw mapping of the run's config.yaml; errors name the file."""
+def read_config(folder: Path, required: bool = True) -> dict:
+    """The raw mapping of the run's config.yaml ({} when absent and not `required`); errors name the file."""
     path = folder / "config.yaml"
+    if not required and not path.is_file():
+        return {}
     try:
         content = yaml.safe_load(path.read_text())
     except FileNotFoundError:

@@ -7,7 +7,7 @@ from typing import Callable
 import torch
 
 from recx.data.dataset import Dataset
-from recx.errors import RecxError
+from recx.core.errors import RecxError
 from recx.samplers.kernels import membership
 from recx.samplers.kernels.backend import resolve_backend
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import torch
 
-from recx.errors import RecxError
+from recx.core.errors import RecxError
 from recx.samplers import SAMPLERS
 from recx.samplers.base import Batch, Negatives, Sampler
 from recx.samplers.candidates import draw_counts, multiset_log_q

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from recx.errors import RecxError
+from recx.core.errors import RecxError
 from recx.samplers import SAMPLERS
 from recx.samplers.base import Batch, Negatives, Sampler
 from recx.samplers.candidates import candidate_scores, uniform_candidates, uniform_log_q

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from recx.errors import RecxError
+from recx.core.errors import RecxError
 from recx.samplers import SAMPLERS
 from recx.samplers.base import Batch, Negatives, Sampler
 from recx.samplers.candidates import candidate_scores, positive_scores, uniform_candidates, uniform_log_q

@@ -14,7 +14,7 @@ import math
 
 import torch
 
-from recx.device_paths import accelerator_branch
+from recx.core.device_paths import accelerator_branch
 from recx.samplers import SAMPLERS
 from recx.samplers.base import Batch, Negatives, Sampler
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import torch
 
-from recx.errors import RecxError
+from recx.core.errors import RecxError
 from recx.samplers import SAMPLERS
 from recx.samplers.base import Batch, Negatives, Sampler
 from recx.samplers.bir import check_args, resampling_weights, training_item_mask

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from recx.errors import RecxError
+from recx.core.errors import RecxError
 
 BACKENDS = ("local", "ray")
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from recx.errors import Interrupted
+from recx.core.errors import Interrupted
 from recx.runs import store
 from recx.sweeps.task import DONE, FAILED, LOCKED, SKIPPED, Outcome, RunTask
 

@@ -7,14 +7,14 @@ Ray is an optional extra: `pip install -e ".[dist]"`.
 """
 from __future__ import annotations
 
-from recx.errors import RecxError
+from recx.core.errors import RecxError
 from recx.sweeps.task import Outcome, RunTask
 
 
 def _run(task_json: str, threads: int) -> tuple[str, str]:
     import torch
 
-    from recx.memory import keep_freed_memory
+    from recx.core.memory import keep_freed_memory
     from recx.sweeps.task import execute
 
     keep_freed_memory()

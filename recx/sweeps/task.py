@@ -13,9 +13,9 @@ import traceback
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from recx.errors import RecxError
+from recx.core.errors import RecxError
 from recx.runs import store
-from recx.runs.lock import LockedError, exclusive
+from recx.core.lock import LockedError, exclusive
 
 DONE, SKIPPED, LOCKED, FAILED = "done", "skipped", "locked", "failed"
 
@@ -69,8 +69,8 @@ def cached_dataset(root: Path, name: str):
 def execute(task: RunTask, progress=None) -> Outcome:
     """Train the task's run unless it is complete or claimed; RecxError and crashes become a failed outcome (the
     traceback of a crash goes to the task's log)."""
-    from recx.config import resolve
-    from recx.train.trainer import train_run
+    from recx.config.run_config import resolve
+    from recx.runs.train_run import train_run
 
     folder = Path(task.folder)
     try:

@@ -13,9 +13,9 @@ import sys
 def serve(threads: int) -> None:
     import torch
 
-    from recx.memory import keep_freed_memory
+    from recx.core.memory import keep_freed_memory
     from recx.sweeps.task import RunTask, execute
-    from recx.train.trainer import make_progress
+    from recx.core.progress import make_progress
 
     keep_freed_memory()
     answers = os.fdopen(os.dup(1), "w")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from recx.config import RunConfig
+from recx.config.run_config import RunConfig
 from recx.data.dataset import Dataset
 from recx.losses import LOSSES
 from recx.models import MODELS

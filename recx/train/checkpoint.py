@@ -21,7 +21,7 @@ from pathlib import Path
 
 import torch
 
-from recx.errors import RecxError
+from recx.core.errors import RecxError
 
 DIGEST = hashlib.sha256().digest_size
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from recx.errors import RecxError
+from recx.core.errors import RecxError
 
 
 def first_bad_step(losses: torch.Tensor) -> int | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from recx.device_paths import accelerator_branch
+from recx.core.device_paths import accelerator_branch
 
 
 def shared_hits(candidates: torch.Tensor, positives: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

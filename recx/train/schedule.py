@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from recx.config import RunConfig
+from recx.config.run_config import RunConfig
 
 
 class EpochSchedule:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from recx.config import RunConfig
+from recx.config.run_config import RunConfig
 from recx.losses.base import LossInput
 from recx.models.scoring import per_query_scores
 from recx.samplers.base import Batch, Negatives

@@ -1,5 +1,5 @@
 """Source formats for `recx prepare --format NAME`, found by name in `FORMATS`."""
-from recx.registry import Registry
+from recx.core.registry import Registry
 
 FORMATS: Registry = Registry("format")
 

@@ -7,7 +7,7 @@ import numpy as np
 
 from recx.data.formats import FORMATS
 from recx.data.raw import RawInteractions
-from recx.errors import RecxError
+from recx.core.errors import RecxError
 
 MAX_DIGITS = 18  # every id of at most 18 digits fits in int64
 

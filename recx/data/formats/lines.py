@@ -17,7 +17,7 @@ from typing import BinaryIO, Callable, Iterator
 import numpy as np
 import pyarrow as pa
 
-from recx.errors import RecxError
+from recx.core.errors import RecxError
 
 BLOCK_BYTES = 16 << 20
 MAX_BAD_LINES = 10_000

@@ -9,7 +9,7 @@ import scipy.sparse
 
 from recx.data.formats import FORMATS
 from recx.data.raw import RawInteractions
-from recx.errors import RecxError
+from recx.core.errors import RecxError
 
 
 @FORMATS.register("mat")

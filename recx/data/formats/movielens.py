@@ -13,7 +13,7 @@ from recx.data.formats.columnar import csv_parser
 from recx.data.formats.lines import ReadReport, read_lines_table, require_non_null
 from recx.data.formats.tables import single_file, to_raw
 from recx.data.raw import RawInteractions
-from recx.errors import RecxError
+from recx.core.errors import RecxError
 
 NAMES = ["user", "item", "rating", "timestamp"]
 TYPES = {"user": pa.int32(), "item": pa.int32(), "rating": pa.float32(), "timestamp": pa.int64()}

@@ -11,7 +11,7 @@ from recx.data.formats import FORMATS
 from recx.data.formats.columnar import csv_parser
 from recx.data.formats.lines import ReadReport, read_lines_table
 from recx.data.raw import RawInteractions
-from recx.errors import RecxError
+from recx.core.errors import RecxError
 
 NAMES = ["id", "rating", "date"]
 TYPES = {"id": pa.int32(), "rating": pa.int8(), "date": pa.date32()}

@@ -9,7 +9,7 @@ import pyarrow.compute as pc
 
 from recx.data.ids import encode_strings
 from recx.data.raw import RawInteractions
-from recx.errors import RecxError
+from recx.core.errors import RecxError
 
 
 def id_column(column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray | None]:

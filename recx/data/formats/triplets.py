@@ -19,7 +19,7 @@ from recx.data.formats.columnar import csv_parser
 from recx.data.formats.lines import ReadReport, read_lines_table
 from recx.data.formats.tables import to_raw
 from recx.data.raw import RawInteractions
-from recx.errors import RecxError
+from recx.core.errors import RecxError
 
 NAMES = ["user", "item", "rating", "timestamp"]
 TYPES = {"user": pa.int64(), "item": pa.int64(), "rating": pa.float32(), "timestamp": pa.int64()}

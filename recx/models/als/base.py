@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 from recx.data.csr import CSR
-from recx.errors import RecxError
+from recx.core.errors import RecxError
 from recx.models.als.problem import WeightedSquares
 from recx.models.als.solve import SOLVERS, solve_rows
 from recx.models.base import Model

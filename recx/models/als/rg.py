@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 import torch
 
-from recx.errors import RecxError
+from recx.core.errors import RecxError
 from recx.models import MODELS
 from recx.models.als.base import AlternatingArgs, AlternatingModel
 from recx.models.als.problem import WeightedSquares

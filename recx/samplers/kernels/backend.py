@@ -10,7 +10,7 @@ import sys
 
 import torch
 
-from recx.errors import RecxError
+from recx.core.errors import RecxError
 
 KERNELS = ("auto", "torch", "cupy")
 

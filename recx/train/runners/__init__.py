@@ -4,10 +4,10 @@
 - `users` (Mult-VAE / FastVAE): shuffled users in batches, each with its training-history row.
 - `alternating` (WRMF, RG², RG×): one pass of closed-form user and item solves; no optimizer.
 - `none` (MostPop): nothing to train.
-The trainer (recx.train.trainer) owns the epoch loop, validation, early stopping and the run records; a runner
+The loop (recx.train.fit) owns the epochs, validation, early stopping and checkpoints; a runner
 owns what happens inside an epoch.
 """
-from recx.registry import Registry
+from recx.core.registry import Registry
 
 RUNNERS: Registry = Registry("training kind")
 

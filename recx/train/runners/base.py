@@ -5,7 +5,7 @@ from typing import Callable
 
 import torch
 
-from recx.config import RunConfig
+from recx.config.run_config import RunConfig
 from recx.data.dataset import Dataset
 
 

@@ -8,7 +8,7 @@ import math
 
 import torch
 
-from recx.train import optim
+from recx.optim import optimizers as optim
 from recx.train.build import build_loss, build_sampler
 from recx.train.runners import RUNNERS
 from recx.train.runners.base import EpochRunner
@@ -17,7 +17,7 @@ from recx.train.step import training_loss
 
 
 def make_optimizer(model, loss_fn, config) -> torch.optim.Optimizer:
-    """The run's `optimizer` (recx.train.optim) over the model's and the loss's parameters; in `full` weight-decay
+    """The run's `optimizer` (recx.optim.optimizers) over the model's and the loss's parameters; in `full` weight-decay
     mode every model parameter row decays every step (dense Adam's weight_decay)."""
     decay = config.weight_decay if config.weight_decay_mode == "full" else 0.0
     return optim.make_optimizer(config.optimizer, list(model.parameters()), config.lr, decay, loss_fn.parameters())

@@ -21,7 +21,7 @@ import math
 
 import torch
 
-from recx.errors import RecxError
+from recx.core.errors import RecxError
 from recx.models.multvae import kl_divergence, row_counts
 from recx.samplers.base import Batch
 from recx.train.build import build_sampler

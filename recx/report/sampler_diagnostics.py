@@ -17,8 +17,8 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from recx.errors import RecxError
-from recx.eval.run_eval import open_saved_run
+from recx.core.errors import RecxError
+from recx.runs.evaluate import open_saved_run
 from recx.samplers import SAMPLERS
 from recx.samplers.base import Batch, Sampler
 from recx.train.build import build_model

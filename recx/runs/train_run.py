@@ -1,12 +1,10 @@
-"""The training loop (epochs, validation, early stopping, a checkpoint after each epoch) and `train_run`: one run
-folder, locked, resumed from its last checkpoint."""
+"""`train_run`: one run folder, locked, trained by `recx.train.fit` (resumed from its last checkpoint), evaluated on
+valid and test, marked complete; a failed or interrupted run leaves its folder in a state the same command finishes."""
 from __future__ import annotations
 
 import contextlib
-import copy
 import shutil
 import sys
-import time
 import traceback
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -15,28 +13,23 @@ import pandas as pd
 import torch
 from rich.progress import Progress
 
-from recx.config import RunConfig, non_default_settings
-from recx.device_paths import accelerator_branch
-from recx.config_schema import check_against_dataset
+from recx.config.run_config import RunConfig, check_against_dataset, non_default_settings
+
 from recx.data.dataset import Dataset
-from recx.errors import Interrupted, RecxError
-from recx.eval.diagnostics import write_diagnostics
+from recx.core.errors import Interrupted, RecxError
+from recx.runs.diagnostics import write_diagnostics
 from recx.eval.evaluator import evaluate
-from recx.folders import clean_stale, swap_in, temp_sibling, writable_folder
-from recx.names import check_name
-from recx.eval.per_user import write_per_user
+from recx.core.folders import clean_stale, swap_in, temp_sibling, writable_folder
+from recx.core.names import check_name
+from recx.runs.per_user import write_per_user
 from recx.runs import store
-from recx.runs.lock import exclusive
-from recx.train import checkpoint
+from recx.core.lock import exclusive
 from recx.train.build import build_model
-from recx.train.device import resolve_device
-from recx.train.nonfinite import NonFiniteWatch, non_finite_error
-from recx.train.progress import RunProgress, make_progress, shown_task
-from recx.train.runners import RUNNERS
+from recx.core.device import resolve_device
+from recx.core.progress import make_progress, shown_task
+from recx.train.fit import FitHooks, fit
 
 DEFAULT_KS = [10, 20, 50]
-CHECKPOINT_INTERVAL_S = 60.0  # checkpoint_every None: after the first epoch that ends this long after the last
-LOSS_REFRESH_S = 1.0  # the bar's running loss is read from the device at most this often (one host sync)
 
 
 @dataclass
@@ -46,100 +39,13 @@ class RunOutcome:
     results: pd.DataFrame
 
 
-
-
-def fit(config: RunConfig, dataset: Dataset, model, folder: Path, progress: Progress,
-        checkpoint_every: int | None = None) -> int:
-    """Train `model` in place; returns the selected epoch (best validation metric, else the last epoch).
-
-    The epoch's steps are the runner's (recx.train.runners, by the model's training kind); losses stay on the
-    device during the epoch and are read once at its end (and for the bar's running loss at most once a second).
-    The whole state is written to the folder's checkpoint every `checkpoint_every` epochs (0: never; None: after
-    each epoch that ends at least CHECKPOINT_INTERVAL_S after the last checkpoint, so that writing it costs a short
-    epoch little); when the folder holds one, training goes on from it (recx.train.checkpoint).
-    """
-    generator = torch.Generator(device=model.device).manual_seed(config.seed)
-    runner = RUNNERS.get(model.training_kind)(config, dataset, model, generator)
-    loop = checkpoint.LoopState()
-    saved = folder / store.CHECKPOINT
-    if saved.is_file():
-        try:
-            runner, loop = checkpoint.load(saved, runner)
-        except RecxError as exc:
-            raise RecxError(f"{exc}; pass --force to train the run again from the first epoch") from None
-        store.resume_run(folder, loop.epoch)
-        progress.console.print(f"resuming after epoch {loop.epoch} of {config.epochs} (its checkpoint)",
-                               highlight=False)
-    metric, metric_k = config.valid_metric_name
-    checkpointed_at = time.perf_counter()
-    name = config.model if model.training_kind == "alternating" else f"{config.loss}+{config.sampler}"
-    task = progress.add_task(name, total=max(runner.n_steps, 1), status="")
-    on_host = not accelerator_branch(model.device)  # the running loss is shown only where reading it costs no device sync
-    epoch = loop.epoch
-    for epoch in range(loop.epoch + 1, config.epochs + 1 if runner.n_steps else 1):
-        model.train()
-        started = time.perf_counter()
-        losses = torch.zeros(runner.n_steps, device=model.device)
-        progress.update(task, description=f"{name} epoch {epoch}/{config.epochs}", completed=0)
-        shown = {"at": started}
-        watch = NonFiniteWatch(losses, epoch, config.lr)
-
-        def after_step(step: int) -> None:
-            watch.after_step(step)
-            now = time.perf_counter()
-            if now - shown["at"] >= LOSS_REFRESH_S:
-                shown["at"] = now
-                running = f"  loss {float(losses[:step].mean()):.4f}" if on_host else ""
-                progress.update(task, completed=step, status=f"{step / (now - started):.1f} steps/s{running}")
-            else:
-                progress.update(task, completed=step)
-
-        runner.train_epoch(epoch, losses, after_step)
-        losses = losses.cpu()
-        error = non_finite_error(losses, epoch, config.lr)
-        if error is not None:
-            raise error
-        record = {"epoch": epoch, "loss": float(losses.mean()), "seconds": time.perf_counter() - started}
-        status = f"loss {record['loss']:.4f}"
-        if dataset.valid is not None and epoch % config.eval_every == 0:
-            def validated(done: int, total: int) -> None:
-                progress.update(task, status=f"{status}  validating {done:,}/{total:,} users")
-
-            score = evaluate(model, dataset, "valid", [metric_k], config.eval_batch_size,
-                             after_batch=validated).values[(metric, metric_k, "all")]
-            record[f"valid_{config.valid_metric}"] = score
-            status += f"  valid {config.valid_metric} {score:.4f}"
-            if score > loop.best_score:
-                loop.best_score, loop.best_epoch, loop.waited = score, epoch, 0
-                loop.best_state = copy.deepcopy(model.state_dict())
-            else:
-                loop.waited += 1
-        store.log_epoch(folder, record)
-        loop.epoch = epoch
-        progress.update(task, status=status)
-        if isinstance(progress, RunProgress):
-            progress.line(f"{name} epoch {epoch}/{config.epochs}: {status}  ({record['seconds']:.1f} s)")
-        if loop.waited >= config.patience:
-            break
-        due = (time.perf_counter() - checkpointed_at >= CHECKPOINT_INTERVAL_S if checkpoint_every is None
-               else checkpoint_every > 0 and epoch % checkpoint_every == 0)
-        if due and epoch < config.epochs:
-            checkpoint.save(saved, runner, loop)
-            checkpointed_at = time.perf_counter()
-    progress.remove_task(task)
-    if loop.best_state is None:
-        return epoch
-    model.load_state_dict(loop.best_state)
-    return loop.best_epoch
-
-
 def train_run(config: RunConfig, dataset: Dataset, folder: Path, progress: Progress | None = None,
               ks: list[int] | None = None, force: bool = False, diagnostics: bool = False,
               checkpoint_every: int | None = None) -> RunOutcome:
     """Train, evaluate on valid and test, mark complete, holding the run's lock throughout.
 
     By the folder's state (recx.runs.store): absent/empty: train from scratch; incomplete: train on from its
-    checkpoint (see `fit` for `checkpoint_every`), else from scratch; trained: finish the
+    checkpoint (`recx.train.fit.fit`, for `checkpoint_every`), else from scratch; trained: finish the
     evaluation from the saved weights; complete: refused unless `force`. With `force` an existing run is replaced
     whole: the new one is written under a temporary name and swapped in at the end. A failed run leaves no folder
     it created; Ctrl-C raises `Interrupted` saying what was kept.
@@ -193,7 +99,7 @@ def _train_locked(config, dataset, folder, progress, ks, force, with_diagnostics
                                                      "dataset_card": dataset.card,
                                                      "packages": store.package_versions()})
                 model = _built(config, dataset, device)
-                best_epoch = fit(config, dataset, model, target, shown, checkpoint_every)
+                best_epoch = fit(config, dataset, model, shown, _hooks(config, dataset, target, checkpoint_every))
                 store.save_weights(model, target)
                 store.mark_trained(target, best_epoch)
                 store.drop_checkpoint(target)
@@ -223,6 +129,20 @@ def _train_locked(config, dataset, folder, progress, ks, force, with_diagnostics
             exc.recx_log = _save_traceback(folder)
         raise
     return RunOutcome(folder, best_epoch, results)
+
+
+def _hooks(config: RunConfig, dataset: Dataset, folder: Path, checkpoint_every: int | None) -> FitHooks:
+    """The loop's validation (the config's metric on the valid split, when there is one), epochs.jsonl and
+    checkpoint.pt in `folder`."""
+    metric, k = config.valid_metric_name
+
+    def validate(model, after_batch) -> float:
+        return evaluate(model, dataset, "valid", [k], config.eval_batch_size,
+                        after_batch=after_batch).values[(metric, k, "all")]
+
+    return FitHooks(validate=validate if dataset.valid is not None else None,
+                    log_epoch=lambda record: store.log_epoch(folder, record), checkpoint=folder / store.CHECKPOINT,
+                    checkpoint_every=checkpoint_every, resumed=lambda epochs_done: store.resume_run(folder, epochs_done))
 
 
 def _built(config: RunConfig, dataset: Dataset, device: torch.device):

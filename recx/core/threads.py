@@ -16,7 +16,7 @@ import math
 import os
 from pathlib import Path
 
-from recx.errors import RecxError
+from recx.core.errors import RecxError
 
 CGROUP_V2 = Path("/sys/fs/cgroup/cpu.max")
 CGROUP_V1 = (Path("/sys/fs/cgroup/cpu/cpu.cfs_quota_us"), Path("/sys/fs/cgroup/cpu/cpu.cfs_period_us"))

@@ -1,162 +1,38 @@
-"""`recx sweep`: expand an experiment of experiments.yaml into runs, run the missing ones, tabulate the results.
+"""`recx sweep`: run the missing runs of an experiment (recx.sweeps.experiments) and collect their results.
 
-An experiment names datasets, methods (each a partial run config), seeds, shared `defaults` and an optional `grid`
-of hyper-parameter lists. A method's `per_dataset` maps a dataset to keys for that dataset only (the papers set some
-per dataset: FastVAE draws 1,000 negatives on Gowalla and 200 on ML10M). Each (dataset, method, grid point, seed)
-is one run, identified by the hash of its resolved config; runs whose folder holds the completion marker are
-skipped. When a grid has several points, each method's reported row uses the point with the best mean validation
-metric over seeds (test values of that point).
-A method's own keys override the grid's: a method that fixes every grid key is planned once per seed. Grid keys
-may be dotted (`model_args.alpha: [0.1, 1.0]`), and a method's own `grid` replaces the experiment's for that method
-(the papers tune different hyper-parameters per method: lr and weight decay for SGD, α and λ for ALS).
+Runs whose folder holds the completion marker are skipped. When a grid has several points, each method's reported
+row uses the point with the best mean validation metric over seeds (test values of that point).
 The runs execute on a backend (recx.sweeps: this process, local worker processes, or Ray); every backend writes the
 same run store, so a sweep started with one can be resumed with another.
 With `track: mlflow` (or --track mlflow) the sweep's completed runs are logged to one MLflow experiment named after
-it (recx.tracking); tracking is not part of any run's config.
+it (recx.runs.tracking); tracking is not part of any run's config.
 """
 from __future__ import annotations
 
-import itertools
 import json
-import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
-from recx.config import RunConfig, deep_merge, has_key, read_yaml_mapping, resolve
+from recx.config.run_config import RunConfig
+from recx.core.errors import RecxError
+from recx.core.folders import atomic_file
+from recx.core.lock import LockedError
 from recx.data.prepare import PrepareOptions, prepare
-from recx.errors import RecxError
-from recx.folders import atomic_file
-from recx.report.report import ReportOptions, write_report
-from recx.runs import store
-from recx.runs.lock import LockedError
+from recx.runs import store, tracking
 from recx.runs.convergence import FILE as CONVERGENCE
 from recx.runs.convergence import convergence_frame
-from recx import tracking
 from recx.sweeps.backends import Execution, make_backend
 from recx.sweeps.drive import DriveReport, drive
+from recx.sweeps.experiments import (PlannedRun, SweepOverrides, experiment_spec, load_experiments, plan,
+                                     plan_each_method, table_layout)
 from recx.sweeps.task import RunTask
-
-EXPERIMENT_KEYS = {"description", "datasets", "methods", "seeds", "defaults", "grid", "ks", "table", "diagnostics",
-                   "track"}
-
-
-@dataclass
-class SweepOverrides:
-    """Command-line changes to an experiment: other datasets or seeds, some of its methods only, and config keys
-    forced in every run."""
-
-    datasets: list[str] | None = None
-    seeds: list[int] | None = None
-    settings: dict = field(default_factory=dict)
-    methods: list[str] | None = None
-
-    def apply(self, spec: dict, where: str = "experiment") -> dict:
-        spec = dict(spec)
-        if self.datasets:
-            spec["datasets"] = self.datasets
-        if self.seeds:
-            spec["seeds"] = self.seeds
-        if self.methods:
-            unknown = [m for m in self.methods if m not in spec["methods"]]
-            if unknown:
-                raise RecxError(f"--methods: {where} has no method {unknown[0]!r}; its methods: "
-                                f"{', '.join(spec['methods'])}")
-            spec["methods"] = {m: spec["methods"][m] for m in self.methods}
-        return spec
-
-
-@dataclass
-class PlannedRun:
-    method: str
-    grid_point: dict
-    config: RunConfig
-
-
-def load_experiments(path: Path) -> dict:
-    content = read_yaml_mapping(path, "experiments file")
-    if not isinstance(content.get("experiments"), dict):
-        raise RecxError(f"{path}: expected a top-level 'experiments' mapping")
-    return content
-
-
-def experiment_spec(content: dict, name: str, path: Path) -> dict:
-    experiments = content["experiments"]
-    if name not in experiments:
-        raise RecxError(f"{path}: no experiment {name!r}; defined: {', '.join(experiments)}")
-    spec = experiments[name]
-    unknown = sorted(set(spec) - EXPERIMENT_KEYS)
-    if unknown:
-        raise RecxError(f"{path}: experiments.{name}: unknown key {unknown[0]!r}; valid: {', '.join(sorted(EXPERIMENT_KEYS))}")
-    for key in ("datasets", "methods"):
-        if not spec.get(key):
-            raise RecxError(f"{path}: experiments.{name}.{key} is missing or empty")
-    for method, method_spec in spec["methods"].items():
-        check_per_dataset((method_spec or {}).get("per_dataset", {}), spec["datasets"],
-                          f"{path}: experiments.{name}.methods.{method}.per_dataset")
-    return spec
-
-
-def check_per_dataset(per_dataset, datasets: list[str], where: str) -> None:
-    """A method's `per_dataset`: a mapping from some of the experiment's datasets to config keys for that dataset."""
-    if not isinstance(per_dataset, dict):
-        raise RecxError(f"{where}: expected a mapping of dataset name to config keys, got {per_dataset!r}")
-    for dataset, keys in per_dataset.items():
-        if dataset not in datasets:
-            raise RecxError(f"{where}: {dataset!r} is not one of the experiment's datasets ({', '.join(datasets)})")
-        if not isinstance(keys, dict):
-            raise RecxError(f"{where}.{dataset}: expected a mapping of config keys, got {keys!r}")
-
-
-def plan(spec: dict, name: str, path: Path, forced: dict | None = None) -> list[PlannedRun]:
-    runs, planned = [], set()
-    for dataset in spec["datasets"]:
-        for method, method_spec in spec["methods"].items():
-            where = f"{path}: experiment {name!r}, method {method!r} (experiments.{name}.methods.{method})"
-            overrides = dict(method_spec or {})
-            for_dataset = overrides.pop("per_dataset", {}).get(dataset) or {}
-            overrides = deep_merge(overrides, for_dataset)
-            grid = overrides.pop("grid", spec.get("grid")) or {}
-            if not isinstance(grid, dict):
-                raise RecxError(f"{where}: grid must be a mapping of key to a list of values, got {grid!r}")
-            for point in grid_points(grid, where):
-                for seed in spec.get("seeds", [0]):
-                    raw = deep_merge(deep_merge(spec.get("defaults") or {}, nested(point)), overrides)
-                    raw = {**deep_merge(raw, forced or {}), "dataset": dataset, "seed": seed}
-                    config = resolve(raw, where=f"{where}, dataset {dataset!r}, seed {seed}{_point(point)}")
-                    if (method, config.run_id()) not in planned:
-                        planned.add((method, config.run_id()))
-                        own = {key: value for key, value in point.items() if not has_key(overrides, key)}
-                        runs.append(PlannedRun(method, own, config))
-    return runs
-
-
-def grid_points(grid: dict, where: str) -> list[dict]:
-    """Every combination of the grid's values; keys may be dotted (`model_args.alpha`) for nested args."""
-    for key, values in grid.items():
-        if not isinstance(values, list) or not values:
-            raise RecxError(f"{where}: grid.{key} must be a non-empty list of values, got {values!r}")
-    return [dict(zip(grid, values)) for values in itertools.product(*grid.values())] or [{}]
-
-
-def nested(point: dict) -> dict:
-    """{"model_args.alpha": 0.1, "lr": 0.01} -> {"model_args": {"alpha": 0.1}, "lr": 0.01}."""
-    out: dict = {}
-    for key, value in point.items():
-        head, _, tail = key.partition(".")
-        out = deep_merge(out, {head: {tail: value}} if tail else {head: value})
-    return out
-
-
-def _point(point: dict) -> str:
-    return f", grid point {point}" if point else ""
-
 
 def check_planned(runs: list[PlannedRun], data_root: Path, ks: list[int], name: str, path: Path) -> None:
     """Before the first run: each run's settings against its dataset's catalogue (datasets already prepared)."""
-    from recx.config_schema import check_against_dataset
+    from recx.config.run_config import check_against_dataset
 
     default_negatives = RunConfig().n_negatives
     for run in runs:
@@ -207,33 +83,6 @@ def select_grid_points(results: pd.DataFrame, runs: list[PlannedRun]) -> pd.Data
     return results.merge(best, on=["dataset", "method", "grid_point"])
 
 
-TABLE_KEYS = {"metrics", "ks", "stratified"}
-
-
-def table_layout(spec: dict, name: str, path: Path) -> dict:
-    """The `table` key of an experiment: metrics (default ndcg, recall), ks (default: the experiment's), and the
-    metrics shown per popularity stratum (default ndcg)."""
-    layout = spec.get("table") or {}
-    unknown = sorted(set(layout) - TABLE_KEYS)
-    if unknown:
-        raise RecxError(f"{path}: experiments.{name}.table: unknown key {unknown[0]!r}; valid: {', '.join(sorted(TABLE_KEYS))}")
-    return {"metrics": tuple(layout.get("metrics", ("ndcg", "recall"))),
-            "ks": tuple(layout.get("ks", spec.get("ks", [10, 20, 50]))),
-            "stratified": tuple(layout.get("stratified", ("ndcg",)))}
-
-
-def plan_each_method(spec: dict, name: str, path: Path, forced: dict | None) -> list[PlannedRun]:
-    """`plan` method by method, leaving out the methods that --set values do not fit (a sweep narrowed by
-    --methods sets keys of its own methods only; the others can have no complete run with those values)."""
-    runs = []
-    for method, method_spec in spec["methods"].items():
-        try:
-            runs += plan({**spec, "methods": {method: method_spec}}, name, path, forced)
-        except RecxError:
-            continue
-    return runs
-
-
 def complete_elsewhere(whole: list[PlannedRun], runs: list[PlannedRun], runs_dir: Path) -> list[PlannedRun]:
     """Runs of the whole experiment (its own datasets, seeds and methods) that this sweep did not plan but that are
     complete in its output folder: a sweep narrowed by --methods, --seeds or --dataset adds to the experiment's
@@ -263,7 +112,7 @@ def run_tasks(runs: list[PlannedRun], runs_dir: Path, data_root: Path, out: Path
 def execute_runs(tasks: list[RunTask], execution: Execution, name: str, total: int, logs: Path) -> DriveReport:
     """Run the tasks on the chosen backend with a progress bar; a failed run does not stop the others, and the
     sweep then ends with one error naming every failed run."""
-    from recx.train.trainer import make_progress
+    from recx.core.progress import make_progress
 
     with make_progress() as progress:
         overall = progress.add_task(f"sweep {name}", total=total, completed=total - len(tasks), status="")
@@ -291,9 +140,8 @@ def execute_runs(tasks: list[RunTask], execution: Execution, name: str, total: i
 def write_results(results: pd.DataFrame, out: Path) -> None:
     """results.parquet, replaced atomically (two sweeps of one experiment may finish at once)."""
     out.mkdir(parents=True, exist_ok=True)
-    partial = out / f".results.parquet.{os.getpid()}"
-    results.to_parquet(partial, index=False)
-    os.replace(partial, out / "results.parquet")
+    with atomic_file(out / "results.parquet") as partial:
+        results.to_parquet(partial, index=False)
 
 
 def track_runs(tracker: tracking.Tracking | None, name: str, out: Path, runs: list[PlannedRun]) -> None:
@@ -305,9 +153,22 @@ def track_runs(tracker: tracking.Tracking | None, name: str, out: Path, runs: li
         for run, folder in folders if store.is_complete(folder)])
 
 
+@dataclass
+class SweepOutcome:
+    """What a sweep leaves for its report: the results (one grid point per method), each run's folder, the
+    experiment's table layout (recx.sweeps.experiments.table_layout), and where results and curves were written."""
+    name: str
+    out: Path
+    results: pd.DataFrame
+    folders: dict[str, Path]
+    layout: dict
+
+
 def run_sweep(path: Path, name: str, out: Path, data_root: Path, dry_run: bool, console,
               overrides: SweepOverrides | None = None, execution: Execution | None = None,
-              track: tracking.Tracking | None = None) -> pd.DataFrame | None:
+              track: tracking.Tracking | None = None) -> SweepOutcome | None:
+    """Plan the experiment, train its missing runs, write results.parquet and convergence.parquet to `out` and log
+    the runs to the tracker; None with `dry_run` (the plan is printed)."""
     overrides = overrides or SweepOverrides()
     execution = execution or Execution()
     execution.validate()
@@ -344,11 +205,5 @@ def run_sweep(path: Path, name: str, out: Path, data_root: Path, dry_run: bool, 
     write_results(results, out)
     with atomic_file(out / CONVERGENCE) as partial:
         convergence_frame(shown, runs_dir).to_parquet(partial, index=False)
-    write_report(results, {run_id: runs_dir / run_id for run_id in results.run_id.unique()}, out,
-                 ReportOptions(metrics=layout["metrics"], ks=layout["ks"], stratified=layout["stratified"],
-                               title=f"experiment {name}", sources=[out / "results.parquet"]), force=True)
-    console.print((out / "table.md").read_text(), soft_wrap=True, markup=False, highlight=False)
-    console.print(f"results: {out / 'results.parquet'}; report: {out / 'report.md'} (tables table.md/.csv/.tex, "
-                  f"significance.md/.csv, plots/); per-epoch curves: {out / CONVERGENCE}")
     track_runs(tracker, name, out, runs)
-    return results
+    return SweepOutcome(name, out, results, {run_id: runs_dir / run_id for run_id in results.run_id.unique()}, layout)

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import torch
 
-from recx.device_paths import accelerator_branch
-from recx.errors import RecxError
+from recx.core.device_paths import accelerator_branch
+from recx.core.errors import RecxError
 
 OPTIMIZERS = ("adam", "lazy_adam", "adagrad", "rowwise_adagrad", "sgd")
 ROW_SPARSE = ("lazy_adam", "adagrad", "rowwise_adagrad", "sgd")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from recx.errors import RecxError
+from recx.core.errors import RecxError
 
 NAME = re.compile(r"[A-Za-z0-9._-]+")
 MAX_LENGTH = 200

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import torch
 
-from recx.errors import RecxError
+from recx.core.errors import RecxError
 from recx.models.scoring import per_query_scores
 from recx.samplers import SAMPLERS
 from recx.samplers.base import Batch, Negatives, Sampler

@@ -1,15 +1,13 @@
-"""What a report reads: long-format results files and, per run id, the run folder beside them (`runs/<run id>/`:
-config.yaml, epochs.jsonl, per_user_<split>.parquet)."""
+"""Runs as a report reads them: long-format results files and, per run id, the run folder beside them
+(`runs/<run id>/`), its epochs and its config (read through recx.runs.store)."""
 from __future__ import annotations
 
-import ast
-import json
 from pathlib import Path
 
 import pandas as pd
-import yaml
 
-from recx.errors import RecxError
+from recx.core.errors import RecxError
+from recx.runs import store
 
 IDENTITY = ("seed", "dataset", "device", "kernels", "eval_batch_size")  # config keys that never name a method
 
@@ -37,29 +35,16 @@ def load_results(paths: list[Path], runs_dir: Path | None = None) -> tuple[pd.Da
 
 def epochs(folder: Path) -> pd.DataFrame:
     """epochs.jsonl of a run: epoch, loss, seconds and the validation metric; `time` = cumulative seconds."""
-    path = folder / "epochs.jsonl"
-    if not path.is_file():
-        return pd.DataFrame()
-    records = pd.DataFrame([json.loads(line) for line in path.read_text().splitlines() if line.strip()])
+    records = pd.DataFrame(store.read_epochs(folder))
     return records.assign(time=records.seconds.cumsum()) if not records.empty else records
 
 
 def flat_config(folder: Path) -> dict:
     """config.yaml with nested args flattened to dotted keys (sampler_args.m), without the identity keys."""
-    path = folder / "config.yaml"
-    if not path.is_file():
-        return {}
     flat = {}
-    for key, value in (yaml.safe_load(path.read_text()) or {}).items():
+    for key, value in store.read_config(folder, required=False).items():
         if isinstance(value, dict):
             flat.update({f"{key}.{inner}": item for inner, item in value.items()})
         elif key not in IDENTITY:
             flat[key] = value
     return flat
-
-
-def grid_keys(results: pd.DataFrame) -> set[str]:
-    """Keys of the sweep's grid (tuned per method, so never the parameter a plot sweeps)."""
-    if "grid_point" not in results.columns:
-        return set()
-    return {key for point in results.grid_point.dropna().unique() for key, _ in ast.literal_eval(point)}

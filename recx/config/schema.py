@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 from dataclasses import MISSING, dataclass, fields
 
-from recx.errors import RecxError
-from recx.names import check_name
+from recx.core.errors import RecxError
+from recx.core.names import check_name
 
 ARGS_KEYS = ("model_args", "loss_args", "sampler_args")
 
@@ -168,17 +168,3 @@ def check_args(args_class, given: dict, where: str) -> None:
         if key in given and given[key] != defaults.get(key) and actual != needed:  # a resolved config keeps defaults
             raise RecxError(f"{where}.{key} = {given[key]!r} applies only with {other}: {needed} (here {other}: "
                             f"{actual}); set {other}: {needed} as well, or leave {key} out")
-
-
-def check_against_dataset(config, n_items: int, ks: list[int], default_negatives: int, where: str) -> None:
-    """Settings that depend on the data: cut-offs, and an n_negatives the user set (not a default, nor a loss's
-    default bundle) within the catalogue."""
-    if max(ks) > n_items:
-        raise RecxError(f"{where}: K={max(ks)} is larger than the number of items ({n_items}); choose cut-offs of "
-                        f"at most {n_items} (recx train --k 5,10 and --set valid_metric=ndcg@10; an experiment's ks)")
-    from recx.config import loss_default
-
-    explicit = config.n_negatives not in (default_negatives, loss_default(config.loss, "n_negatives"))
-    if config.n_negatives > n_items and explicit:
-        raise RecxError(f"{where}: n_negatives = {config.n_negatives} is larger than the catalogue of dataset "
-                        f"{config.dataset!r} ({n_items} items); expected at most {n_items}")

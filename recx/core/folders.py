@@ -2,7 +2,7 @@
 
 `.NAME.tmp-PID-HEX` is a folder being written by process PID; `.NAME.old-PID-HEX` is the previous NAME during a
 replacement (`--force`), deleted once the new one is in place. The caller holds the lock of NAME
-(recx.runs.lock), so siblings left by a dead process are stale: `clean_stale` deletes them, and puts an `.old`
+(recx.core.lock), so siblings left by a dead process are stale: `clean_stale` deletes them, and puts an `.old`
 back when a crash came between the two renames of a replacement. Nothing else in the parent is ever touched.
 """
 from __future__ import annotations
@@ -15,7 +15,7 @@ import uuid
 from pathlib import Path
 from typing import Iterator
 
-from recx.errors import RecxError
+from recx.core.errors import RecxError
 
 
 def temp_sibling(final: Path, kind: str = "tmp") -> Path:

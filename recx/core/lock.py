@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import Iterator
 
-from recx.errors import RecxError
+from recx.core.errors import RecxError
 
 
 class LockedError(RecxError):

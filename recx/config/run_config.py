@@ -10,13 +10,14 @@ from pathlib import Path
 
 import yaml
 
-from recx import config_schema, yaml_values
-from recx.errors import RecxError
+from recx.config import schema as config_schema
+from recx.core import yaml_values
+from recx.core.errors import RecxError
 from recx.losses import LOSSES
 from recx.models import MODELS
 from recx.samplers import SAMPLERS
 from recx.samplers.kernels.backend import KERNELS
-from recx.train.optim import OPTIMIZERS
+from recx.optim.optimizers import OPTIMIZERS
 
 WEIGHT_DECAY_MODES = ("none", "full", "batch")
 DEVICES = ("auto", "cpu", "cuda")
@@ -82,7 +83,7 @@ def _fill_args(kind: str, args_class, given: dict, where: str) -> dict:
 
 
 def resolve(raw: dict, where: str = "config") -> RunConfig:
-    """Validate keys, names and ranges (recx.config_schema), fill method defaults. Errors name the key at fault."""
+    """Validate keys, names and ranges (recx.config.schema), fill method defaults. Errors name the key at fault."""
     known = {f.name: f for f in fields(RunConfig)}
     unknown = sorted(set(raw) - set(known))
     if unknown:
@@ -291,3 +292,15 @@ def read_yaml_mapping(path: Path, what: str) -> dict:
 
 def load_config_file(path: Path) -> dict:
     return read_yaml_mapping(path, "config file")
+
+
+def check_against_dataset(config, n_items: int, ks: list[int], default_negatives: int, where: str) -> None:
+    """Settings that depend on the data: cut-offs, and an n_negatives the user set (not a default, nor a loss's
+    default bundle) within the catalogue."""
+    if max(ks) > n_items:
+        raise RecxError(f"{where}: K={max(ks)} is larger than the number of items ({n_items}); choose cut-offs of "
+                        f"at most {n_items} (recx train --k 5,10 and --set valid_metric=ndcg@10; an experiment's ks)")
+    explicit = config.n_negatives not in (default_negatives, loss_default(config.loss, "n_negatives"))
+    if config.n_negatives > n_items and explicit:
+        raise RecxError(f"{where}: n_negatives = {config.n_negatives} is larger than the catalogue of dataset "
+                        f"{config.dataset!r} ({n_items} items); expected at most {n_items}")

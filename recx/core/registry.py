@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Callable, Generic, TypeVar
 
-from recx.errors import RecxError
+from recx.core.errors import RecxError
 
 T = TypeVar("T")
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from recx.errors import RecxError
+from recx.core.errors import RecxError
 
 BACKENDS = ("mlflow",)
 TRAIN_EXPERIMENT = "recx train"
@@ -98,7 +98,7 @@ def _final_metrics(folder: Path) -> dict[str, float]:
 
 
 def _histories(folder: Path) -> list[tuple[str, float, int]]:
-    from recx.report.runs import epochs
+    from recx.runs.collection import epochs
 
     frame = epochs(folder)
     columns = [column for column in frame.columns if column not in ("epoch", "time")]

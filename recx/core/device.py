@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from recx.errors import RecxError
+from recx.core.errors import RecxError
 
 
 def resolve_device(name: str) -> torch.device:

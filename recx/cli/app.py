@@ -2,7 +2,7 @@
 
 Importing this module is cheap (no torch, pandas or registry): `--help`, `--version`, a mistyped command or option
 and shell completion answer at once, the registered names and defaults they show coming from the stored catalogue
-(recx.catalog). Each command imports what it needs when it runs, behind a spinner on a terminal.
+(recx.cli.catalog). Each command imports what it needs when it runs, behind a spinner on a terminal.
 
 A user error (RecxError) prints one line and exits 1; Ctrl-C prints what was interrupted and what was kept and
 exits 130; an unexpected internal error prints one line and where its full traceback was saved (`--debug`
@@ -25,8 +25,10 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
-from recx import __version__, catalog, completion, yaml_values
-from recx.errors import RecxError
+from recx import __version__
+from recx.cli import catalog, completion
+from recx.core import yaml_values
+from recx.core.errors import RecxError
 
 app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Experiment runner for negative sampling, softmax approximation and losses in "
@@ -130,7 +132,7 @@ def print_metrics(values: dict, title: str) -> None:
 
 
 def _print_versions(title: str | None = None) -> None:
-    from recx.versions import versions
+    from recx.core.versions import versions
 
     table = Table(title=title, title_justify="left", show_header=title is not None)
     for column in ("package", "version"):
@@ -191,7 +193,7 @@ def prepare(
     """Turn a source into a prepared dataset: Parquet splits, id maps and card.json (refuses an existing name)."""
     with _loading():
         from recx.data.prepare import PrepareOptions, prepare as run_prepare
-    from recx.names import check_name
+    from recx.core.names import check_name
 
     check_name(name, "dataset name")
     options = PrepareOptions(format=format, source=source, ratios=ratios, seed=seed, min_rating=min_rating,
@@ -257,12 +259,13 @@ def train(
     An interrupted run is kept: during training it is marked incomplete and the same command goes on from its last checkpoint (results identical to an uninterrupted run); after training it can be evaluated (`recx eval`) and the same command finishes it. A completed run is refused unless --force.
     """
     with _loading():
-        from recx.config import RunConfig, deep_merge, load_config_file, resolve
-        from recx.config_schema import check_values
+        from recx.config.run_config import RunConfig, deep_merge, load_config_file, resolve
+        from recx.config.schema import check_values
         from recx.data.dataset import load_dataset
-        from recx.train.trainer import make_progress, train_run
-    from recx import tracking
-    from recx.names import check_name
+        from recx.core.progress import make_progress
+        from recx.runs.train_run import train_run
+    from recx.runs import tracking
+    from recx.core.names import check_name
 
     tracker = tracking.choose(track, track_uri)
     defaults = RunConfig()
@@ -309,7 +312,7 @@ def evaluate_run(
 ):
     """Full-ranking evaluation of a trained run: NDCG, Recall, Precision, MRR, HitRate, per popularity stratum."""
     with _loading():
-        from recx.eval.run_eval import evaluate_saved_run
+        from recx.runs.evaluate import evaluate_saved_run
 
     if split not in ("valid", "test"):
         raise RecxError(f"--split {split!r}: expected valid or test")
@@ -363,9 +366,11 @@ def sweep(
     Every run is validated before the first one starts. An interrupted sweep loses at most the run in progress: the same command skips completed runs, finishes trained ones and restarts incomplete ones.
     """
     with _loading():
-        from recx.sweep import SweepOverrides, run_sweep
+        from recx.report.report import report_sweep
         from recx.sweeps.backends import Execution
-    from recx.tracking import Tracking
+        from recx.sweeps.experiments import SweepOverrides
+        from recx.sweeps.sweep import run_sweep
+    from recx.runs.tracking import Tracking
 
     try:
         seed_list = [int(s) for s in seeds.split(",")] if seeds else None
@@ -373,8 +378,9 @@ def sweep(
         raise RecxError(f"--seeds {seeds!r}: expected comma-separated integers such as 0,1,2") from None
     overrides = SweepOverrides(datasets=dataset or None, seeds=seed_list, settings=_parse_assignments(set_),
                                methods=[m.strip() for m in methods.split(",") if m.strip()] if methods else None)
-    run_sweep(experiments_file, experiment, out or Path("results") / experiment, _data_root(data_root), dry_run,
-              console, overrides, Execution(backend, jobs, address), Tracking(track, track_uri))
+    report_sweep(run_sweep(experiments_file, experiment, out or Path("results") / experiment, _data_root(data_root),
+                           dry_run, console, overrides, Execution(backend, jobs, address), Tracking(track, track_uri)),
+                 console)
 
 
 @app.command()
@@ -397,7 +403,7 @@ def report(
     """Tables (mean ± std, best in bold), paired significance tests against a baseline, and plots."""
     with _loading():
         from recx.report.report import ReportOptions, write_report
-        from recx.report.runs import load_results
+        from recx.runs.collection import load_results
 
     if resamples < 1 or not 0 < alpha < 1:
         raise RecxError(f"--resamples {resamples} / --alpha {alpha}: expected at least 1 resample and 0 < alpha < 1")
@@ -461,8 +467,8 @@ def diagnose_sampler(
 ):
     """KL(proposal || softmax) and total variation per user, for the run's random initialisation and trained model."""
     with _loading():
-        from recx.eval.sampler_diagnostics import FIGURE_SAMPLERS, diagnose_run
-        from recx.train.device import resolve_device
+        from recx.report.sampler_diagnostics import FIGURE_SAMPLERS, diagnose_run
+        from recx.core.device import resolve_device
 
     table = diagnose_run(run_dir, sampler or FIGURE_SAMPLERS, users, draws, codewords, seed, resolve_device(device),
                          plot)

@@ -8,14 +8,14 @@ import pyarrow.parquet as pq
 import torch
 
 from recx.data.dataset import load_dataset
-from recx.errors import RecxError
-from recx.folders import atomic_file, write_failed
+from recx.core.errors import RecxError
+from recx.core.folders import atomic_file, write_failed
 from recx.eval.diagnostics import diagnostics
 from recx.eval.evaluator import evaluate
 from recx.runs import store
 from recx.train.build import build_model
-from recx.train.device import resolve_device
-from recx.train.progress import make_progress, shown_task
+from recx.core.device import resolve_device
+from recx.core.progress import make_progress, shown_task
 
 
 TOPK_MARK = {b"recx": b"topk"}  # Parquet metadata of a top-K file recx wrote: recx may replace such a file

@@ -5,7 +5,7 @@ sampler, loss or model; the keyword arguments of a format reader) and the first 
 
 Reading the registries imports torch and every registered module (seconds), so `--help`, `--version` and shell
 completion read `catalog.json` beside this file instead: the same entries and the run config's defaults, written by
-`python -m recx.catalog --write` (`make catalog`) and checked against the live registries by tests/test_cli_catalog.py.
+`python -m recx.cli.catalog --write` (`make catalog`) and checked against the live registries by tests/test_cli_catalog.py.
 """
 from __future__ import annotations
 
@@ -85,7 +85,7 @@ def entries(kind: str, experiments_file: Path | None = None) -> list[Entry]:
         return _metrics()
     if kind == "experiments":
         return _experiments(experiments_file or Path("experiments.yaml"))
-    from recx.errors import RecxError
+    from recx.core.errors import RecxError
     raise RecxError(f"recx list {kind!r}: expected one of {', '.join(KINDS)}")
 
 
@@ -102,7 +102,7 @@ def _metrics() -> list[Entry]:
 
 
 def _experiments(path: Path) -> list[Entry]:
-    from recx.config import read_yaml_mapping
+    from recx.config.run_config import read_yaml_mapping
 
     content = read_yaml_mapping(path, "experiments file")
     experiments = content.get("experiments") or {}
@@ -114,7 +114,7 @@ def _experiments(path: Path) -> list[Entry]:
 
 def build() -> dict:
     """The stored catalogue, from the live registries: entries of every kind but experiments, run config defaults."""
-    from recx.config import RunConfig
+    from recx.config.run_config import RunConfig
 
     defaults = {key: value for key, value in RunConfig().to_dict().items() if not isinstance(value, dict)}
     return {"entries": {kind: [dataclasses.asdict(entry) for entry in entries(kind)] for kind in STORED_KINDS},
@@ -141,7 +141,7 @@ def stored_default(key: str):
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m recx.catalog", description="Write or check recx/catalog.json.")
+    parser = argparse.ArgumentParser(prog="python -m recx.cli.catalog", description="Write or check recx/cli/catalog.json.")
     parser.add_argument("--write", action="store_true", help="rewrite catalog.json from the live registries")
     wanted = render(build())
     if parser.parse_args(argv).write:
@@ -149,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wrote {STORED}")
         return 0
     if STORED.read_text() != wanted:
-        print(f"{STORED} is out of date: run `python -m recx.catalog --write` (make catalog)", file=sys.stderr)
+        print(f"{STORED} is out of date: run `python -m recx.cli.catalog --write` (make catalog)", file=sys.stderr)
         return 1
     print(f"{STORED} is up to date")
     return 0

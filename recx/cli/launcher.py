@@ -1,0 +1,31 @@
+"""The `recx` entry point: the compute threads (recx.core.threads, before torch loads), keep
+freed memory in the process (recx.core.memory), then the command line of recx.cli.app.
+
+recx.cli.app is cheap to import: `--help` and shell completion answer without torch; a command that needs torch loads
+it behind a spinner on a terminal (recx.cli.app._loading). `recx --version` alone answers before the command line is
+even built (no Typer, no rich)."""
+from __future__ import annotations
+
+import sys
+
+
+def main() -> None:
+    if sys.argv[1:] == ["--version"]:
+        from recx import __version__
+
+        print(f"recx {__version__}")
+        return
+    from recx.core.errors import RecxError
+    from recx.core.threads import prepare_environment
+
+    try:
+        prepare_environment()
+    except RecxError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(1)
+    from recx.core.memory import keep_freed_memory
+
+    keep_freed_memory()
+    from recx.cli.app import main as run
+
+    run()

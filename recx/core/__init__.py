@@ -1,0 +1,1 @@
+"""Base utilities: errors, names, folders and atomic writes, locks, progress, registries, threads, devices."""

@@ -1,0 +1,122 @@
+"""The training loop: epochs of the model's runner, validation, early stopping and a checkpoint after an epoch.
+
+It knows no run folder: where each epoch's record and the checkpoint go is the caller's (recx.runs.train_run).
+"""
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from rich.progress import Progress
+
+from recx.config.run_config import RunConfig
+from recx.core.device_paths import accelerator_branch
+from recx.core.errors import RecxError
+from recx.core.progress import RunProgress
+from recx.data.dataset import Dataset
+from recx.train import checkpoint
+from recx.train.nonfinite import NonFiniteWatch, non_finite_error
+from recx.train.runners import RUNNERS
+
+CHECKPOINT_INTERVAL_S = 60.0  # checkpoint_every None: after the first epoch that ends this long after the last
+LOSS_REFRESH_S = 1.0  # the bar's running loss is read from the device at most this often (one host sync)
+
+
+@dataclass
+class FitHooks:
+    """What the loop needs from its caller: the validation metric of the model (None: no validation; it reports
+    its progress as after_batch(done, total)), where each epoch's record goes, the checkpoint file and how often to
+    write it (None: by time, see `fit`), and what to do when training goes on from a checkpoint after `epochs done`."""
+    validate: Callable[[torch.nn.Module, Callable[[int, int], None]], float] | None
+    log_epoch: Callable[[dict], None]
+    checkpoint: Path
+    checkpoint_every: int | None = None
+    resumed: Callable[[int], None] = lambda epochs_done: None
+
+
+def fit(config: RunConfig, dataset: Dataset, model, progress: Progress, hooks: FitHooks) -> int:
+    """Train `model` in place; returns the selected epoch (best validation metric, else the last epoch).
+
+    The epoch's steps are the runner's (recx.train.runners, by the model's training kind); losses stay on the
+    device during the epoch and are read once at its end (and for the bar's running loss at most once a second).
+    Each epoch's record (epoch, loss, seconds, validation metric) goes to `hooks.log_epoch`. The whole state is
+    written to `hooks.checkpoint` every `hooks.checkpoint_every` epochs (0: never; None: after each epoch that ends
+    at least CHECKPOINT_INTERVAL_S after the last checkpoint, so that writing it costs a short epoch little); when
+    that file exists, training goes on from it (recx.train.checkpoint) after `hooks.resumed(epochs done)`.
+    """
+    generator = torch.Generator(device=model.device).manual_seed(config.seed)
+    runner = RUNNERS.get(model.training_kind)(config, dataset, model, generator)
+    loop = checkpoint.LoopState()
+    saved = hooks.checkpoint
+    if saved.is_file():
+        try:
+            runner, loop = checkpoint.load(saved, runner)
+        except RecxError as exc:
+            raise RecxError(f"{exc}; pass --force to train the run again from the first epoch") from None
+        hooks.resumed(loop.epoch)
+        progress.console.print(f"resuming after epoch {loop.epoch} of {config.epochs} (its checkpoint)",
+                               highlight=False)
+    checkpointed_at = time.perf_counter()
+    name = config.model if model.training_kind == "alternating" else f"{config.loss}+{config.sampler}"
+    task = progress.add_task(name, total=max(runner.n_steps, 1), status="")
+    on_host = not accelerator_branch(model.device)  # the running loss is shown only where reading it costs no device sync
+    epoch = loop.epoch
+    for epoch in range(loop.epoch + 1, config.epochs + 1 if runner.n_steps else 1):
+        model.train()
+        started = time.perf_counter()
+        losses = torch.zeros(runner.n_steps, device=model.device)
+        progress.update(task, description=f"{name} epoch {epoch}/{config.epochs}", completed=0)
+        shown = {"at": started}
+        watch = NonFiniteWatch(losses, epoch, config.lr)
+
+        def after_step(step: int) -> None:
+            watch.after_step(step)
+            now = time.perf_counter()
+            if now - shown["at"] >= LOSS_REFRESH_S:
+                shown["at"] = now
+                running = f"  loss {float(losses[:step].mean()):.4f}" if on_host else ""
+                progress.update(task, completed=step, status=f"{step / (now - started):.1f} steps/s{running}")
+            else:
+                progress.update(task, completed=step)
+
+        runner.train_epoch(epoch, losses, after_step)
+        losses = losses.cpu()
+        error = non_finite_error(losses, epoch, config.lr)
+        if error is not None:
+            raise error
+        record = {"epoch": epoch, "loss": float(losses.mean()), "seconds": time.perf_counter() - started}
+        status = f"loss {record['loss']:.4f}"
+        if hooks.validate is not None and epoch % config.eval_every == 0:
+            def validated(done: int, total: int) -> None:
+                progress.update(task, status=f"{status}  validating {done:,}/{total:,} users")
+
+            score = hooks.validate(model, validated)
+            record[f"valid_{config.valid_metric}"] = score
+            status += f"  valid {config.valid_metric} {score:.4f}"
+            if score > loop.best_score:
+                loop.best_score, loop.best_epoch, loop.waited = score, epoch, 0
+                loop.best_state = copy.deepcopy(model.state_dict())
+            else:
+                loop.waited += 1
+        hooks.log_epoch(record)
+        loop.epoch = epoch
+        progress.update(task, status=status)
+        if isinstance(progress, RunProgress):
+            progress.line(f"{name} epoch {epoch}/{config.epochs}: {status}  ({record['seconds']:.1f} s)")
+        if loop.waited >= config.patience:
+            break
+        every = hooks.checkpoint_every
+        due = (time.perf_counter() - checkpointed_at >= CHECKPOINT_INTERVAL_S if every is None
+               else every > 0 and epoch % every == 0)
+        if due and epoch < config.epochs:
+            checkpoint.save(saved, runner, loop)
+            checkpointed_at = time.perf_counter()
+    progress.remove_task(task)
+    if loop.best_state is None:
+        return epoch
+    model.load_state_dict(loop.best_state)
+    return loop.best_epoch
