@@ -30,7 +30,9 @@ from recx.cli import catalog, completion
 from recx.core import yaml_values
 from recx.core.errors import RecxError
 
-app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False,
+# Plain (click) help, not Typer's rich panels: rich's help renderer and the Markdown parser it loads cost ~0.15 s of
+# every `--help` (bench/cli_latency.py), and help text is read as often as it is piped or grepped.
+app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False, rich_markup_mode=None,
                   help="Experiment runner for negative sampling, softmax approximation and losses in "
                        "implicit-feedback recommendation. `recx list` shows every sampler, loss, model, metric, "
                        "format and experiment by name.")
@@ -146,7 +148,7 @@ def _print_versions(title: str | None = None) -> None:
 def options(
     ctx: typer.Context,
     version: bool = typer.Option(False, "--version", help="Show recx's version and exit."),
-    verbose: bool = typer.Option(False, "--verbose", help="With --version: also torch, CUDA, CuPy and faiss."),
+    verbose: bool = typer.Option(False, "--verbose", help="With --version: also torch, CUDA and CuPy."),
     debug: bool = typer.Option(False, "--debug", help="Show the full traceback of an internal error "
                                                       "(accepted anywhere on the command line)."),
 ):
@@ -428,7 +430,7 @@ def list_names(
 ):
     """Every name recx accepts, with its module, arguments (defaults) and summary, read from the registries.
 
-    Then the versions of recx, torch, CUDA, CuPy and faiss (`recx list versions`: only those)."""
+    Then the versions of recx, torch, CUDA and CuPy (`recx list versions`: only those)."""
     if kind is not None and kind not in LIST_KINDS:
         raise RecxError(f"recx list {kind!r}: expected one of {', '.join(LIST_KINDS)}")
     if kind == "versions":
@@ -448,7 +450,7 @@ def list_names(
         _print_versions("versions")
 
 
-diagnose_app = typer.Typer(no_args_is_help=True, help="Diagnostics of a completed run.")
+diagnose_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Diagnostics of a completed run.")
 app.add_typer(diagnose_app, name="diagnose")
 
 

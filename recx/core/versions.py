@@ -1,6 +1,6 @@
 """What `recx --version --verbose` and `recx list` report: recx's version and the accelerator stack it found.
 
-torch and faiss are imported (seconds), CuPy only when installed; nothing here is needed by `recx --version` alone.
+torch is imported (seconds), CuPy only when installed; nothing here is needed by `recx --version` alone.
 """
 from __future__ import annotations
 
@@ -31,6 +31,6 @@ def _cuda() -> str:
 
 
 def versions() -> dict[str, str]:
-    """recx, torch, CUDA (the version torch was built with, and the GPUs it sees), CuPy and faiss."""
+    """recx, torch, CUDA (the version torch was built with, and the GPUs it sees) and CuPy."""
     return {"recx": __version__, "torch": _module_version("torch"), "CUDA": _cuda(),
-            "CuPy": _module_version("cupy"), "faiss": _module_version("faiss")}
+            "CuPy": _module_version("cupy")}
