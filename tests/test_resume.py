@@ -3,6 +3,7 @@ of an uninterrupted run, bit for bit on the CPU, having trained only epochs k+1.
 from __future__ import annotations
 
 import json
+import shutil
 import os
 import signal
 import subprocess
@@ -197,3 +198,21 @@ def test_kill_9_then_the_same_command_finishes_the_run(tiny_root, tiny, tmp_path
                       "loss": "softmax", "dataset": "tiny"})
     train_run(config, tiny, tmp_path / "whole")
     assert_same_run(folder, tmp_path / "whole")
+
+
+def test_a_checkpoint_of_the_recx_before_the_layers_resumes(tiny, tmp_path, monkeypatch):
+    """tests/golden/run_before_layers: a run folder written by recx at 18309b4 (before issue 23 moved the modules
+    of the pickled sampler and optimizer: recx.samplers.kernel, recx.train.optim), stopped after the checkpoint of
+    epoch 2 of 4 (the tiny dataset, MF, softmax over kernel draws, lazy Adam). Today's recx goes on from it and ends
+    with the run it would have trained uninterrupted."""
+    config = resolve({"seed": 3, "dim": 8, "epochs": 4, "patience": 4, "device": "cpu", "dataset": "tiny",
+                      "model": "mf", "loss": "softmax", "sampler": "kernel", "optimizer": "lazy_adam", "lr": 0.01,
+                      "n_negatives": 20})
+    old = tmp_path / "old"
+    shutil.copytree(Path(__file__).parent / "golden" / "run_before_layers", old)
+    assert store.resumable(old) and store.read_config(old) == config.to_dict()
+    trained = count_epochs(monkeypatch)
+    train_run(config, tiny, old)
+    assert trained == [3, 4]
+    train_run(config, tiny, tmp_path / "whole")
+    assert_same_run(old, tmp_path / "whole")
