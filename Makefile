@@ -12,7 +12,7 @@ SWEEP = $(RECX) sweep experiments.yaml --backend $(BACKEND) --jobs $(JOBS) $(if 
 sweep_out = $(if $(OUT),--out $(OUT)/$(1))
 CI_OUT ?= build/ci-reproduce
 
-.PHONY: setup quickstart test test-gpu bench catalog gowalla reproduce-prism reproduce-hns reproduce-bir reproduce-fastvae \
+.PHONY: setup quickstart test lint test-gpu bench catalog gowalla reproduce-prism reproduce-hns reproduce-bir reproduce-fastvae \
 	reproduce-rg ci-reproduce gpu-check gpu-check-cpu
 
 setup:
@@ -24,6 +24,11 @@ quickstart: setup
 
 test:
 	$(PYTHON) -m pytest -q -m "not gpu"
+
+# style, import order and the layers contract (pyproject.toml [tool.importlinter]); run by .ci/run
+lint:
+	$(PYTHON) -m ruff check .
+	lint-imports
 
 test-gpu:
 	$(PYTHON) -m pytest -q -m gpu
