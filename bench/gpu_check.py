@@ -98,7 +98,7 @@ def check_tests(device: str) -> Check:
 
 def check_setup(device: str) -> Check:
     check = Check("setup")
-    from recx.samplers.kernels.backend import cupy_available, resolve_backend
+    from recx.samplers.kernels.choice import cupy_available, resolve_kernels
     check.lines.append(f"- torch {torch.__version__}, CUDA build {torch.version.cuda}, "
                        f"CUDA available {torch.cuda.is_available()}, CuPy usable {cupy_available()}")
     if device == "cuda":
@@ -109,7 +109,7 @@ def check_setup(device: str) -> Check:
             check.lines.append("- a CUDA build of torch and `pip install -e \".[gpu]\"` (CuPy) are needed")
     else:
         try:
-            resolve_backend("cupy", torch.device("cpu"))
+            resolve_kernels("cupy", torch.device("cpu"))
             check.ok, message = False, "`--kernels cupy` on the CPU was accepted"
         except Exception as refused:  # the message a user sees
             message = f"`--kernels cupy` on the CPU is refused: {refused}"

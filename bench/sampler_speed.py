@@ -84,7 +84,7 @@ def label(case) -> str:
 def kernel_comparison(dataset, repeats: int = 20) -> None:
     """CuPy kernels against their torch references on CUDA (alias draws; CSR membership)."""
     from recx.samplers.kernels.alias_table import build_alias, draw_torch
-    from recx.samplers.kernels.backend import cupy_available
+    from recx.samplers.kernels.choice import cupy_available
     from recx.samplers.kernels.cupy_kernels import alias_draw, csr_contains
 
     if not cupy_available():

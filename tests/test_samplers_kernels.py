@@ -6,7 +6,7 @@ import torch
 
 from recx.core.errors import RecxError
 from recx.samplers.kernels.alias_table import AliasTable, build_alias, draw_torch, implied_probabilities
-from recx.samplers.kernels.backend import resolve_backend
+from recx.samplers.kernels.choice import resolve_kernels
 from recx.samplers.kernels.membership import contains
 from tests.sampler_helpers import assert_follows, random_dataset
 
@@ -45,13 +45,13 @@ def test_membership_matches_the_dense_matrix():
     assert torch.equal(contains(dataset.train, users, items), dense[users.expand_as(items), items])
 
 
-def test_backend_choice():
-    assert resolve_backend("torch", "cpu") == "torch"
-    assert resolve_backend("auto", "cpu") == "torch"
+def test_kernels_choice():
+    assert resolve_kernels("torch", "cpu") == "torch"
+    assert resolve_kernels("auto", "cpu") == "torch"
     with pytest.raises(RecxError, match="cupy"):
-        resolve_backend("cupy", "cpu")
+        resolve_kernels("cupy", "cpu")
     with pytest.raises(RecxError, match="valid"):
-        resolve_backend("fast", "cpu")
+        resolve_kernels("fast", "cpu")
 
 
 def _cuda_cupy():

@@ -16,7 +16,7 @@ from recx.core.errors import RecxError
 from recx.losses import LOSSES
 from recx.models import MODELS
 from recx.samplers import SAMPLERS
-from recx.samplers.kernels.backend import KERNELS
+from recx.samplers.kernels.choice import KERNELS
 from recx.optim.optimizers import OPTIMIZERS
 
 WEIGHT_DECAY_MODES = ("none", "full", "batch")

@@ -9,7 +9,7 @@ import torch
 from recx.data.dataset import Dataset
 from recx.core.errors import RecxError
 from recx.samplers.kernels import membership
-from recx.samplers.kernels.backend import resolve_backend
+from recx.samplers.kernels.choice import resolve_kernels
 
 
 @dataclass
@@ -67,7 +67,8 @@ class Batch:
 class Sampler:
     """Subclasses implement `sample`. `rebuild` is called at the point named by `rebuild_every`.
 
-    `kernels` (auto, torch or cupy) picks the implementation of the shared kernels (recx/samplers/kernels/).
+    `kernels` (auto, torch or cupy) picks the implementation of the shared kernels (recx/samplers/kernels/); the
+    attribute `kernels` is the one chosen: 'torch' or 'cupy' (recx.samplers.kernels.choice).
     """
 
     rebuild_every: str | None = None  # None, or "epoch": `rebuild` runs before each epoch
@@ -77,12 +78,11 @@ class Sampler:
         self.n_negatives = n_negatives
         self.args = args
         self.generator = generator
-        self.kernels = kernels
-        self.backend = resolve_backend(kernels, generator.device)
+        self.kernels = resolve_kernels(kernels, generator.device)
 
     def is_training_item(self, users: torch.Tensor, items: torch.Tensor) -> torch.Tensor:
         """[B, n] booleans: items[b, k] is a training item of users[b] (CSR binary search)."""
-        return membership.contains(self.dataset.train, users[:, None], items, self.backend)
+        return membership.contains(self.dataset.train, users[:, None], items, self.kernels)
 
     def rebuild(self, query_table: torch.Tensor | None, item_table: torch.Tensor) -> None:
         """Refresh state (codebooks, tables, caches) from the current model representations."""

@@ -146,7 +146,7 @@ class InvertedMultiIndexSampler(Sampler):
             uniforms = torch.rand((3, query.shape[0], self.n_negatives), generator=self.generator,
                                   device=query.device, dtype=torch.float64).permute(1, 2, 0)  # [B, n, 3]
             drawn = draw_cells_and_items(proposal.log_joint, proposal.cumulative, self.codebooks.cell_ptr,
-                                         self.codebooks.order, uniforms, self.codebooks.largest_cell, self.backend)
+                                         self.codebooks.order, uniforms, self.codebooks.largest_cell, self.kernels)
             items.append(drawn)
             log_q.append(self._log_q(proposal, drawn))
             positive_log_q.append(self._log_q(proposal, positives[:, None])[:, 0])

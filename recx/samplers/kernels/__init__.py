@@ -4,5 +4,5 @@
 - `midx_draw.draw_cells_and_items`: the three-stage MIDX draw (codeword, codeword, item within the cell).
 - `membership.contains`: whether (user, item) pairs are training interactions (binary search in CSR rows).
 
-`backend.resolve_backend` turns the run option `kernels: auto|torch|cupy` into the implementation used.
+`choice.resolve_kernels` turns the run option `kernels: auto|torch|cupy` into the implementation used.
 """

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import torch
 
-from recx.samplers.kernels.backend import resolve_backend
+from recx.samplers.kernels.choice import resolve_kernels
 
 
 def build_alias(weights: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -68,11 +68,11 @@ class AliasTable:
         self.prob, self.alias = build_alias(weights)
         weights = weights.to(torch.float64)
         self.log_probabilities = torch.log(weights / weights.sum()).to(torch.float32)
-        self.backend = resolve_backend(kernels, weights.device)
+        self.kernels = resolve_kernels(kernels, weights.device)
 
     def sample(self, shape: tuple[int, ...], generator: torch.Generator) -> torch.Tensor:
         uniforms = torch.rand(shape, generator=generator, device=self.prob.device, dtype=torch.float64)
-        if self.backend == "cupy":
+        if self.kernels == "cupy":
             from recx.samplers.kernels.cupy_kernels import alias_draw
 
             return alias_draw(self.prob, self.alias, uniforms)

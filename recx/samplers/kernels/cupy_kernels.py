@@ -1,4 +1,4 @@
-"""CuPy RawKernels for CUDA tensors (imported only when the `cupy` backend is in use).
+"""CuPy RawKernels for CUDA tensors (imported only when the `cupy` kernels are in use).
 
 Tensors cross between torch and CuPy without copies (DLPack) and the kernels run on torch's current stream.
 """

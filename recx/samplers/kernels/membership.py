@@ -10,10 +10,10 @@ import torch
 from recx.data.csr import CSR
 
 
-def contains(csr: CSR, rows: torch.Tensor, cols: torch.Tensor, backend: str = "torch") -> torch.Tensor:
-    """Boolean tensor of cols' shape; rows broadcast to it. `backend` is 'torch' or 'cupy' (see backend.py)."""
+def contains(csr: CSR, rows: torch.Tensor, cols: torch.Tensor, kernels: str = "torch") -> torch.Tensor:
+    """Boolean tensor of cols' shape; rows broadcast to it. `kernels` is 'torch' or 'cupy' (see choice.py)."""
     rows = rows.expand_as(cols)
-    if backend == "cupy":
+    if kernels == "cupy":
         from recx.samplers.kernels.cupy_kernels import csr_contains
 
         return csr_contains(csr.indptr, csr.indices, rows, cols)

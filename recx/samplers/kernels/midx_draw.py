@@ -79,8 +79,8 @@ def draw_torch(log_joint: torch.Tensor, cumulative: torch.Tensor | None, cell_pt
 
 
 def draw_cells_and_items(log_joint: torch.Tensor, cumulative: torch.Tensor | None, cell_ptr: torch.Tensor,
-                         order: torch.Tensor, uniforms: torch.Tensor, largest_cell: int, backend: str) -> torch.Tensor:
-    if backend == "cupy":
+                         order: torch.Tensor, uniforms: torch.Tensor, largest_cell: int, kernels: str) -> torch.Tensor:
+    if kernels == "cupy":
         from recx.samplers.kernels.cupy_kernels import midx_draw
 
         return midx_draw(log_joint, cumulative, cell_ptr, order, uniforms)

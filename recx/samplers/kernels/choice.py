@@ -19,7 +19,7 @@ def cupy_available() -> bool:
     return importlib.util.find_spec("cupy") is not None and torch.cuda.is_available()
 
 
-def resolve_backend(kernels: str, device: torch.device | str) -> str:
+def resolve_kernels(kernels: str, device: torch.device | str) -> str:
     """'torch' or 'cupy' for tensors on `device`; `cupy` off CUDA or without the package is a user error."""
     if kernels not in KERNELS:
         raise RecxError(f"kernels {kernels!r}; valid: {', '.join(KERNELS)}")
