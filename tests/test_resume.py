@@ -200,16 +200,23 @@ def test_kill_9_then_the_same_command_finishes_the_run(tiny_root, tiny, tmp_path
     assert_same_run(folder, tmp_path / "whole")
 
 
-def test_a_checkpoint_of_the_recx_before_the_layers_resumes(tiny, tmp_path, monkeypatch):
-    """tests/golden/run_before_layers: a run folder written by recx at 18309b4 (before issue 23 moved the modules
-    of the pickled sampler and optimizer: recx.samplers.kernel, recx.train.optim), stopped after the checkpoint of
-    epoch 2 of 4 (the tiny dataset, MF, softmax over kernel draws, lazy Adam). Today's recx goes on from it and ends
+BEFORE_LAYERS = {
+    "kernel": {"sampler": "kernel", "optimizer": "lazy_adam", "lr": 0.01},
+    "popularity": {"sampler": "popularity"},
+}
+
+
+@pytest.mark.parametrize("case", list(BEFORE_LAYERS))
+def test_a_checkpoint_of_the_recx_before_the_layers_resumes(tiny, tmp_path, monkeypatch, case):
+    """tests/golden/run_before_layers_<case>: run folders written by recx at 18309b4, before issue 23 moved the
+    modules of pickled classes (recx.samplers.kernel, recx.train.optim) and renamed the samplers' and alias table's
+    chosen kernels from `backend` to `kernels`; each stopped after the checkpoint of epoch 2 of 4 (the tiny dataset,
+    MF, softmax over kernel draws with lazy Adam, or over popularity draws). Today's recx goes on from it and ends
     with the run it would have trained uninterrupted."""
     config = resolve({"seed": 3, "dim": 8, "epochs": 4, "patience": 4, "device": "cpu", "dataset": "tiny",
-                      "model": "mf", "loss": "softmax", "sampler": "kernel", "optimizer": "lazy_adam", "lr": 0.01,
-                      "n_negatives": 20})
+                      "model": "mf", "loss": "softmax", "n_negatives": 20, **BEFORE_LAYERS[case]})
     old = tmp_path / "old"
-    shutil.copytree(Path(__file__).parent / "golden" / "run_before_layers", old)
+    shutil.copytree(Path(__file__).parent / "golden" / f"run_before_layers_{case}", old)
     assert store.resumable(old) and store.read_config(old) == config.to_dict()
     trained = count_epochs(monkeypatch)
     train_run(config, tiny, old)

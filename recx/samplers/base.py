@@ -9,7 +9,7 @@ import torch
 from recx.data.dataset import Dataset
 from recx.core.errors import RecxError
 from recx.samplers.kernels import membership
-from recx.samplers.kernels.choice import resolve_kernels
+from recx.samplers.kernels.choice import resolve_kernels, restore_kernels
 
 
 @dataclass
@@ -72,6 +72,9 @@ class Sampler:
     """
 
     rebuild_every: str | None = None  # None, or "epoch": `rebuild` runs before each epoch
+
+    def __setstate__(self, state: dict) -> None:
+        restore_kernels(self, state)
 
     def __init__(self, dataset: Dataset, n_negatives: int, args, generator: torch.Generator, kernels: str = "auto"):
         self.dataset = dataset

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import torch
 
-from recx.samplers.kernels.choice import resolve_kernels
+from recx.samplers.kernels.choice import resolve_kernels, restore_kernels
 
 
 def build_alias(weights: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -63,6 +63,9 @@ def draw_torch(prob: torch.Tensor, alias: torch.Tensor, uniforms: torch.Tensor) 
 
 class AliasTable:
     """A fixed distribution p ∝ weights on the weights' device; `sample` draws ids with the given generator."""
+
+    def __setstate__(self, state: dict) -> None:
+        restore_kernels(self, state)
 
     def __init__(self, weights: torch.Tensor, kernels: str = "auto"):
         self.prob, self.alias = build_alias(weights)
