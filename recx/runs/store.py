@@ -39,7 +39,7 @@ import torch
 import yaml
 
 from recx.config.run_config import RunConfig, resolve
-from recx.data.store import sha256_of
+from recx.data.dataset_folder import sha256_of
 from recx.core.errors import RecxError
 from recx.core.folders import atomic_file, write_failed, write_text_atomic
 
