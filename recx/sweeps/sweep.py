@@ -137,7 +137,7 @@ def execute_runs(tasks: list[RunTask], execution: Execution, name: str, total: i
     return report
 
 
-def write_results(results: pd.DataFrame, out: Path) -> None:
+def write_sweep_results(results: pd.DataFrame, out: Path) -> None:
     """results.parquet, replaced atomically (two sweeps of one experiment may finish at once)."""
     out.mkdir(parents=True, exist_ok=True)
     with atomic_file(out / "results.parquet") as partial:
@@ -202,7 +202,7 @@ def run_sweep(path: Path, name: str, out: Path, data_root: Path, dry_run: bool, 
     console.print(f"trained {len(report.done)} runs; {len(report.skipped)} were completed by another process meanwhile")
     shown = runs + complete_elsewhere(plan_each_method(whole, name, path, overrides.settings), runs, runs_dir)
     results = select_grid_points(collect(shown, runs_dir), shown)
-    write_results(results, out)
+    write_sweep_results(results, out)
     with atomic_file(out / CONVERGENCE) as partial:
         convergence_frame(shown, runs_dir).to_parquet(partial, index=False)
     track_runs(tracker, name, out, runs)
