@@ -107,9 +107,9 @@ def _histories(folder: Path) -> list[tuple[str, float, int]]:
 
 
 def _completed_at(folder: Path) -> str:
-    from recx.runs.store import MARKER
+    from recx.runs.store import COMPLETE
 
-    stamp = (folder / MARKER).stat().st_mtime
+    stamp = (folder / COMPLETE).stat().st_mtime
     return datetime.fromtimestamp(stamp, timezone.utc).isoformat(timespec="microseconds")
 
 
