@@ -178,7 +178,7 @@ def run_sweep(path: Path, name: str, out: Path, data_root: Path, dry_run: bool, 
     runs = plan(spec, name, path, overrides.settings)
     layout = table_layout(spec, name, path)
     track = track or tracking.Tracking(None)
-    tracker = tracking.choose(track.backend, track.uri, spec.get("track"), f"{path}: experiments.{name}") \
+    tracker = tracking.choose(track.service, track.uri, spec.get("track"), f"{path}: experiments.{name}") \
         if not dry_run else None
     runs_dir = out / "runs"
     pending = [run for run in runs if not store.is_complete(runs_dir / run.config.run_id())]
