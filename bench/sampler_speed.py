@@ -22,7 +22,7 @@ from recx.data.dataset import load_dataset
 from recx.data.prepare import PrepareOptions, prepare
 from recx.train.build import build_loss, build_model, build_sampler
 from recx.core.device import resolve_device
-from recx.train.runners.interactions import make_optimizer
+from recx.train.runners.interactions import run_optimizer
 from recx.train.step import training_loss
 from recx.core.memory import keep_freed_memory
 
@@ -53,7 +53,7 @@ def time_steps(case, dataset, device, kernels: str, steps: int, warmup: int) -> 
     model = build_model(config, dataset, device)
     sampler = build_sampler(config, dataset, generator)
     loss_fn = build_loss(config, dataset, device)
-    optimizer = make_optimizer(model, loss_fn, config)  # as the trainer
+    optimizer = run_optimizer(model, loss_fn, config)  # as the trainer
     users_of, items_of = dataset.train.row_ids(), dataset.train.indices
     order = torch.randperm(items_of.numel(), generator=generator, device=device)
     started = 0.0

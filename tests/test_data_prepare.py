@@ -12,7 +12,7 @@ import scipy.sparse
 
 from recx.data.kcore import kcore
 from recx.data.prepare import PrepareOptions, prepare
-from recx.data.store import read_split
+from recx.data.dataset_folder import read_split
 from recx.core.errors import RecxError
 
 

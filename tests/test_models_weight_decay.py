@@ -7,7 +7,7 @@ import torch
 from recx.config.run_config import resolve
 from recx.train.build import build_loss, build_model, build_sampler
 from recx.train.step import training_loss
-from recx.train.runners.interactions import make_optimizer
+from recx.train.runners.interactions import run_optimizer
 
 
 class Recording:
@@ -29,7 +29,7 @@ def _one_step(tiny, model_name: str, mode: str, decay: float, loss: str = "bpr")
     before = [t.detach().clone() for t in model.embedding_tables()]
     sampler = Recording(build_sampler(config, tiny, torch.Generator().manual_seed(0)))
     loss_fn = build_loss(config, tiny, device)
-    optimizer = make_optimizer(model, loss_fn, config)
+    optimizer = run_optimizer(model, loss_fn, config)
     index = torch.arange(0, 40, 5)
     users, positives = tiny.train.row_ids()[index], tiny.train.indices[index]
     loss = training_loss(model, sampler, loss_fn, config, users, positives)

@@ -81,7 +81,7 @@ def _handles_interrupts(command):
 
 
 def _data_root(value: Optional[Path]) -> Path:
-    from recx.data.store import default_data_root
+    from recx.data.root import default_data_root
 
     return value if value is not None else default_data_root()
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import torch
 
 from recx.data.csr import CSR
-from recx.data.store import Interactions, dataset_hash, read_card, read_split
+from recx.data.dataset_folder import Interactions, dataset_hash, read_card, read_split
 from recx.core.errors import RecxError
 
 

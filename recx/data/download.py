@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from http.client import HTTPException
 from pathlib import Path
 
-from recx.data.store import sha256_of
+from recx.data.dataset_folder import sha256_of
 from recx.core.errors import RecxError
 
 CHUNK = 1 << 20

@@ -14,7 +14,7 @@ from recx.data.presets import dataset_spec, preset
 from recx.data.rating_filter import RatingRule
 from recx.data.raw import RawInteractions
 from recx.data.split import parse_ratios, split_rows
-from recx.data.store import Interactions, check_target, sha256_of, write_dataset
+from recx.data.dataset_folder import Interactions, check_target, sha256_of, write_dataset
 from recx.core.errors import RecxError
 from recx.core.folders import writable_folder
 from recx.core.names import check_name

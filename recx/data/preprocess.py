@@ -11,7 +11,7 @@ from recx.data.ids import compact, encode
 from recx.data.kcore import kcore
 from recx.data.rating_filter import RatingRule
 from recx.data.raw import RawInteractions
-from recx.data.store import Interactions
+from recx.data.dataset_folder import Interactions
 from recx.core.errors import RecxError
 
 

@@ -18,16 +18,16 @@ from recx.models.base import Model
 
 
 @dataclass
-class PopularityArgs:
+class MostPopularArgs:
     pass
 
 
 @MODELS.register("popularity")
 class MostPopular(Model):
-    Args = PopularityArgs
+    Args = MostPopularArgs
     training_kind = "none"
 
-    def __init__(self, n_users: int, n_items: int, dim: int, args: PopularityArgs, dataset=None):
+    def __init__(self, n_users: int, n_items: int, dim: int, args: MostPopularArgs, dataset=None):
         super().__init__()
         if dataset is None:
             raise RecxError("model 'popularity' needs the training data (item counts)")

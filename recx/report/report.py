@@ -127,7 +127,7 @@ def figures(results: pd.DataFrame, folders: dict[str, Path], options: ReportOpti
 
 
 REPORT_FILES = ("report.md", "table.md", "table.csv", "table.tex", "significance.md", "significance.csv", "plots")
-MARKER = ".recx-report"  # written into a report folder: recx may replace the report files of a folder holding it
+REPORT_MARKER = ".recx-report"  # written into a report folder: recx may replace the report files of a folder holding it
 
 
 def check_report_folder(out: Path, force: bool) -> None:
@@ -135,11 +135,11 @@ def check_report_folder(out: Path, force: bool) -> None:
     it is refused unless `force`."""
     if out.exists() and not out.is_dir():
         raise RecxError(f"--out {out}: a file, not a folder")
-    if force or not out.is_dir() or (out / MARKER).is_file():
+    if force or not out.is_dir() or (out / REPORT_MARKER).is_file():
         return
     theirs = [name for name in REPORT_FILES if (out / name).exists()]
     if theirs:
-        raise RecxError(f"--out {out}: holds {', '.join(theirs)} that recx did not write (no {MARKER} marker); recx "
+        raise RecxError(f"--out {out}: holds {', '.join(theirs)} that recx did not write (no {REPORT_MARKER} marker); recx "
                         "does not replace them (pass --force to replace them, or choose another folder)")
 
 
@@ -150,9 +150,9 @@ def write_report(results: pd.DataFrame, folders: dict[str, Path], out: Path, opt
     options = options.resolve(results)
     try:
         out.mkdir(parents=True, exist_ok=True)
-        (out / MARKER).write_text("report files written by recx report (recx may replace them)\n")
+        (out / REPORT_MARKER).write_text("report files written by recx report (recx may replace them)\n")
     except OSError as exc:
-        raise write_failed(out / MARKER, exc, "nothing was written") from None
+        raise write_failed(out / REPORT_MARKER, exc, "nothing was written") from None
     table = summary(results, options.split, options.metrics, options.ks, options.stratified)
     tested, notes = significance.compare(results, folders, options.baseline, tested_keys(table, options),
                                          options.split, options.correction, options.resamples, options.alpha)

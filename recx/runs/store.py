@@ -39,16 +39,16 @@ import torch
 import yaml
 
 from recx.config.run_config import RunConfig, resolve
-from recx.data.store import sha256_of
+from recx.data.dataset_folder import sha256_of
 from recx.core.errors import RecxError
 from recx.core.folders import atomic_file, write_failed, write_text_atomic
 
-MARKER = "COMPLETE"
+COMPLETE = "COMPLETE"
 TRAINED = "TRAINED"
 INCOMPLETE = "INCOMPLETE"
 CHECKPOINT = "checkpoint.pt"
 CHECKSUMS = "checksums.json"
-RUN_FILES = (MARKER, TRAINED, "epochs.jsonl", "model.pt", "results.parquet", "per_user_valid.parquet",
+RUN_FILES = (COMPLETE, TRAINED, "epochs.jsonl", "model.pt", "results.parquet", "per_user_valid.parquet",
              "per_user_test.parquet", "diagnostics.json", "error.log", CHECKPOINT, CHECKSUMS)
 NOT_KEPT = "the run is not complete: the same command restarts or finishes it"
 _NOTED: set[str] = set()
@@ -68,7 +68,7 @@ def package_versions() -> dict[str, str]:
 
 
 def is_complete(folder: Path) -> bool:
-    return (folder / MARKER).is_file()
+    return (folder / COMPLETE).is_file()
 
 
 def state(folder: Path) -> str:
@@ -261,7 +261,7 @@ def trained_epoch(folder: Path) -> int:
 
 
 def mark_complete(folder: Path) -> None:
-    write_text_atomic(folder / MARKER, "ok\n", NOT_KEPT)
+    write_text_atomic(folder / COMPLETE, "ok\n", NOT_KEPT)
     (folder / INCOMPLETE).unlink(missing_ok=True)
 
 
@@ -300,5 +300,5 @@ def open_trained_run(folder: Path) -> RunConfig:
     if not folder.is_dir():
         raise RecxError(f"{folder}: no such run folder")
     if state(folder) not in ("complete", "trained"):
-        raise RecxError(f"{folder} is not a completed run (no {MARKER} or {TRAINED} marker); train it first")
+        raise RecxError(f"{folder} is not a completed run (no {COMPLETE} or {TRAINED} marker); train it first")
     return resolve(read_config(folder), where=str(folder / "config.yaml"))

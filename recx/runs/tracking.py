@@ -28,16 +28,16 @@ from rich.console import Console
 
 from recx.core.errors import RecxError
 
-BACKENDS = ("mlflow",)
+SERVICES = ("mlflow",)
 TRAIN_EXPERIMENT = "recx train"
 PARAMS_BATCH, METRICS_BATCH = 100, 1000  # the most one MLflow log_batch call accepts
 
 
 @dataclass(frozen=True)
 class Tracking:
-    """What the command line asked for (backend None: nothing, unless an experiment's `track` says so)."""
+    """What the command line asked for (service None: nothing, unless an experiment's `track` says so)."""
 
-    backend: str | None
+    service: str | None
     uri: str | None = None
 
 
@@ -54,23 +54,23 @@ def warn(message: str) -> None:
     Console(stderr=True).print(f"[bold yellow]warning:[/] {message}", highlight=False, soft_wrap=True)
 
 
-def choose(backend: str | None, uri: str | None, from_experiment=None, where: str = "") -> Tracking | None:
+def choose(service: str | None, uri: str | None, from_experiment=None, where: str = "") -> Tracking | None:
     """The tracking asked for (the command line's --track, else an experiment's `track`), or None. An unknown
-    backend is a user error; mlflow not installed is a warning (the runs go on untracked)."""
-    if backend is None and from_experiment is not None:
-        if from_experiment not in BACKENDS:
-            raise RecxError(f"{where}: track = {from_experiment!r}: expected {' or '.join(BACKENDS)}")
-        backend = from_experiment
-    if backend is None:
+    service is a user error; mlflow not installed is a warning (the runs go on untracked)."""
+    if service is None and from_experiment is not None:
+        if from_experiment not in SERVICES:
+            raise RecxError(f"{where}: track = {from_experiment!r}: expected {' or '.join(SERVICES)}")
+        service = from_experiment
+    if service is None:
         if uri is not None:
             raise RecxError("--track-uri needs --track mlflow")
         return None
-    if backend not in BACKENDS:
-        raise RecxError(f"--track {backend!r}: expected {' or '.join(BACKENDS)}")
+    if service not in SERVICES:
+        raise RecxError(f"--track {service!r}: expected {' or '.join(SERVICES)}")
     if importlib.util.find_spec("mlflow") is None:
         warn("--track mlflow: mlflow is not installed (pip install 'recx[track]'); the runs are not tracked")
         return None
-    return Tracking(backend, uri)
+    return Tracking(service, uri)
 
 
 def metric_key(name: str) -> str:
@@ -107,9 +107,9 @@ def _histories(folder: Path) -> list[tuple[str, float, int]]:
 
 
 def _completed_at(folder: Path) -> str:
-    from recx.runs.store import MARKER
+    from recx.runs.store import COMPLETE
 
-    stamp = (folder / MARKER).stat().st_mtime
+    stamp = (folder / COMPLETE).stat().st_mtime
     return datetime.fromtimestamp(stamp, timezone.utc).isoformat(timespec="microseconds")
 
 

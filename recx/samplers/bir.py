@@ -54,7 +54,7 @@ def resampling_weights(sampler: Sampler, batch: Batch, items: torch.Tensor, log_
     return torch.softmax(logits.masked_fill(excluded, float("-inf")), dim=1)
 
 
-def check_args(name: str, args) -> None:
+def check_resampling_args(name: str, args) -> None:
     if args.n_resampled < 0 or args.temperature <= 0:
         raise RecxError(f"sampler_args: {name} needs n_resampled >= 0 (0: batch size) and temperature > 0 "
                         f"(got n_resampled={args.n_resampled}, temperature={args.temperature})")
@@ -67,7 +67,7 @@ class BatchImportanceResampler(Sampler):
 
     def __init__(self, dataset, n_negatives, args: BIRArgs, generator, kernels: str = "auto"):
         super().__init__(dataset, n_negatives, args, generator, kernels)
-        check_args(self.config_name, args)
+        check_resampling_args(self.config_name, args)
         self.log_p = log_popularity(dataset, generator.device)
 
     def sample(self, batch: Batch) -> Negatives:

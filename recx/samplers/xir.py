@@ -25,7 +25,7 @@ import torch
 from recx.core.errors import RecxError
 from recx.samplers import SAMPLERS
 from recx.samplers.base import Batch, Negatives, Sampler
-from recx.samplers.bir import check_args, resampling_weights, training_item_mask
+from recx.samplers.bir import check_resampling_args, resampling_weights, training_item_mask
 from recx.samplers.candidates import draw_counts, multiset_log_q
 from recx.samplers.in_batch import log_popularity
 
@@ -50,7 +50,7 @@ class CachedImportanceResampler(Sampler):
 
     def __init__(self, dataset, n_negatives, args: XIRArgs, generator, kernels: str = "auto"):
         super().__init__(dataset, n_negatives, args, generator, kernels)
-        check_args("xir", args)
+        check_resampling_args("xir", args)
         if args.cache_size < 0 or not 0 <= args.cache_weight <= 1:
             raise RecxError(f"sampler_args: xir needs cache_size >= 0 (0: batch size) and 0 <= cache_weight <= 1 "
                             f"(got cache_size={args.cache_size}, cache_weight={args.cache_weight})")

@@ -137,7 +137,7 @@ def execute_runs(tasks: list[RunTask], execution: Execution, name: str, total: i
     return report
 
 
-def write_results(results: pd.DataFrame, out: Path) -> None:
+def write_sweep_results(results: pd.DataFrame, out: Path) -> None:
     """results.parquet, replaced atomically (two sweeps of one experiment may finish at once)."""
     out.mkdir(parents=True, exist_ok=True)
     with atomic_file(out / "results.parquet") as partial:
@@ -178,7 +178,7 @@ def run_sweep(path: Path, name: str, out: Path, data_root: Path, dry_run: bool, 
     runs = plan(spec, name, path, overrides.settings)
     layout = table_layout(spec, name, path)
     track = track or tracking.Tracking(None)
-    tracker = tracking.choose(track.backend, track.uri, spec.get("track"), f"{path}: experiments.{name}") \
+    tracker = tracking.choose(track.service, track.uri, spec.get("track"), f"{path}: experiments.{name}") \
         if not dry_run else None
     runs_dir = out / "runs"
     pending = [run for run in runs if not store.is_complete(runs_dir / run.config.run_id())]
@@ -202,7 +202,7 @@ def run_sweep(path: Path, name: str, out: Path, data_root: Path, dry_run: bool, 
     console.print(f"trained {len(report.done)} runs; {len(report.skipped)} were completed by another process meanwhile")
     shown = runs + complete_elsewhere(plan_each_method(whole, name, path, overrides.settings), runs, runs_dir)
     results = select_grid_points(collect(shown, runs_dir), shown)
-    write_results(results, out)
+    write_sweep_results(results, out)
     with atomic_file(out / CONVERGENCE) as partial:
         convergence_frame(shown, runs_dir).to_parquet(partial, index=False)
     track_runs(tracker, name, out, runs)

@@ -16,7 +16,7 @@ from recx.train.schedule import EpochSchedule
 from recx.train.step import training_loss
 
 
-def make_optimizer(model, loss_fn, config) -> torch.optim.Optimizer:
+def run_optimizer(model, loss_fn, config) -> torch.optim.Optimizer:
     """The run's `optimizer` (recx.optim.optimizers) over the model's and the loss's parameters; in `full` weight-decay
     mode every model parameter row decays every step (dense Adam's weight_decay)."""
     decay = config.weight_decay if config.weight_decay_mode == "full" else 0.0
@@ -29,7 +29,7 @@ class InteractionEpochs(EpochRunner):
         super().__init__(config, dataset, model, generator)
         self.sampler = build_sampler(config, dataset, generator)
         self.loss_fn = build_loss(config, dataset, model.device)
-        self.optimizer = make_optimizer(model, self.loss_fn, config)
+        self.optimizer = run_optimizer(model, self.loss_fn, config)
         self.schedule = EpochSchedule(self.optimizer, config)
         self.users_of, self.items_of = dataset.train.row_ids(), dataset.train.indices
         self.n_steps = math.ceil(self.items_of.numel() / config.batch_size)

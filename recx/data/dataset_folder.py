@@ -18,7 +18,6 @@ import pyarrow.parquet as pq
 
 from recx import __version__
 from recx.core.errors import RecxError
-from recx.data.root import default_data_root  # noqa: F401 (recx.data.store.default_data_root, as before)
 from recx.core.folders import clean_stale, swap_in, temp_sibling, writable_folder
 from recx.core.names import check_name
 
