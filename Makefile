@@ -28,6 +28,7 @@ test:
 # style, import order and the layers contract (pyproject.toml [tool.importlinter]); run by .ci/run
 lint:
 	$(PYTHON) -m ruff check .
+	$(PYTHON) -m ruff format --check .
 	lint-imports
 
 test-gpu:

@@ -9,6 +9,7 @@ PyPI wheel has no CUDA build), against recx's CPU figure and the arithmetic floo
 2|D|d² + (M+N)d³/3 flops, CG (cg_steps + 1)(4|D|d + 2(M+N)d²).
 Run by hand:  python bench/als_speed.py [--iterations 15] [--threads 2] [--factors 64]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -20,11 +21,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from recx.core.memory import keep_freed_memory
 from recx.data.dataset import load_dataset
 from recx.data.prepare import PrepareOptions, prepare
 from recx.eval.evaluator import evaluate
 from recx.models import MODELS
-from recx.core.memory import keep_freed_memory
 
 GOWALLA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "gowalla"
 
@@ -64,10 +65,18 @@ class ImplicitIterations:
         from implicit.cpu.als import AlternatingLeastSquares
 
         train = dataset.train
-        self.matrix = sp.csr_matrix((np.ones(train.nnz, dtype=np.float32), train.indices.numpy(),
-                                     train.indptr.numpy()), shape=(dataset.n_users, dataset.n_items))
-        self.model = AlternatingLeastSquares(factors=factors, regularization=lam, alpha=alpha, iterations=1,
-                                             num_threads=threads, calculate_training_loss=False)
+        self.matrix = sp.csr_matrix(
+            (np.ones(train.nnz, dtype=np.float32), train.indices.numpy(), train.indptr.numpy()),
+            shape=(dataset.n_users, dataset.n_items),
+        )
+        self.model = AlternatingLeastSquares(
+            factors=factors,
+            regularization=lam,
+            alpha=alpha,
+            iterations=1,
+            num_threads=threads,
+            calculate_training_loss=False,
+        )
         self.model.user_factors = start.user_factors.data.numpy().copy()
         self.model.item_factors = start.item_factors.data.numpy().copy()
 
@@ -101,8 +110,8 @@ def per_iteration(times: list[float]) -> str:
 
 def floor_flops(dataset, factors: int, cg_steps: int) -> tuple[float, float]:
     nnz, rows = dataset.train.nnz, dataset.n_users + dataset.n_items
-    exact = 2 * nnz * factors ** 2 + rows * factors ** 3 / 3
-    cg = (cg_steps + 1) * (4 * nnz * factors + 2 * rows * factors ** 2)
+    exact = 2 * nnz * factors**2 + rows * factors**3 / 3
+    cg = (cg_steps + 1) * (4 * nnz * factors + 2 * rows * factors**2)
     return exact, cg
 
 
@@ -121,9 +130,11 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as root:
         prepare("gowalla", PrepareOptions(format="lightgcn", source=args.source), Path(root))
         dataset = load_dataset(Path(root), "gowalla")
-    print(f"Gowalla train: {dataset.n_users:,} users x {dataset.n_items:,} items, {dataset.train.nnz:,} interactions; "
-          f"factors {args.factors}, {args.iterations} iterations, {args.threads} threads, alpha {args.alpha}, "
-          f"lambda {args.regularization}, 3 CG steps")
+    print(
+        f"Gowalla train: {dataset.n_users:,} users x {dataset.n_items:,} items, {dataset.train.nnz:,} interactions; "
+        f"factors {args.factors}, {args.iterations} iterations, {args.threads} threads, alpha {args.alpha}, "
+        f"lambda {args.regularization}, 3 CG steps"
+    )
     wrmf_args = {"alpha": args.alpha, "regularization": args.regularization, "confidence": "scaled", "cg_steps": 3}
     wrmf = recx_model("wrmf", dataset, args.factors, wrmf_args)
     recx_step = RecxIterations(wrmf, dataset)
@@ -143,20 +154,26 @@ def main() -> None:
     else:
         print(f"implicit ALS (cpu):  {per_iteration(implicit_times)}, test NDCG@20 {implicit_ndcg:.4f}")
         paired = statistics.median(r / i for i, r in pairs)
-        print(f"ratio recx / implicit, time per iteration: "
-              f"{statistics.median(recx_times) / statistics.median(implicit_times):.2f} (ratio of medians; median "
-              f"of paired ratios {paired:.2f}); NDCG@20 difference {recx_ndcg - implicit_ndcg:+.4f}")
+        print(
+            f"ratio recx / implicit, time per iteration: "
+            f"{statistics.median(recx_times) / statistics.median(implicit_times):.2f} (ratio of medians; median "
+            f"of paired ratios {paired:.2f}); NDCG@20 difference {recx_ndcg - implicit_ndcg:+.4f}"
+        )
     for name in ("rg2", "rgx"):
         model = recx_model(name, dataset, args.factors, {"cg_steps": 3})
         step = RecxIterations(model, dataset)
         times = [step() for _ in range(args.rg_iterations)]
         ratio = statistics.median(times) / statistics.median(recx_times)
-        print(f"recx {name.upper():4s} (cpu):     {per_iteration(times)} over {args.rg_iterations} iterations, "
-              f"ratio to recx WRMF {ratio:.2f}, test NDCG@20 {ndcg20(model, dataset):.4f} (default hyper-parameters)")
+        print(
+            f"recx {name.upper():4s} (cpu):     {per_iteration(times)} over {args.rg_iterations} iterations, "
+            f"ratio to recx WRMF {ratio:.2f}, test NDCG@20 {ndcg20(model, dataset):.4f} (default hyper-parameters)"
+        )
     exact, cg = floor_flops(dataset, args.factors, 3)
     cpu_rate = cg / statistics.median(recx_times) / 1e9
-    print(f"floor per iteration: exact {exact / 1e9:.2f} GFLOP, CG {cg / 1e9:.2f} GFLOP; "
-          f"recx WRMF CPU achieves {cpu_rate:.1f} GFLOP/s of the CG floor")
+    print(
+        f"floor per iteration: exact {exact / 1e9:.2f} GFLOP, CG {cg / 1e9:.2f} GFLOP; "
+        f"recx WRMF CPU achieves {cpu_rate:.1f} GFLOP/s of the CG floor"
+    )
     if not torch.cuda.is_available():
         print("GPU: no CUDA device (implicit.gpu is not on PyPI with CUDA either)")
         return
@@ -167,9 +184,11 @@ def main() -> None:
         step = RecxIterations(model, on_gpu)
         times = [step() for _ in range(args.iterations)]
         flops = cg if solver == "cg" else exact
-        print(f"recx WRMF (cuda, {solver}): {per_iteration(times)}, test NDCG@20 {ndcg20(model, on_gpu):.4f}, "
-              f"{statistics.median(recx_times) / statistics.median(times):.1f}x recx CPU, "
-              f"{flops / statistics.median(times) / 1e9:.0f} GFLOP/s of its floor")
+        print(
+            f"recx WRMF (cuda, {solver}): {per_iteration(times)}, test NDCG@20 {ndcg20(model, on_gpu):.4f}, "
+            f"{statistics.median(recx_times) / statistics.median(times):.1f}x recx CPU, "
+            f"{flops / statistics.median(times) / 1e9:.0f} GFLOP/s of its floor"
+        )
     print("implicit.gpu: not available (implicit's PyPI wheel is CPU-only)")
 
 

@@ -9,6 +9,7 @@ the `--help` of a one-command Typer app (Typer's own floor: it imports rich's he
 By default recx is run as `python -m recx` from this checkout (PYTHONPATH set to it), so the figures are this
 tree's, not an installed copy's. Exits 1 when a median is over the target.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,8 +23,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMANDS = (["--help"], ["train", "--help"], ["--version"])
-TYPER_FLOOR = ("import typer\napp = typer.Typer()\n@app.command()\ndef one(x: int = 1):\n    'Doc.'\n"
-               "@app.command()\ndef two():\n    pass\napp()")
+TYPER_FLOOR = (
+    "import typer\napp = typer.Typer()\n@app.command()\ndef one(x: int = 1):\n    'Doc.'\n"
+    "@app.command()\ndef two():\n    pass\napp()"
+)
 
 
 def median_seconds(command: list[str], runs: int, env: dict) -> float:

@@ -4,6 +4,7 @@ Both use the same 64-dim embeddings, the same users (those with test items), the
 one process; the bare baseline computes scores and top-K only (no exclusion of seen items, no metrics).
 Run by hand:  python bench/eval_speed.py [--device cpu|cuda] [--batch-size 1024] [--repeats 3]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -14,18 +15,20 @@ from pathlib import Path
 import torch
 
 from recx.config.run_config import resolve
+from recx.core.memory import keep_freed_memory
 from recx.data.dataset import load_dataset
 from recx.data.prepare import PrepareOptions, prepare
 from recx.eval.evaluator import evaluate
 from recx.train.build import build_model
-from recx.core.memory import keep_freed_memory
 
 GOWALLA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "gowalla"
 
 
 def bare_topk(query: torch.Tensor, items: torch.Tensor, batch_size: int, k: int) -> torch.Tensor:
-    tops = [(query[start:start + batch_size] @ items.T).topk(k, dim=1).indices
-            for start in range(0, query.shape[0], batch_size)]
+    tops = [
+        (query[start : start + batch_size] @ items.T).topk(k, dim=1).indices
+        for start in range(0, query.shape[0], batch_size)
+    ]
     return torch.cat(tops)
 
 
@@ -61,8 +64,10 @@ def main() -> None:
     evaluate(model, dataset, "test", ks, args.batch_size)  # warm-up
     recx_time = best_of(args.repeats, lambda: evaluate(model, dataset, "test", ks, args.batch_size), device)
     bare_time = best_of(args.repeats, lambda: bare_topk(query, items, args.batch_size, max(ks)), device)
-    print(f"device {device}, {users.numel():,} users x {dataset.n_items:,} items, dim 64, K={ks}, "
-          f"batch {args.batch_size}, best of {args.repeats}")
+    print(
+        f"device {device}, {users.numel():,} users x {dataset.n_items:,} items, dim 64, K={ks}, "
+        f"batch {args.batch_size}, best of {args.repeats}"
+    )
     print(f"recx evaluate (mask seen, top-K, 5 metrics x 3 K, strata): {recx_time:.3f} s")
     print(f"bare matmul + top-K:                                       {bare_time:.3f} s")
     print(f"ratio recx / bare: {recx_time / bare_time:.2f}")

@@ -11,6 +11,7 @@ Synthetic user histories (Zipf item popularity, `--users` users of about `--mean
   sampler's `pair_log_probability` against the contract's default (one query row per pair), in the same process.
 Run: python bench/fastvae_speed.py [--items 40000,200000] [--device cpu|cuda]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,13 +23,13 @@ import numpy as np
 import torch
 
 from recx.config.run_config import resolve
+from recx.core.memory import keep_freed_memory
 from recx.data.csr import CSR
 from recx.data.dataset import Dataset
 from recx.models.multvae import FastVAE, MultVAE, MultVAEArgs
 from recx.samplers import SAMPLERS
 from recx.samplers.base import Batch, Sampler
 from recx.train.runners.users import UserEpochs
-from recx.core.memory import keep_freed_memory
 
 
 def synthetic_dataset(n_users: int, n_items: int, mean_length: int, seed: int = 0) -> Dataset:
@@ -66,18 +67,30 @@ class TimedSampler:
 
 def limit_steps(runner: UserEpochs, users: torch.Tensor, steps: int) -> None:
     """Make the runner's epoch `steps` full batches, of the first users."""
-    runner.users = users[:steps * runner.config.batch_size]
+    runner.users = users[: steps * runner.config.batch_size]
     runner.n_steps = steps
 
 
 def epoch_time(dataset: Dataset, model_name: str, sampler: str, negatives: int, steps: int, device) -> dict:
-    config = resolve({"model": model_name, "loss": "softmax" if model_name == "fastvae" else "full_softmax",
-                      "sampler": sampler, "n_negatives": negatives, "dim": 32, "batch_size": 256, "lr": 1e-3,
-                      "weight_decay": 0.01, "device": str(device), "kernels": "auto",
-                      "sampler_args": {"variant": "log"} if sampler == "midx_pop" else {}})
+    config = resolve(
+        {
+            "model": model_name,
+            "loss": "softmax" if model_name == "fastvae" else "full_softmax",
+            "sampler": sampler,
+            "n_negatives": negatives,
+            "dim": 32,
+            "batch_size": 256,
+            "lr": 1e-3,
+            "weight_decay": 0.01,
+            "device": str(device),
+            "kernels": "auto",
+            "sampler_args": {"variant": "log"} if sampler == "midx_pop" else {},
+        }
+    )
     torch.manual_seed(0)
-    model = (FastVAE if model_name == "fastvae" else MultVAE)(dataset.n_users, dataset.n_items, 32, MultVAEArgs(),
-                                                              dataset).to(device)
+    model = (FastVAE if model_name == "fastvae" else MultVAE)(
+        dataset.n_users, dataset.n_items, 32, MultVAEArgs(), dataset
+    ).to(device)
     runner = UserEpochs(config, dataset, model, torch.Generator(device=device).manual_seed(0))
     full_steps = runner.n_steps
     rebuild = 0.0
@@ -101,14 +114,14 @@ def epoch_time(dataset: Dataset, model_name: str, sampler: str, negatives: int, 
     synchronize(device)
     per_step = (time.perf_counter() - started) / steps
     sampling = runner.sampler.seconds / steps if runner.sampler is not None else 0.0
-    return {"epoch": rebuild + per_step * full_steps, "sampling": rebuild + sampling * full_steps,
-            "per_step": per_step}
+    return {"epoch": rebuild + per_step * full_steps, "sampling": rebuild + sampling * full_steps, "per_step": per_step}
 
 
 def draw_time(dataset: Dataset, name: str, negatives: int, device, repeats: int = 5) -> float:
     sampler_class = SAMPLERS.get(name)
-    sampler = sampler_class(dataset, negatives, sampler_class.Args(), torch.Generator(device=device).manual_seed(0),
-                            "auto")
+    sampler = sampler_class(
+        dataset, negatives, sampler_class.Args(), torch.Generator(device=device).manual_seed(0), "auto"
+    )
     generator = torch.Generator(device=device).manual_seed(1)
     items = torch.randn(dataset.n_items, 200, generator=generator, device=device) * 0.1
     query = torch.randn(256, 200, generator=generator, device=device)
@@ -137,8 +150,10 @@ def positives_log_q_time(dataset: Dataset, name: str, device, repeats: int = 3) 
     batch = Batch(users, positives[:256], query, items)
     sampler.rebuild(None, items)
     seconds = []
-    for method in (lambda: Sampler.pair_log_probability(sampler, batch, rows, positives),
-                   lambda: sampler.pair_log_probability(batch, rows, positives)):
+    for method in (
+        lambda: Sampler.pair_log_probability(sampler, batch, rows, positives),
+        lambda: sampler.pair_log_probability(batch, rows, positives),
+    ):
         method()
         synchronize(device)
         started = time.perf_counter()
@@ -161,10 +176,15 @@ def main() -> None:
     args = parser.parse_args()
     keep_freed_memory()  # as the recx command does (recx/memory.py)
     device = torch.device(args.device)
-    sizes = [int(s) for s in args.items.split(",")] if args.items else (
-        [40_000, 200_000, 1_500_000] if device.type == "cuda" else [40_000, 200_000])
-    print(f"device {device}, {args.users} users, ~{args.mean_length} items each, {args.negatives} negatives, "
-          f"threads {torch.get_num_threads()}")
+    sizes = (
+        [int(s) for s in args.items.split(",")]
+        if args.items
+        else ([40_000, 200_000, 1_500_000] if device.type == "cuda" else [40_000, 200_000])
+    )
+    print(
+        f"device {device}, {args.users} users, ~{args.mean_length} items each, {args.negatives} negatives, "
+        f"threads {torch.get_num_threads()}"
+    )
     for n_items in sizes:
         dataset = synthetic_dataset(args.users, n_items, args.mean_length).to(device)
         print(f"\n== {n_items:,} items, {math.ceil(args.users / 256)} steps per epoch (batch 256 users)")
@@ -172,8 +192,10 @@ def main() -> None:
         print(f"  mult-vae          epoch {baseline['epoch']:8.2f} s  (step {baseline['per_step'] * 1e3:7.1f} ms)")
         for sampler in ("uniform", "midx_uni", "midx_pop"):
             fast = epoch_time(dataset, "fastvae", sampler, args.negatives, args.steps, device)
-            print(f"  fastvae {sampler:9s} epoch {fast['epoch']:8.2f} s  (step {fast['per_step'] * 1e3:7.1f} ms, "
-                  f"sampling {fast['sampling']:6.2f} s/epoch incl. k-means)  speed-up x{baseline['epoch'] / fast['epoch']:.2f}")
+            print(
+                f"  fastvae {sampler:9s} epoch {fast['epoch']:8.2f} s  (step {fast['per_step'] * 1e3:7.1f} ms, "
+                f"sampling {fast['sampling']:6.2f} s/epoch incl. k-means)  speed-up x{baseline['epoch'] / fast['epoch']:.2f}"
+            )
         skip = set(filter(None, args.skip_draws.split(",")))
         uniform = draw_time(dataset, "uniform", args.negatives, device)
         print(f"  sampling 256 x {args.negatives}: uniform {uniform * 1e3:.2f} ms")
@@ -181,14 +203,18 @@ def main() -> None:
             if name in skip:
                 continue
             seconds = draw_time(dataset, name, args.negatives, device, repeats=1 if name == "kernel" else 5)
-            print(f"  sampling 256 x {args.negatives}: {name:10s} {seconds * 1e3:9.2f} ms  ratio to uniform "
-                  f"x{seconds / uniform:.2f}")
+            print(
+                f"  sampling 256 x {args.negatives}: {name:10s} {seconds * 1e3:9.2f} ms  ratio to uniform "
+                f"x{seconds / uniform:.2f}"
+            )
         for name in ("midx_uni", "midx_pop", "midx", "kernel"):
             if name in skip:
                 continue
             default, own = positives_log_q_time(dataset, name, device, repeats=1 if name in ("midx", "kernel") else 5)
-            print(f"  positives' log q of 256 users: {name:10s} {own * 1e3:9.2f} ms  (one query row per pair "
-                  f"{default * 1e3:9.2f} ms, x{default / own:.1f})")
+            print(
+                f"  positives' log q of 256 users: {name:10s} {own * 1e3:9.2f} ms  (one query row per pair "
+                f"{default * 1e3:9.2f} ms, x{default / own:.1f})"
+            )
 
 
 if __name__ == "__main__":

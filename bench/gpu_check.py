@@ -23,6 +23,7 @@ The report is written even when a check fails; the exit code is 1 then.
 
     python bench/gpu_check.py [--device cuda|cpu] [--report gpu-check.md] [--gowalla ../shared/data/gowalla]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,9 +41,9 @@ import pandas as pd
 import torch
 
 from recx.config.run_config import resolve
+from recx.core.device_paths import forced_accelerator_branches
 from recx.data.dataset import load_dataset
 from recx.data.prepare import PrepareOptions, prepare
-from recx.core.device_paths import forced_accelerator_branches
 from recx.train.build import build_model
 from recx.train.nonfinite import NonFiniteWatch
 from recx.train.runners import RUNNERS
@@ -52,12 +53,27 @@ GOWALLA = ROOT / ".." / "shared" / "data" / "gowalla"
 SYNC_CASES = {
     "interactions: bpr, uniform": {"model": "mf", "loss": "bpr", "sampler": "uniform", "n_negatives": 1},
     "interactions: softmax, 500 shared uniform, positive masked": {
-        "model": "mf", "loss": "softmax", "sampler": "uniform", "n_negatives": 500, "sampler_args": {"shared": True}},
+        "model": "mf",
+        "loss": "softmax",
+        "sampler": "uniform",
+        "n_negatives": 500,
+        "sampler_args": {"shared": True},
+    },
     "interactions: bpr, uniform, training items excluded": {
-        "model": "mf", "loss": "bpr", "sampler": "uniform", "n_negatives": 4, "sampler_args": {"exclude_train": True}},
+        "model": "mf",
+        "loss": "bpr",
+        "sampler": "uniform",
+        "n_negatives": 4,
+        "sampler_args": {"exclude_train": True},
+    },
     "users: mult-vae": {"model": "multvae", "loss": "full_softmax", "batch_size": 128},
-    "users: fastvae, midx_uni": {"model": "fastvae", "loss": "softmax", "sampler": "midx_uni", "n_negatives": 100,
-                                 "batch_size": 128},
+    "users: fastvae, midx_uni": {
+        "model": "fastvae",
+        "loss": "softmax",
+        "sampler": "midx_uni",
+        "n_negatives": 100,
+        "batch_size": 128,
+    },
     "alternating: wrmf": {"model": "wrmf"},
 }
 GRADIENT_KINDS = ("interactions", "users")
@@ -75,8 +91,9 @@ class Check:
 def run_command(command: list[str], timeout: int, env: dict | None = None) -> tuple[int, str]:
     """(exit code, stdout and stderr together) of a command run from the repository root."""
     try:
-        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=timeout,
-                              env={**os.environ, **(env or {})})
+        done = subprocess.run(
+            command, cwd=ROOT, capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})}
+        )
     except subprocess.TimeoutExpired as expired:
         return 124, f"timed out after {timeout} s\n{expired.stdout or ''}{expired.stderr or ''}"
     return done.returncode, done.stdout + done.stderr
@@ -99,14 +116,17 @@ def check_tests(device: str) -> Check:
 def check_setup(device: str) -> Check:
     check = Check("setup")
     from recx.samplers.kernels.choice import cupy_available, resolve_kernels
-    check.lines.append(f"- torch {torch.__version__}, CUDA build {torch.version.cuda}, "
-                       f"CUDA available {torch.cuda.is_available()}, CuPy usable {cupy_available()}")
+
+    check.lines.append(
+        f"- torch {torch.__version__}, CUDA build {torch.version.cuda}, "
+        f"CUDA available {torch.cuda.is_available()}, CuPy usable {cupy_available()}"
+    )
     if device == "cuda":
         check.ok = torch.cuda.is_available() and cupy_available()
         if check.ok:
             check.lines.append(f"- GPU: {torch.cuda.get_device_name(0)}")
         else:
-            check.lines.append("- a CUDA build of torch and `pip install -e \".[gpu]\"` (CuPy) are needed")
+            check.lines.append('- a CUDA build of torch and `pip install -e ".[gpu]"` (CuPy) are needed')
     else:
         try:
             resolve_kernels("cupy", torch.device("cpu"))
@@ -119,8 +139,13 @@ def check_setup(device: str) -> Check:
 
 
 def tiny_dataset(root: Path, n_users: int, n_items: int):
-    prepare("gpu-check", PrepareOptions(format="synthetic", ratios="80/10/10",
-                                        synthetic={"n_users": n_users, "n_items": n_items, "mean_length": 30}), root)
+    prepare(
+        "gpu-check",
+        PrepareOptions(
+            format="synthetic", ratios="80/10/10", synthetic={"n_users": n_users, "n_items": n_items, "mean_length": 30}
+        ),
+        root,
+    )
     return load_dataset(root, "gpu-check")
 
 
@@ -157,7 +182,10 @@ def epoch_syncs(raw: dict, dataset, device: torch.device) -> tuple[int | None, f
 def check_syncs(device: str, work: Path) -> Check:
     check = Check("host syncs per epoch")
     dataset = tiny_dataset(work / "syncs", 3000, 2000).to(torch.device(device))
-    check.lines += ["| case | kind | host syncs in one epoch | seconds | peak GPU MiB |", "| --- | --- | --- | --- | --- |"]
+    check.lines += [
+        "| case | kind | host syncs in one epoch | seconds | peak GPU MiB |",
+        "| --- | --- | --- | --- | --- |",
+    ]
     for name, raw in SYNC_CASES.items():
         try:
             if device == "cuda":
@@ -173,25 +201,57 @@ def check_syncs(device: str, work: Path) -> Check:
             check.ok = False
         shown = "not countable on the CPU" if syncs is None else str(syncs)
         check.lines.append(f"| {name} | {kind} | {shown} | {seconds:.2f} | {'' if peak is None else f'{peak:.0f}'} |")
-    check.summary = "0 in every gradient-trained kind" if check.ok and device == "cuda" else (
-        "every kind trains with the accelerator branches forced" if check.ok else "see the table")
+    check.summary = (
+        "0 in every gradient-trained kind"
+        if check.ok and device == "cuda"
+        else ("every kind trains with the accelerator branches forced" if check.ok else "see the table")
+    )
     return check
 
 
 def bench_commands(device: str, gowalla: Path | None, work: Path) -> list[list[str]]:
     py = sys.executable
     if device == "cpu":
-        return [[py, "bench/fastvae_speed.py", "--items", "3000", "--users", "400", "--steps", "1", "--negatives", "20",
-                 "--device", "cpu", "--skip-draws", "kernel,midx"]]
+        return [
+            [
+                py,
+                "bench/fastvae_speed.py",
+                "--items",
+                "3000",
+                "--users",
+                "400",
+                "--steps",
+                "1",
+                "--negatives",
+                "20",
+                "--device",
+                "cpu",
+                "--skip-draws",
+                "kernel,midx",
+            ]
+        ]
     commands = [[py, "bench/fastvae_speed.py", "--device", "cuda", "--items", "200000,1500000", "--steps", "3"]]
     if gowalla is not None:
         root = work / "bench-data"
-        commands = [[py, "-m", "recx", "prepare", "gowalla", "--format", "lightgcn", "--source", str(gowalla),
-                     "--data-root", str(root)],
-                    [py, "bench/eval_speed.py", "--device", "cuda", "--source", str(gowalla)],
-                    [py, "bench/train_speed.py", "--device", "cuda", "--data-root", str(root), "--epochs", "2"],
-                    [py, "bench/sampler_speed.py", "--device", "cuda", "--steps", "20"],
-                    *commands]
+        commands = [
+            [
+                py,
+                "-m",
+                "recx",
+                "prepare",
+                "gowalla",
+                "--format",
+                "lightgcn",
+                "--source",
+                str(gowalla),
+                "--data-root",
+                str(root),
+            ],
+            [py, "bench/eval_speed.py", "--device", "cuda", "--source", str(gowalla)],
+            [py, "bench/train_speed.py", "--device", "cuda", "--data-root", str(root), "--epochs", "2"],
+            [py, "bench/sampler_speed.py", "--device", "cuda", "--steps", "20"],
+            *commands,
+        ]
     return commands
 
 
@@ -201,10 +261,18 @@ def check_benches(device: str, gowalla: Path | None, work: Path) -> Check:
         started = time.perf_counter()
         code, output = run_command(command, 900)
         shown = " ".join(Path(part).name if part == sys.executable else part for part in command)
-        check.lines += [f"`{shown}` (exit {code}, {time.perf_counter() - started:.0f} s)", "", "```",
-                        output.strip()[-6000:], "```", ""]
+        check.lines += [
+            f"`{shown}` (exit {code}, {time.perf_counter() - started:.0f} s)",
+            "",
+            "```",
+            output.strip()[-6000:],
+            "```",
+            "",
+        ]
         check.ok = check.ok and code == 0
-    check.summary = f"{len(bench_commands(device, gowalla, work))} command(s), " + ("all ran" if check.ok else "one failed")
+    check.summary = f"{len(bench_commands(device, gowalla, work))} command(s), " + (
+        "all ran" if check.ok else "one failed"
+    )
     return check
 
 
@@ -221,20 +289,53 @@ def check_real_run(device: str, gowalla: Path | None, work: Path, tolerance: flo
         if gowalla is None:
             check.ok, check.summary = False, "no Gowalla folder (--gowalla)"
             return check
-        code, output = run_command([sys.executable, "-m", "recx", "prepare", "gowalla", "--format", "lightgcn",
-                                    "--source", str(gowalla), "--data-root", str(root)], 600)
+        code, output = run_command(
+            [
+                sys.executable,
+                "-m",
+                "recx",
+                "prepare",
+                "gowalla",
+                "--format",
+                "lightgcn",
+                "--source",
+                str(gowalla),
+                "--data-root",
+                str(root),
+            ],
+            600,
+        )
         sides = {"cuda": ({}, "cuda"), "cpu": ({}, "cpu")}
         args, limit = ["--dataset", "gowalla", "--epochs", "10"], tolerance
     else:
         tiny_dataset(root, 600, 300)
-        sides = {"host branches": ({}, "cpu"), "accelerator branches": ({"RECX_FORCE_ACCELERATOR_BRANCHES": "1"}, "cpu")}
+        sides = {
+            "host branches": ({}, "cpu"),
+            "accelerator branches": ({"RECX_FORCE_ACCELERATOR_BRANCHES": "1"}, "cpu"),
+        }
         args, limit = ["--dataset", "gpu-check", "--epochs", "3"], 1e-3
     metrics = {}
     for side, (env, run_device) in sides.items():
         folder = work / f"run-{side.replace(' ', '-')}"
         started = time.perf_counter()
-        code, output = run_command([sys.executable, "-m", "recx", "train", *args, "--device", run_device, "--quiet",
-                                    "--data-root", str(root), "--run-dir", str(folder)], 1800, env)
+        code, output = run_command(
+            [
+                sys.executable,
+                "-m",
+                "recx",
+                "train",
+                *args,
+                "--device",
+                run_device,
+                "--quiet",
+                "--data-root",
+                str(root),
+                "--run-dir",
+                str(folder),
+            ],
+            1800,
+            env,
+        )
         if code != 0:
             check.ok = False
             check.lines += [f"- {side}: exit {code}", "```", output[-3000:], "```"]
@@ -250,10 +351,15 @@ def check_real_run(device: str, gowalla: Path | None, work: Path, tolerance: flo
 
 
 def render(checks: list[Check], device: str) -> str:
-    lines = [f"# recx gpu-check ({device})", "",
-             f"{time.strftime('%Y-%m-%d %H:%M:%S')}, torch {torch.__version__}, "
-             f"{torch.cuda.get_device_name(0) if device == 'cuda' else 'CPU mode: plumbing only'}", "",
-             "| check | result | seconds | summary |", "| --- | --- | --- | --- |"]
+    lines = [
+        f"# recx gpu-check ({device})",
+        "",
+        f"{time.strftime('%Y-%m-%d %H:%M:%S')}, torch {torch.__version__}, "
+        f"{torch.cuda.get_device_name(0) if device == 'cuda' else 'CPU mode: plumbing only'}",
+        "",
+        "| check | result | seconds | summary |",
+        "| --- | --- | --- | --- |",
+    ]
     lines += [f"| {c.name} | {'ok' if c.ok else '**FAILED**'} | {c.seconds:.0f} | {c.summary} |" for c in checks]
     for c in checks:
         lines += ["", f"## {c.name}", "", *c.lines]
@@ -265,8 +371,12 @@ def main() -> int:
     parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--report", type=Path, default=Path("gpu-check.md"))
     parser.add_argument("--gowalla", type=Path, default=GOWALLA if GOWALLA.is_dir() else None)
-    parser.add_argument("--tolerance", type=float, default=0.05,
-                        help="relative difference allowed between the CUDA and CPU runs' test metrics")
+    parser.add_argument(
+        "--tolerance",
+        type=float,
+        default=0.05,
+        help="relative difference allowed between the CUDA and CPU runs' test metrics",
+    )
     options = parser.parse_args()
     if options.device == "cuda" and not torch.cuda.is_available():
         parser.error("--device cuda: CUDA is not available here (install a CUDA build of torch), or use --device cpu")
@@ -274,10 +384,13 @@ def main() -> int:
     checks = []
     with tempfile.TemporaryDirectory(prefix="recx-gpu-check-") as scratch:
         work = Path(scratch)
-        steps = [lambda: check_tests(options.device), lambda: check_setup(options.device),
-                 lambda: check_syncs(options.device, work),
-                 lambda: check_benches(options.device, options.gowalla, work),
-                 lambda: check_real_run(options.device, options.gowalla, work, options.tolerance)]
+        steps = [
+            lambda: check_tests(options.device),
+            lambda: check_setup(options.device),
+            lambda: check_syncs(options.device, work),
+            lambda: check_benches(options.device, options.gowalla, work),
+            lambda: check_real_run(options.device, options.gowalla, work, options.tolerance),
+        ]
         for step in steps:
             started = time.perf_counter()
             check = step()

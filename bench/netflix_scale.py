@@ -7,6 +7,7 @@ wall time and peak RSS (resource.getrusage(RUSAGE_CHILDREN)). Target: peak memor
 
     python bench/netflix_scale.py [--ratings N] [--folder DIR]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -60,8 +61,13 @@ def write_file(path: Path, movies: np.ndarray, counts: np.ndarray, customers: np
             start = np.repeat(rng.integers(0, N_CUSTOMERS, chunk.size), n)
             customer = customers[(start + position * 7) % N_CUSTOMERS]
             day = rng.integers(10_550, 13_140, customer.size).astype(np.int32)
-            table = pa.table({"c": customer, "r": rng.integers(1, 6, customer.size).astype(np.int8),
-                              "d": pa.array(day).cast(pa.date32())})
+            table = pa.table(
+                {
+                    "c": customer,
+                    "r": rng.integers(1, 6, customer.size).astype(np.int8),
+                    "d": pa.array(day).cast(pa.date32()),
+                }
+            )
             sink = pa.BufferOutputStream()
             pcsv.write_csv(table, sink, pcsv.WriteOptions(include_header=False, quoting_style="none"))
             body = sink.getvalue().to_pybytes()
@@ -92,16 +98,23 @@ def main() -> None:
         size = sum(p.stat().st_size for p in source.iterdir())
         print(f"wrote {args.ratings:,} ratings ({size / 1e9:.2f} GB in 4 files) in {time.perf_counter() - start:.0f} s")
         start = time.perf_counter()
-        child = subprocess.run([sys.executable, "-c", CHILD.format(root=str(ROOT), source=str(source),
-                                                                   data=str(Path(folder) / "data"))],
-                               check=True, capture_output=True, text=True)
+        child = subprocess.run(
+            [sys.executable, "-c", CHILD.format(root=str(ROOT), source=str(source), data=str(Path(folder) / "data"))],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
         wall = time.perf_counter() - start
         result = json.loads(child.stdout.strip().splitlines()[-1])
         peak_gb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024 / 1e9
-        print(f"recx prepare (fastvae): {result['seconds']:.1f} s ({wall:.1f} s with interpreter start), "
-              f"peak RSS {peak_gb:.2f} GB (target < 8 GB)")
-        print(f"  {result['n_users']:,} users, {result['n_items']:,} items, counts {result['counts']}, "
-              f"rows {json.dumps(result['rows'])}")
+        print(
+            f"recx prepare (fastvae): {result['seconds']:.1f} s ({wall:.1f} s with interpreter start), "
+            f"peak RSS {peak_gb:.2f} GB (target < 8 GB)"
+        )
+        print(
+            f"  {result['n_users']:,} users, {result['n_items']:,} items, counts {result['counts']}, "
+            f"rows {json.dumps(result['rows'])}"
+        )
 
 
 if __name__ == "__main__":

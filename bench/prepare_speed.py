@@ -9,6 +9,7 @@ Targets: recx time < 1/10 of the pandas parse time; peak memory < 1.5 GB.
 
     python bench/prepare_speed.py [--lines N] [--skip-pandas]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -81,18 +82,27 @@ def main() -> None:
         source = Path(folder) / "ratings.dat"
         start = time.perf_counter()
         write_ratings(source, args.lines)
-        print(f"wrote {args.lines:,} lines ({source.stat().st_size / 1e6:.0f} MB) in {time.perf_counter() - start:.1f} s")
+        print(
+            f"wrote {args.lines:,} lines ({source.stat().st_size / 1e6:.0f} MB) in {time.perf_counter() - start:.1f} s"
+        )
         start = time.perf_counter()
-        child = subprocess.run([sys.executable, "-c", CHILD.format(root=str(ROOT), source=str(source),
-                                                                   data=str(Path(folder) / "data"))],
-                               check=True, capture_output=True, text=True)
+        child = subprocess.run(
+            [sys.executable, "-c", CHILD.format(root=str(ROOT), source=str(source), data=str(Path(folder) / "data"))],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
         recx_wall = time.perf_counter() - start
         result = json.loads(child.stdout.strip().splitlines()[-1])
         peak_gb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024 / 1e9
-        print(f"recx prepare (fastvae: binarise, 10-core, per-user 80/20, write): {result['seconds']:.2f} s "
-              f"({recx_wall:.2f} s with interpreter start), peak RSS {peak_gb:.2f} GB")
-        print(f"  {result['n_users']:,} users, {result['n_items']:,} items, counts {result['counts']}, "
-              f"rows {json.dumps(result['rows'])}")
+        print(
+            f"recx prepare (fastvae: binarise, 10-core, per-user 80/20, write): {result['seconds']:.2f} s "
+            f"({recx_wall:.2f} s with interpreter start), peak RSS {peak_gb:.2f} GB"
+        )
+        print(
+            f"  {result['n_users']:,} users, {result['n_items']:,} items, counts {result['counts']}, "
+            f"rows {json.dumps(result['rows'])}"
+        )
         if args.skip_pandas:
             return
         import pandas as pd
@@ -101,9 +111,11 @@ def main() -> None:
         frame = pd.read_csv(source, sep="::", engine="python", header=None)
         pandas_seconds = time.perf_counter() - start
         print(f"pandas.read_csv(sep='::', engine='python'): {pandas_seconds:.2f} s for {len(frame):,} rows")
-        print(f"ratio recx / pandas parse: {result['seconds'] / pandas_seconds:.3f} "
-              f"(with interpreter start {recx_wall / pandas_seconds:.3f}; target < 0.1); "
-              f"peak {peak_gb:.2f} GB (target < 1.5 GB)")
+        print(
+            f"ratio recx / pandas parse: {result['seconds'] / pandas_seconds:.3f} "
+            f"(with interpreter start {recx_wall / pandas_seconds:.3f}; target < 0.1); "
+            f"peak {peak_gb:.2f} GB (target < 1.5 GB)"
+        )
 
 
 if __name__ == "__main__":

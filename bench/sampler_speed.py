@@ -8,6 +8,7 @@ samplers so that the ratio compares like with like on a shared machine).
 
     python bench/sampler_speed.py [--steps 20] [--warmup 3] [--device auto] [--kernels auto] [--threads 2]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -18,13 +19,13 @@ from pathlib import Path
 import torch
 
 from recx.config.run_config import resolve
+from recx.core.device import resolve_device
+from recx.core.memory import keep_freed_memory
 from recx.data.dataset import load_dataset
 from recx.data.prepare import PrepareOptions, prepare
 from recx.train.build import build_loss, build_model, build_sampler
-from recx.core.device import resolve_device
 from recx.train.runners.interactions import run_optimizer
 from recx.train.step import training_loss
-from recx.core.memory import keep_freed_memory
 
 ROOT = Path(__file__).resolve().parents[1]
 GOWALLA = ROOT / ".." / "shared" / "data" / "gowalla"
@@ -47,8 +48,18 @@ CASES = [
 def time_steps(case, dataset, device, kernels: str, steps: int, warmup: int) -> float:
     """Mean seconds per training step for one (sampler, loss, n_negatives, sampler_args)."""
     sampler_name, loss_name, n_negatives, sampler_args = case
-    config = resolve({"model": "mf", "dim": 64, "batch_size": 2048, "loss": loss_name, "sampler": sampler_name,
-                      "n_negatives": n_negatives, "sampler_args": sampler_args, "kernels": kernels})
+    config = resolve(
+        {
+            "model": "mf",
+            "dim": 64,
+            "batch_size": 2048,
+            "loss": loss_name,
+            "sampler": sampler_name,
+            "n_negatives": n_negatives,
+            "sampler_args": sampler_args,
+            "kernels": kernels,
+        }
+    )
     generator = torch.Generator(device=device).manual_seed(0)
     model = build_model(config, dataset, device)
     sampler = build_sampler(config, dataset, generator)
@@ -61,7 +72,7 @@ def time_steps(case, dataset, device, kernels: str, steps: int, warmup: int) -> 
         if step == warmup:
             synchronize(device)
             started = time.perf_counter()
-        index = order[step * 2048:(step + 1) * 2048]
+        index = order[step * 2048 : (step + 1) * 2048]
         loss = training_loss(model, sampler, loss_fn, config, users_of[index], items_of[index])
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
@@ -96,9 +107,14 @@ def kernel_comparison(dataset, repeats: int = 20) -> None:
     users = torch.randint(0, dataset.n_users, (2048, 1), device="cuda").expand(2048, 200)
     items = torch.randint(0, dataset.n_items, (2048, 200), device="cuda")
     pairs = {
-        "alias draw, 409,600 draws": (lambda: draw_torch(prob, alias, uniforms), lambda: alias_draw(prob, alias, uniforms)),
-        "CSR membership, 409,600 pairs": (lambda: train.contains(users, items),
-                                          lambda: csr_contains(train.indptr, train.indices, users, items)),
+        "alias draw, 409,600 draws": (
+            lambda: draw_torch(prob, alias, uniforms),
+            lambda: alias_draw(prob, alias, uniforms),
+        ),
+        "CSR membership, 409,600 pairs": (
+            lambda: train.contains(users, items),
+            lambda: csr_contains(train.indptr, train.indices, users, items),
+        ),
     }
     for name, (reference, kernel) in pairs.items():
         assert torch.equal(reference(), kernel())
@@ -111,8 +127,10 @@ def kernel_comparison(dataset, repeats: int = 20) -> None:
                 run()
             torch.cuda.synchronize()
             times.append((time.perf_counter() - started) / repeats)
-        print(f"{name:32s} torch {times[0] * 1e6:8.1f} us   cupy {times[1] * 1e6:8.1f} us   "
-              f"torch/cupy {times[0] / times[1]:5.2f}")
+        print(
+            f"{name:32s} torch {times[0] * 1e6:8.1f} us   cupy {times[1] * 1e6:8.1f} us   "
+            f"torch/cupy {times[0] / times[1]:5.2f}"
+        )
 
 
 def main() -> None:
@@ -129,8 +147,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as root:
         prepare("gowalla", PrepareOptions(format="lightgcn", source=GOWALLA), Path(root))
         dataset = load_dataset(Path(root), "gowalla").to(device)
-    print(f"Gowalla: {dataset.n_users:,} users, {dataset.n_items:,} items, {dataset.train.nnz:,} training "
-          f"interactions; MF dim 64, batch 2048, {options.steps} steps after {options.warmup} warm-up; {device}")
+    print(
+        f"Gowalla: {dataset.n_users:,} users, {dataset.n_items:,} items, {dataset.train.nnz:,} training "
+        f"interactions; MF dim 64, batch 2048, {options.steps} steps after {options.warmup} warm-up; {device}"
+    )
     print(f"{'sampler + loss':58s} {'ms/step':>9s} {'uniform':>9s} {'ratio':>6s}")
     for case in CASES:
         baseline = time_steps(BASELINE, dataset, device, options.kernels, options.steps, options.warmup)

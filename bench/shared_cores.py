@@ -9,6 +9,7 @@ the issue's target ≤ 1.3). Extra environment for every run (e.g. RECX_THREADS=
 
     python bench/shared_cores.py [--counts 1,2,3] [--epochs 6] [--env KEY=VALUE ...] [-- extra recx train args]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,11 +32,35 @@ def usable_cores() -> int:
 def side_by_side(count: int, root: Path, work: Path, epochs: int, env: dict, extra: list[str]) -> list[float]:
     """Median epoch seconds (epochs 2..) of each of `count` runs started together."""
     folders = [work / f"n{count}-{i}" for i in range(count)]
-    command = [sys.executable, "-m", "recx", "train", "--dataset", "synthetic", "--data-root", str(root),
-               "--epochs", str(epochs), "--patience", str(epochs), "--quiet", "--checkpoint-every", "0", *extra]
-    processes = [subprocess.Popen([*command, "--run-dir", str(folder)], cwd=ROOT, env={**os.environ, **env},
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-                 for folder in folders]
+    command = [
+        sys.executable,
+        "-m",
+        "recx",
+        "train",
+        "--dataset",
+        "synthetic",
+        "--data-root",
+        str(root),
+        "--epochs",
+        str(epochs),
+        "--patience",
+        str(epochs),
+        "--quiet",
+        "--checkpoint-every",
+        "0",
+        *extra,
+    ]
+    processes = [
+        subprocess.Popen(
+            [*command, "--run-dir", str(folder)],
+            cwd=ROOT,
+            env={**os.environ, **env},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for folder in folders
+    ]
     for process in processes:
         _, err = process.communicate()
         if process.returncode != 0:
@@ -59,21 +84,41 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="recx-shared-cores-") as scratch:
         work = Path(scratch)
         root = work / "data"
-        subprocess.run([sys.executable, "-m", "recx", "prepare", "synthetic", "--format", "synthetic",
-                        "--ratios", "80/10/10", "--data-root", str(root)], cwd=ROOT, check=True,
-                       capture_output=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "recx",
+                "prepare",
+                "synthetic",
+                "--format",
+                "synthetic",
+                "--ratios",
+                "80/10/10",
+                "--data-root",
+                str(root),
+            ],
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+        )
         print(f"usable cores {cores}, env {env or '{}'}, epochs {options.epochs}")
         alone = None
         for count in [int(c) for c in options.counts.split(",")]:
             started = time.perf_counter()
             medians = side_by_side(count, root, work, options.epochs, env, options.extra)
             if alone is None:
-                alone = statistics.median(medians) if count == 1 else side_by_side(1, root, work, options.epochs, env,
-                                                                                   options.extra)[0]
+                alone = (
+                    statistics.median(medians)
+                    if count == 1
+                    else side_by_side(1, root, work, options.epochs, env, options.extra)[0]
+                )
             fair = max(1.0, count / cores) * alone
             ratios = ", ".join(f"{m:.2f} s ({m / fair:.2f}x)" for m in medians)
-            print(f"{count} side by side ({time.perf_counter() - started:.0f} s): epoch {ratios}; "
-                  f"fair share {fair:.2f} s; worst {max(medians) / fair:.2f}x")
+            print(
+                f"{count} side by side ({time.perf_counter() - started:.0f} s): epoch {ratios}; "
+                f"fair share {fair:.2f} s; worst {max(medians) / fair:.2f}x"
+            )
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@ against scipy.stats.permutation_test on the same paired per-user values. Prints 
 
     python bench/significance_speed.py [--users 30000] [--resamples 2000]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,9 +27,15 @@ def main() -> None:
     ours = stats.randomisation(x, y, args.resamples)
     ours_s = time.perf_counter() - started
     started = time.perf_counter()
-    reference = scipy_stats.permutation_test((x, y), lambda a, b, axis: np.mean(a - b, axis=axis), vectorized=True,
-                                             permutation_type="samples", n_resamples=args.resamples,
-                                             batch=max(1, 4_000_000 // args.users), rng=np.random.default_rng(0))
+    reference = scipy_stats.permutation_test(
+        (x, y),
+        lambda a, b, axis: np.mean(a - b, axis=axis),
+        vectorized=True,
+        permutation_type="samples",
+        n_resamples=args.resamples,
+        batch=max(1, 4_000_000 // args.users),
+        rng=np.random.default_rng(0),
+    )
     scipy_s = time.perf_counter() - started
     print(f"{args.users} users, {args.resamples} resamples")
     print(f"recx  randomisation: {ours_s:8.3f} s  p = {ours:.4f}")

@@ -10,6 +10,7 @@ run in the same process after the terminal run.
 
 `--limit S` sends the command Ctrl-C after S seconds (its interrupt message is part of the record).
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -88,14 +89,16 @@ def piped(command: list[str], limit_s: float) -> tuple[list[tuple[float, bytes]]
 def main() -> None:
     if "--" not in sys.argv or sys.argv[-1] == "--":
         sys.exit(__doc__)
-    command, options = sys.argv[sys.argv.index("--") + 1:], sys.argv[1:sys.argv.index("--")]
+    command, options = sys.argv[sys.argv.index("--") + 1 :], sys.argv[1 : sys.argv.index("--")]
     limit_s = float(options[options.index("--limit") + 1]) if "--limit" in options else float("inf")
     modes = [("terminal", in_terminal)] + ([] if "--terminal-only" in options else [("piped (baseline)", piped)])
     for name, run in modes:
         events, total, code = run(command, limit_s)
         longest = silences(events, total)
-        print(f"{name}: exit {code}, {total:.1f} s in all; first output after {events[0][0] if events else total:.2f} s",
-              flush=True)
+        print(
+            f"{name}: exit {code}, {total:.1f} s in all; first output after {events[0][0] if events else total:.2f} s",
+            flush=True,
+        )
         for gap, at, shown in longest[:3]:
             print(f"  silent {gap:.2f} s from t = {at:.1f} s, showing: {shown!r}", flush=True)
         if name == "terminal":

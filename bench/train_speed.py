@@ -11,6 +11,7 @@ On CUDA it also counts host syncs inside an epoch with torch's sync debug mode (
     python bench/train_speed.py --data-root /tmp/speed-data [--threads 1] [--epochs 1] [--optimizer lazy_adam]
                                 [--cases bpr,dns,softmax] [--device cuda]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,17 +24,19 @@ from pathlib import Path
 import torch
 
 from recx.config.run_config import resolve
+from recx.core.device import resolve_device
+from recx.core.memory import keep_freed_memory
 from recx.data.dataset import load_dataset
 from recx.train.build import build_model
-from recx.core.device import resolve_device
 from recx.train.runners.interactions import InteractionEpochs
-from recx.core.memory import keep_freed_memory
 
 CASES = {
     "bpr": ("bpr, uniform, 1 negative", {"loss": "bpr", "sampler": "uniform", "n_negatives": 1}),
     "dns": ("bpr, dns(5 of 100)", {"loss": "bpr", "sampler": "dns", "sampler_args": {"m": 5, "n_candidates": 100}}),
-    "softmax": ("softmax, uniform, 2000 shared", {"loss": "softmax", "sampler": "uniform", "n_negatives": 2000,
-                                                 "sampler_args": {"shared": True}}),
+    "softmax": (
+        "softmax, uniform, 2000 shared",
+        {"loss": "softmax", "sampler": "uniform", "n_negatives": 2000, "sampler_args": {"shared": True}},
+    ),
 }
 
 
@@ -48,8 +51,9 @@ def case_config(raw: dict, optimizer: str, device: torch.device):
     return resolve({"model": "mf", "dim": 64, "batch_size": 2048, "device": device.type, **raw, **chosen})
 
 
-def epoch_seconds(config, dataset, device: torch.device, epochs: int, count_syncs: bool = False
-                  ) -> tuple[float, int | None]:
+def epoch_seconds(
+    config, dataset, device: torch.device, epochs: int, count_syncs: bool = False
+) -> tuple[float, int | None]:
     """(median seconds per epoch (on CUDA after a warm-up epoch), host syncs inside an epoch on CUDA)."""
     model = build_model(config, dataset, device)
     runner = InteractionEpochs(config, dataset, model, torch.Generator(device=device).manual_seed(0))
@@ -76,15 +80,18 @@ def epoch_seconds(config, dataset, device: torch.device, epochs: int, count_sync
     return seconds, syncs
 
 
-def floor_seconds(n_steps: int, batch: int, dim: int, n_shared: int | None, device: torch.device,
-                  repeats: int) -> float:
+def floor_seconds(
+    n_steps: int, batch: int, dim: int, n_shared: int | None, device: torch.device, repeats: int
+) -> float:
     """Forward + backward of the score products alone, per epoch (the median of `repeats` epochs, as the cases):
     B dot products (n_shared None) or [B, d] x [d, n]."""
     query = torch.randn(batch, dim, device=device, requires_grad=True)
     items = torch.randn(n_shared or 2 * batch, dim, device=device, requires_grad=True)
+
     def step():
         scores = query @ items.T if n_shared else (query * items[:batch]).sum(-1) - (query * items[batch:]).sum(-1)
         scores.sum().backward()
+
     step()
     times = []
     for _ in range(repeats):
@@ -104,10 +111,13 @@ def implicit_bpr_seconds(dataset, threads: int, epochs: int) -> float | None:
     except ImportError:
         return None
     train = dataset.train.to("cpu")
-    matrix = scipy.sparse.csr_matrix((torch.ones(train.nnz).numpy(), train.indices.numpy(), train.indptr.numpy()),
-                                     shape=(dataset.n_users, dataset.n_items))
+    matrix = scipy.sparse.csr_matrix(
+        (torch.ones(train.nnz).numpy(), train.indices.numpy(), train.indptr.numpy()),
+        shape=(dataset.n_users, dataset.n_items),
+    )
     BayesianPersonalizedRanking(factors=64, iterations=1, num_threads=threads, random_state=0).fit(
-        matrix, show_progress=False)  # warm-up
+        matrix, show_progress=False
+    )  # warm-up
     model = BayesianPersonalizedRanking(factors=64, iterations=epochs, num_threads=threads, random_state=0)
     started = time.perf_counter()
     model.fit(matrix, show_progress=False)
@@ -129,14 +139,22 @@ def main() -> None:
     device = resolve_device(options.device)
     dataset = load_dataset(options.data_root, options.dataset).to(device)
     n_steps = math.ceil(dataset.train.nnz / 2048)
-    print(f"{options.dataset}: {dataset.n_users:,} users, {dataset.n_items:,} items, {dataset.train.nnz:,} training "
-          f"interactions; MF dim 64, batch 2048 ({n_steps} steps); {device}, {options.threads} thread(s); "
-          f"optimizer {options.optimizer}")
+    print(
+        f"{options.dataset}: {dataset.n_users:,} users, {dataset.n_items:,} items, {dataset.train.nnz:,} training "
+        f"interactions; MF dim 64, batch 2048 ({n_steps} steps); {device}, {options.threads} thread(s); "
+        f"optimizer {options.optimizer}"
+    )
     reference = implicit_bpr_seconds(dataset, options.threads, options.epochs) if device.type == "cpu" else None
-    print(f"implicit BPR (64 factors): {reference:.3f} s/epoch" if reference else
-          "implicit BPR: not installed (pip install implicit) or not on CPU; skipped", flush=True)
-    floors = {"bpr": floor_seconds(n_steps, 2048, 64, None, device, options.epochs),
-              "softmax": floor_seconds(n_steps, 2048, 64, 2000, device, options.epochs)}
+    print(
+        f"implicit BPR (64 factors): {reference:.3f} s/epoch"
+        if reference
+        else "implicit BPR: not installed (pip install implicit) or not on CPU; skipped",
+        flush=True,
+    )
+    floors = {
+        "bpr": floor_seconds(n_steps, 2048, 64, None, device, options.epochs),
+        "softmax": floor_seconds(n_steps, 2048, 64, 2000, device, options.epochs),
+    }
     print(f"{'case':32s} {'optimizer':>10s} {'s/epoch':>8s} {'floor':>8s} {'/floor':>7s} {'/implicit':>10s}")
     cases = [CASES[key] for key in options.cases.split(",")]
     for name, raw in cases:
@@ -144,8 +162,10 @@ def main() -> None:
         seconds, _ = epoch_seconds(config, dataset, device, options.epochs)
         floor = floors[raw["loss"]]
         versus = f"{seconds / reference:10.2f}" if reference else f"{'-':>10s}"
-        print(f"{name:32s} {config.optimizer:>10s} {seconds:8.3f} {floor:8.3f} {seconds / floor:7.2f} {versus}",
-              flush=True)
+        print(
+            f"{name:32s} {config.optimizer:>10s} {seconds:8.3f} {floor:8.3f} {seconds / floor:7.2f} {versus}",
+            flush=True,
+        )
     if device.type == "cuda":
         for name, raw in cases:
             config = case_config(raw, options.optimizer, device)

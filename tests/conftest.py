@@ -1,4 +1,5 @@
 """Shared fixtures: tiny synthetic datasets and a CLI runner that behaves like the `recx` command."""
+
 from __future__ import annotations
 
 import sys
@@ -31,8 +32,13 @@ def _few_threads():
 def tiny_root(tmp_path) -> Path:
     """A 200-user, 100-item synthetic dataset with train/valid/test, prepared under tmp_path/data."""
     root = tmp_path / "data"
-    prepare("tiny", PrepareOptions(format="synthetic", ratios="80/10/10",
-                                   synthetic={"n_users": 200, "n_items": 100, "mean_length": 12}), root)
+    prepare(
+        "tiny",
+        PrepareOptions(
+            format="synthetic", ratios="80/10/10", synthetic={"n_users": 200, "n_items": 100, "mean_length": 12}
+        ),
+        root,
+    )
     return root
 
 

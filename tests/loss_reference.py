@@ -1,4 +1,5 @@
 """Helpers for checking a loss against an independent float64 reference: values and gradients."""
+
 from __future__ import annotations
 
 import torch

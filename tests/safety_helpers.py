@@ -1,4 +1,5 @@
 """Helpers of the bad-input tests: a snapshot of every path under some folders, to prove nothing changed."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -16,8 +17,7 @@ def snapshot(*roots: Path, strict: bool = False) -> dict:
                 continue
             stat = path.stat()
             is_dir = path.is_dir()
-            found[str(path)] = (is_dir, 0 if is_dir else stat.st_size,
-                                stat.st_mtime_ns if strict or not is_dir else 0)
+            found[str(path)] = (is_dir, 0 if is_dir else stat.st_size, stat.st_mtime_ns if strict or not is_dir else 0)
     return found
 
 

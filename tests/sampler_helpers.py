@@ -1,4 +1,5 @@
 """Small in-memory datasets and batches for sampler tests, and a chi-square check of draws."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -41,7 +42,9 @@ def assert_follows(draws: torch.Tensor, probabilities, min_p_value: float = 1e-3
     """Chi-square goodness of fit of integer draws to `probabilities` (cells with zero probability must stay empty;
     cells expecting fewer than 5 draws are pooled into one, as the test's approximation needs)."""
     probabilities = np.asarray(probabilities, dtype=np.float64)
-    assert_counts_follow(np.bincount(np.asarray(draws).ravel(), minlength=probabilities.size), probabilities, min_p_value)
+    assert_counts_follow(
+        np.bincount(np.asarray(draws).ravel(), minlength=probabilities.size), probabilities, min_p_value
+    )
 
 
 def item_counts(negatives, row: int, n_items: int, m: int) -> np.ndarray:
@@ -60,7 +63,7 @@ def assert_counts_follow(observed, probabilities, min_p_value: float = 1e-3) -> 
     observed, expected = observed[keep], probabilities[keep] / probabilities[keep].sum() * observed.sum()
     order = np.argsort(expected)
     bins = np.minimum(np.searchsorted(np.cumsum(expected[order]), 5.0, side="right"), order.size - 1)
-    small = order[:bins + 1]
+    small = order[: bins + 1]
     if small.size > 1:
         rest = np.setdiff1d(np.arange(expected.size), small)
         observed = np.append(observed[rest], observed[small].sum())

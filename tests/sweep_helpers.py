@@ -1,4 +1,5 @@
 """A four-run experiment on tiny synthetic data, and drivers of `recx sweep` in a separate process."""
+
 from __future__ import annotations
 
 import io
@@ -16,14 +17,32 @@ from rich.console import Console
 ROOT = Path(__file__).resolve().parents[1]
 EPOCHS = 15
 FOUR_RUNS = {
-    "datasets": {"tiny": {"format": "synthetic", "ratios": "80/10/10",
-                          "synthetic": {"n_users": 150, "n_items": 80, "mean_length": 10}}},
-    "experiments": {"four": {
-        "datasets": ["tiny"], "seeds": [0, 1], "ks": [5, 20],
-        "defaults": {"dim": 8, "epochs": EPOCHS, "patience": EPOCHS, "batch_size": 256, "lr": 0.01, "device": "cpu"},
-        "methods": {"bpr": {"loss": "bpr", "n_negatives": 2},
-                    "ssm": {"loss": "softmax", "sampler": "uniform", "n_negatives": 10}},
-    }},
+    "datasets": {
+        "tiny": {
+            "format": "synthetic",
+            "ratios": "80/10/10",
+            "synthetic": {"n_users": 150, "n_items": 80, "mean_length": 10},
+        }
+    },
+    "experiments": {
+        "four": {
+            "datasets": ["tiny"],
+            "seeds": [0, 1],
+            "ks": [5, 20],
+            "defaults": {
+                "dim": 8,
+                "epochs": EPOCHS,
+                "patience": EPOCHS,
+                "batch_size": 256,
+                "lr": 0.01,
+                "device": "cpu",
+            },
+            "methods": {
+                "bpr": {"loss": "bpr", "n_negatives": 2},
+                "ssm": {"loss": "softmax", "sampler": "uniform", "n_negatives": 10},
+            },
+        }
+    },
 }
 
 
@@ -52,10 +71,29 @@ def start_driver(folder: Path, out: Path, *options: str) -> subprocess.Popen:
     """`python -m recx sweep` on the four-run experiment in a new process of a new process group (output captured),
     so that what a killed driver leaves behind can be reaped by `reap`."""
     env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
-    command = [sys.executable, "-m", "recx", "sweep", str(write_experiments(folder)), "-e", "four", "--out", str(out),
-               "--data-root", str(folder / "data"), *options]
-    return subprocess.Popen(command, env=env, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
+    command = [
+        sys.executable,
+        "-m",
+        "recx",
+        "sweep",
+        str(write_experiments(folder)),
+        "-e",
+        "four",
+        "--out",
+        str(out),
+        "--data-root",
+        str(folder / "data"),
+        *options,
+    ]
+    return subprocess.Popen(
+        command,
+        env=env,
+        cwd=folder,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
 
 
 def reap(driver: subprocess.Popen) -> None:

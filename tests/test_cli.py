@@ -1,11 +1,11 @@
 """The command line end to end on tiny data, and its handling of bad input (one message, exit 1, nothing left)."""
+
 import json
 import math
 
 import pandas as pd
 import pytest
 import yaml
-
 
 FAST = ["--dim", "8", "--epochs", "2", "--batch-size", "256", "--negatives", "20", "--quiet", "--device", "cpu"]
 
@@ -39,8 +39,21 @@ def test_prepare_train_eval_dump_topk_recomputes_the_metrics(tiny_root, tmp_path
 
 def test_same_seed_gives_the_same_numbers(tiny_root, tmp_path, recx_cli):
     for name in ("a", "b"):
-        assert recx_cli("train", "--dataset", "tiny", "--data-root", tiny_root, "--run-dir", tmp_path / name,
-                        "--sampler", "popularity", *FAST).code == 0
+        assert (
+            recx_cli(
+                "train",
+                "--dataset",
+                "tiny",
+                "--data-root",
+                tiny_root,
+                "--run-dir",
+                tmp_path / name,
+                "--sampler",
+                "popularity",
+                *FAST,
+            ).code
+            == 0
+        )
     first, second = (pd.read_parquet(tmp_path / n / "results.parquet") for n in ("a", "b"))
     pd.testing.assert_frame_equal(first, second)
 
@@ -48,22 +61,37 @@ def test_same_seed_gives_the_same_numbers(tiny_root, tmp_path, recx_cli):
 def test_config_file_and_set_override(tiny_root, tmp_path, recx_cli):
     config = tmp_path / "run.yaml"
     config.write_text(yaml.safe_dump({"dataset": "tiny", "loss": "bpr", "n_negatives": 3, "epochs": 1, "dim": 4}))
-    result = recx_cli("train", "--config", config, "--data-root", tiny_root, "--run-dir", tmp_path / "r",
-                      "--set", "lr=0.01", "--set", "sampler_args.exclude_train=true", "--quiet")
+    result = recx_cli(
+        "train",
+        "--config",
+        config,
+        "--data-root",
+        tiny_root,
+        "--run-dir",
+        tmp_path / "r",
+        "--set",
+        "lr=0.01",
+        "--set",
+        "sampler_args.exclude_train=true",
+        "--quiet",
+    )
     assert result.code == 0, result.err
     saved = yaml.safe_load((tmp_path / "r" / "config.yaml").read_text())
     assert saved["lr"] == 0.01 and saved["sampler_args"]["exclude_train"] is True and saved["loss"] == "bpr"
 
 
-@pytest.mark.parametrize("args, expected", [
-    (["prepare", "x", "--format", "triplets", "--source", "/no/such/file"], "no such file"),
-    (["prepare", "x", "--format", "nope", "--source", "."], "valid: "),
-    (["train", "--dataset", "tiny", "--loss", "nope"], "unknown loss 'nope'; valid: "),
-    (["train", "--dataset", "tiny", "--sampler", "nope"], "unknown sampler 'nope'; valid: "),
-    (["train", "--dataset", "tiny", "--model", "nope"], "unknown model 'nope'; valid: "),
-    (["train", "--dataset", "missing"], "no prepared dataset 'missing'"),
-    (["train", "--dataset", "tiny", "--set", "sampler_args.nope=1"], "unknown key 'nope'"),
-])
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["prepare", "x", "--format", "triplets", "--source", "/no/such/file"], "no such file"),
+        (["prepare", "x", "--format", "nope", "--source", "."], "valid: "),
+        (["train", "--dataset", "tiny", "--loss", "nope"], "unknown loss 'nope'; valid: "),
+        (["train", "--dataset", "tiny", "--sampler", "nope"], "unknown sampler 'nope'; valid: "),
+        (["train", "--dataset", "tiny", "--model", "nope"], "unknown model 'nope'; valid: "),
+        (["train", "--dataset", "missing"], "no prepared dataset 'missing'"),
+        (["train", "--dataset", "tiny", "--set", "sampler_args.nope=1"], "unknown key 'nope'"),
+    ],
+)
 def test_bad_input_gets_one_clear_message(tiny_root, recx_cli, args, expected):
     result = recx_cli(*args, "--data-root", tiny_root)
     assert result.code == 1
@@ -83,8 +111,18 @@ def test_malformed_line_is_named_and_nothing_is_left(tmp_path, recx_cli):
 def test_threshold_that_removes_everything(tmp_path, recx_cli):
     source = tmp_path / "ratings.txt"
     source.write_text("1 2 1\n2 3 2\n")
-    result = recx_cli("prepare", "empty", "--format", "triplets", "--source", source, "--min-rating", "4",
-                      "--data-root", tmp_path / "d")
+    result = recx_cli(
+        "prepare",
+        "empty",
+        "--format",
+        "triplets",
+        "--source",
+        source,
+        "--min-rating",
+        "4",
+        "--data-root",
+        tmp_path / "d",
+    )
     assert result.code == 1 and "Traceback" not in result.err
     assert not (tmp_path / "d" / "empty").exists()
 
@@ -108,8 +146,24 @@ def test_eval_rejects_incomplete_runs_and_large_k(tiny_root, tmp_path, recx_cli)
 
 def test_nan_loss_stops_with_epoch_and_step(tiny_root, tmp_path, recx_cli):
     run = tmp_path / "nan"
-    result = recx_cli("train", "--dataset", "tiny", "--data-root", tiny_root, "--run-dir", run, "--lr", "1e30",
-                      "--loss", "bpr", "--epochs", "3", "--quiet", "--device", "cpu")
+    result = recx_cli(
+        "train",
+        "--dataset",
+        "tiny",
+        "--data-root",
+        tiny_root,
+        "--run-dir",
+        run,
+        "--lr",
+        "1e30",
+        "--loss",
+        "bpr",
+        "--epochs",
+        "3",
+        "--quiet",
+        "--device",
+        "cpu",
+    )
     assert result.code == 1
     message = result.err.replace("\n", " ")
     assert "the loss became nan at epoch" in message and ", step " in message and "Traceback" not in message

@@ -1,4 +1,5 @@
 """The stored catalogue (recx/catalog.json) that `--help` and completion read equals the live registries."""
+
 import re
 
 from recx.cli import catalog
@@ -8,7 +9,8 @@ def test_stored_catalog_matches_the_registries():
     """Fails when a sampler, loss, model or format is added, renamed or given other arguments or defaults (or a
     run config default changes) without `python -m recx.cli.catalog --write` (make catalog)."""
     assert catalog.STORED.read_text() == catalog.render(catalog.build()), (
-        "recx/catalog.json is out of date: run `python -m recx.cli.catalog --write` (make catalog)")
+        "recx/catalog.json is out of date: run `python -m recx.cli.catalog --write` (make catalog)"
+    )
 
 
 def test_check_mode_reports_up_to_date(capsys):

@@ -1,4 +1,5 @@
 """`recx --help`, `--version`, mistakes and shell completion answer without torch, pandas or the registries."""
+
 import json
 import os
 import subprocess
@@ -8,7 +9,15 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-HEAVY = ("torch", "pandas", "recx.samplers", "recx.losses", "recx.models", "recx.data.formats", "recx.config.run_config")
+HEAVY = (
+    "torch",
+    "pandas",
+    "recx.samplers",
+    "recx.losses",
+    "recx.models",
+    "recx.data.formats",
+    "recx.config.run_config",
+)
 PROBE = """
 import json, sys
 sys.argv = ["recx", *json.loads(sys.argv[1])]
@@ -24,15 +33,32 @@ finally:
 
 
 def _probe(args, env=None):
-    result = subprocess.run([sys.executable, "-c", PROBE, json.dumps(args)], capture_output=True, text=True,
-                            cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-c", PROBE, json.dumps(args)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
+        timeout=60,
+    )
     imported = json.loads(result.stderr.rsplit("IMPORTED ", 1)[1])
     return result.stdout, result.stderr, imported
 
 
-@pytest.mark.parametrize("args", [["--help"], ["train", "--help"], ["sweep", "--help"], ["list", "--help"],
-                                  ["diagnose", "sampler", "--help"], ["--version"], ["trian"],
-                                  ["train", "--bogus"], []])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--help"],
+        ["train", "--help"],
+        ["sweep", "--help"],
+        ["list", "--help"],
+        ["diagnose", "sampler", "--help"],
+        ["--version"],
+        ["trian"],
+        ["train", "--bogus"],
+        [],
+    ],
+)
 def test_answers_without_heavy_imports(args):
     out, err, imported = _probe(args)
     assert imported == [], f"recx {' '.join(args)} imported {imported}"

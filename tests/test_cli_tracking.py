@@ -1,4 +1,5 @@
 """`--track mlflow`: each completed run read back through MLflow's own client (skipped without the track extra)."""
+
 import json
 
 import pytest
@@ -10,14 +11,23 @@ mlflow = pytest.importorskip("mlflow")
 
 FAST = ["--dim", "8", "--epochs", "2", "--batch-size", "256", "--negatives", "5", "--device", "cpu", "--quiet"]
 EXPERIMENT = {
-    "datasets": {"tiny": {"format": "synthetic", "ratios": "80/10/10",
-                          "synthetic": {"n_users": 120, "n_items": 60, "mean_length": 10}}},
-    "experiments": {"small": {
-        "datasets": ["tiny"], "seeds": [0], "ks": [5],
-        "defaults": {"dim": 8, "epochs": 2, "batch_size": 256, "device": "cpu"},
-        "methods": {"bpr": {"loss": "bpr", "n_negatives": 2}, "ssm": {"loss": "softmax", "n_negatives": 5}},
-        "track": "mlflow",
-    }},
+    "datasets": {
+        "tiny": {
+            "format": "synthetic",
+            "ratios": "80/10/10",
+            "synthetic": {"n_users": 120, "n_items": 60, "mean_length": 10},
+        }
+    },
+    "experiments": {
+        "small": {
+            "datasets": ["tiny"],
+            "seeds": [0],
+            "ks": [5],
+            "defaults": {"dim": 8, "epochs": 2, "batch_size": 256, "device": "cpu"},
+            "methods": {"bpr": {"loss": "bpr", "n_negatives": 2}, "ssm": {"loss": "softmax", "n_negatives": 5}},
+            "track": "mlflow",
+        }
+    },
 }
 
 
@@ -32,8 +42,9 @@ def _runs(client, experiment):
 
 def test_train_logs_config_histories_final_metrics_and_files(tiny_root, tmp_path, recx_cli):
     run = tmp_path / "runs" / "tracked"
-    result = recx_cli("train", "--dataset", "tiny", "--data-root", tiny_root, "--run-dir", run, *FAST,
-                      "--track", "mlflow")
+    result = recx_cli(
+        "train", "--dataset", "tiny", "--data-root", tiny_root, "--run-dir", run, *FAST, "--track", "mlflow"
+    )
     assert result.code == 0 and "warning" not in result.err, result.err
     client = _client(run.parent)
     [logged] = _runs(client, tracking.TRAIN_EXPERIMENT)
@@ -53,8 +64,20 @@ def test_tracking_changes_nothing_of_the_run(tiny_root, tmp_path, recx_cli, monk
     (tmp_path / "cwd").mkdir()
     monkeypatch.chdir(tmp_path / "cwd")
     plain = recx_cli("train", "--dataset", "tiny", "--data-root", tiny_root, "--run-dir", tmp_path / "a", *FAST)
-    tracked = recx_cli("train", "--dataset", "tiny", "--data-root", tiny_root, "--run-dir", tmp_path / "b", *FAST,
-                       "--track", "mlflow", "--track-uri", f"sqlite:///{tmp_path / 'elsewhere.db'}")
+    tracked = recx_cli(
+        "train",
+        "--dataset",
+        "tiny",
+        "--data-root",
+        tiny_root,
+        "--run-dir",
+        tmp_path / "b",
+        *FAST,
+        "--track",
+        "mlflow",
+        "--track-uri",
+        f"sqlite:///{tmp_path / 'elsewhere.db'}",
+    )
     assert plain.code == tracked.code == 0
     assert (tmp_path / "a" / "config.yaml").read_text() == (tmp_path / "b" / "config.yaml").read_text()
     assert not (tmp_path / "mlflow.db").exists() and (tmp_path / "elsewhere.db").is_file()
@@ -63,8 +86,20 @@ def test_tracking_changes_nothing_of_the_run(tiny_root, tmp_path, recx_cli, monk
 
 def test_a_tracking_failure_is_one_warning_and_the_run_completes(tiny_root, tmp_path, recx_cli):
     run = tmp_path / "r"
-    result = recx_cli("train", "--dataset", "tiny", "--data-root", tiny_root, "--run-dir", run, *FAST,
-                      "--track", "mlflow", "--track-uri", "unknown-scheme://nowhere")
+    result = recx_cli(
+        "train",
+        "--dataset",
+        "tiny",
+        "--data-root",
+        tiny_root,
+        "--run-dir",
+        run,
+        *FAST,
+        "--track",
+        "mlflow",
+        "--track-uri",
+        "unknown-scheme://nowhere",
+    )
     assert result.code == 0 and (run / "COMPLETE").is_file()
     assert result.err.count("warning:") == 1 and "tracking to MLflow failed after 0 of 1 runs" in result.err
 

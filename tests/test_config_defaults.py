@@ -1,16 +1,22 @@
 """Per-loss defaults (recx.config.run_config.LOSS_DEFAULTS) and the run-start summary of non-default settings."""
+
 from recx.config.run_config import non_default_settings, resolve
 
 
 def test_softmax_gets_shared_candidates_cosine_scores_and_rowwise_adagrad_unless_told_otherwise():
     config = resolve({})
     assert (config.loss, config.n_negatives, config.sampler_args["shared"]) == ("softmax", 2000, True)
-    assert (config.model_args["scoring"], config.model_args["temperature"], config.model_args["init"]) == \
-        ("cosine", 0.1, "xavier")
+    assert (config.model_args["scoring"], config.model_args["temperature"], config.model_args["init"]) == (
+        "cosine",
+        0.1,
+        "xavier",
+    )
     assert (config.optimizer, config.lr) == ("rowwise_adagrad", 0.02)
     summary = non_default_settings(config)
-    assert summary == ("set: (nothing); defaults for softmax: n_negatives=2000, lr=0.02, model_args.scoring=cosine, "
-                       "model_args.temperature=0.1, sampler_args.shared=True; optimizer rowwise_adagrad")
+    assert summary == (
+        "set: (nothing); defaults for softmax: n_negatives=2000, lr=0.02, model_args.scoring=cosine, "
+        "model_args.temperature=0.1, sampler_args.shared=True; optimizer rowwise_adagrad"
+    )
     assert resolve({"lr": 1e-3}).optimizer == "adam"  # an lr in Adam's scale: the optimizer bundle steps aside
 
 
@@ -26,8 +32,13 @@ def test_the_optimizer_bundles_apply_only_to_the_measured_setup():
     assert resolve({"model": "mf"}).optimizer == "rowwise_adagrad"
     stated = resolve({"sampler": "uniform", "n_negatives": 2000, "sampler_args": {"shared": True}})
     assert (stated.optimizer, stated.lr) == ("rowwise_adagrad", 0.02)  # the defaults, written out: same setup
-    for raw in ({"model": "lightgcn"}, {"sampler": "popularity"}, {"model_args": {"scoring": "dot"}},
-                {"n_negatives": 500}, {"model_args": {"scoring": "cosine"}}):  # cosine at τ 1: not the measured
+    for raw in (
+        {"model": "lightgcn"},
+        {"sampler": "popularity"},
+        {"model_args": {"scoring": "dot"}},
+        {"n_negatives": 500},
+        {"model_args": {"scoring": "cosine"}},
+    ):  # cosine at τ 1: not the measured
         config = resolve(raw)
         assert (config.optimizer, config.lr) == ("adam", 5e-3), raw
     for raw in ({"loss": "bpr", "model": "lightgcn"}, {"loss": "bpr", "sampler": "dns"}):
@@ -38,10 +49,13 @@ def test_the_optimizer_bundles_apply_only_to_the_measured_setup():
 def test_bpr_gets_one_negative_and_rowwise_adagrad_unless_its_lr_optimizer_or_decay_is_set():
     config = resolve({"loss": "bpr"})
     assert (config.n_negatives, config.optimizer, config.lr) == (1, "rowwise_adagrad", 0.05)
-    assert non_default_settings(config) == ("set: loss=bpr; defaults for bpr: n_negatives=1, lr=0.05; "
-                                            "optimizer rowwise_adagrad")
-    assert (resolve({"loss": "bpr", "lr": 0.01}).optimizer, resolve({"loss": "bpr", "lr": 0.01}).lr) == \
-        ("lazy_adam", 0.01)
+    assert non_default_settings(config) == (
+        "set: loss=bpr; defaults for bpr: n_negatives=1, lr=0.05; optimizer rowwise_adagrad"
+    )
+    assert (resolve({"loss": "bpr", "lr": 0.01}).optimizer, resolve({"loss": "bpr", "lr": 0.01}).lr) == (
+        "lazy_adam",
+        0.01,
+    )
     assert resolve({"loss": "bpr", "optimizer": "sgd"}).lr == 5e-3
     decayed = resolve({"loss": "bpr", "weight_decay": 1e-4})  # full-table decay: dense Adam, not the bundle
     assert (decayed.optimizer, decayed.lr) == ("adam", 5e-3)

@@ -8,6 +8,7 @@ a query's positive and its candidates: log_q - positive_log_q equals the formula
 API (`representations`, `item_table`, `query`) only. Every sampler, loss and trainable model: a two-epoch run lowers
 the training loss; an untrainable model gives a completed run with results.
 """
+
 from __future__ import annotations
 
 import json
@@ -20,15 +21,15 @@ import pytest
 import torch
 
 from recx.config.run_config import resolve
+from recx.core.progress import make_progress
 from recx.losses import LOSSES
 from recx.losses.base import LossInput
 from recx.models import MODELS
 from recx.runs import store
+from recx.runs.train_run import train_run
 from recx.samplers import SAMPLERS
 from recx.train.build import build_loss, build_model
 from recx.train.step import step_scores
-from recx.core.progress import make_progress
-from recx.runs.train_run import train_run
 from tests.sampler_helpers import make_sampler, random_batch, random_dataset
 
 
@@ -44,6 +45,7 @@ def _log_popularity64(dataset, smoothing: float = 0.0, transform=lambda c: c) ->
 
 def _popularity_gap(dataset, batch, negatives, sampler) -> torch.Tensor:
     from recx.samplers.popularity import TRANSFORMS
+
     log_q = _log_popularity64(dataset, sampler.args.smoothing, TRANSFORMS[sampler.args.variant])
     return log_q[negatives.items].expand(batch.positives.numel(), -1) - log_q[batch.positives][:, None]
 
@@ -62,7 +64,7 @@ def _multiset_gap(dataset, batch, negatives, sampler) -> torch.Tensor:
         half, start = m // 2, 0
         counts = negatives.weights.double().clone()
         for size, weight in negatives.segments:
-            counts[:, start:start + size] *= half / weight
+            counts[:, start : start + size] *= half / weight
             start += size
     return -torch.log(counts.round())
 
@@ -83,8 +85,11 @@ def _importance_gap(dataset, batch, negatives, sampler) -> torch.Tensor:
 def _softmax_gap(dataset, batch, negatives, sampler) -> torch.Tensor:
     """The exact MIDX sampler's law is the softmax: log q(j) - log q(i) = s(u, j) - s(u, i) (float64)."""
     query, table = batch.query.double(), batch.item_table.double()
-    scores = query @ table[negatives.items].transpose(-1, -2) if negatives.shared else \
-        (query[:, None, :] * table[negatives.items]).sum(-1)
+    scores = (
+        query @ table[negatives.items].transpose(-1, -2)
+        if negatives.shared
+        else (query[:, None, :] * table[negatives.items]).sum(-1)
+    )
     return scores.reshape(batch.positives.numel(), -1) - (query * table[batch.positives]).sum(-1)[:, None]
 
 
@@ -161,20 +166,29 @@ MODEL_CASES: dict[str, ModelCase] = {
     "nonlinear_mf": ModelCase(),
     "lightgcn": ModelCase({"n_layers": 2}),
     "popularity": ModelCase(trains=False),
-    "multvae": ModelCase({"hidden": 16, "anneal_cap": 0.0, "dropout": 0.0}, run={"loss": "full_softmax", "sampler": "full", "batch_size": 32}),
+    "multvae": ModelCase(
+        {"hidden": 16, "anneal_cap": 0.0, "dropout": 0.0},
+        run={"loss": "full_softmax", "sampler": "full", "batch_size": 32},
+    ),
     "wrmf": ModelCase({"alpha": 4.0}),
     "rg2": ModelCase({"form": "text"}),  # form official's item half-step can raise the recorded loss (see rg.py)
     "rgx": ModelCase({"form": "text"}),
-    "fastvae": ModelCase({"hidden": 16, "anneal_cap": 0.0}, run={"loss": "softmax", "n_negatives": 20, "batch_size": 32}),
+    "fastvae": ModelCase(
+        {"hidden": 16, "anneal_cap": 0.0}, run={"loss": "softmax", "n_negatives": 20, "batch_size": 32}
+    ),
 }
 
 
-@pytest.mark.parametrize("registry, table", [(SAMPLERS, SAMPLER_CASES), (LOSSES, LOSS_CASES), (MODELS, MODEL_CASES)],
-                         ids=["samplers", "losses", "models"])
+@pytest.mark.parametrize(
+    "registry, table",
+    [(SAMPLERS, SAMPLER_CASES), (LOSSES, LOSS_CASES), (MODELS, MODEL_CASES)],
+    ids=["samplers", "losses", "models"],
+)
 def test_every_registered_name_has_an_entry(registry, table):
     assert set(registry.names()) == set(table), (
         f"{registry.kind} names without a contract entry: {sorted(set(registry.names()) - set(table))}; "
-        f"entries for unregistered names: {sorted(set(table) - set(registry.names()))}")
+        f"entries for unregistered names: {sorted(set(table) - set(registry.names()))}"
+    )
 
 
 def _offers_exclude_train(name: str) -> bool:
@@ -190,8 +204,11 @@ def _sample(name: str, seed: int = 0, **extra):
 
 
 def _sampler_settings():
-    return [(name, exclude) for name in sorted(SAMPLER_CASES)
-            for exclude in ((False, True) if name in SAMPLERS and _offers_exclude_train(name) else (False,))]
+    return [
+        (name, exclude)
+        for name in sorted(SAMPLER_CASES)
+        for exclude in ((False, True) if name in SAMPLERS and _offers_exclude_train(name) else (False,))
+    ]
 
 
 @pytest.mark.parametrize("name, exclude", _sampler_settings())
@@ -207,8 +224,12 @@ def test_sampler_shapes_device_and_weights(name, exclude):
     if negatives.weights is not None:
         assert negatives.weights.shape == (batch.users.numel(), n) and not negatives.weights.requires_grad
         assert (negatives.weights >= 0).all()
-        torch.testing.assert_close(negatives.weights.double().sum(1),  # float32 rows: a few ulps of 1
-                                   torch.ones(batch.users.numel(), dtype=torch.float64), rtol=0, atol=1e-6)
+        torch.testing.assert_close(
+            negatives.weights.double().sum(1),  # float32 rows: a few ulps of 1
+            torch.ones(batch.users.numel(), dtype=torch.float64),
+            rtol=0,
+            atol=1e-6,
+        )
         assert (negatives.weights[torch.isposinf(negatives.log_q.expand_as(negatives.weights))] == 0).all()
     if negatives.segments is not None:
         assert sum(size for size, _ in negatives.segments) == n
@@ -219,8 +240,12 @@ def test_sampler_shapes_device_and_weights(name, exclude):
 def test_sampler_is_deterministic_under_its_seed(name, exclude):
     extra = {"exclude_train": True} if exclude else {}
     first, second = _sample(name, 3, **extra)[3], _sample(name, 3, **extra)[3]
-    for a, b in ((first.items, second.items), (first.log_q, second.log_q),
-                 (first.positive_log_q, second.positive_log_q), (first.weights, second.weights)):
+    for a, b in (
+        (first.items, second.items),
+        (first.log_q, second.log_q),
+        (first.positive_log_q, second.positive_log_q),
+        (first.weights, second.weights),
+    ):
         assert (a is None and b is None) or torch.equal(a, b)
 
 
@@ -234,8 +259,9 @@ def test_log_q_has_one_normaliser_for_positive_and_candidates(name, exclude):
     torch.testing.assert_close(gap[finite], expected[finite], rtol=0, atol=1e-5)
 
 
-@pytest.mark.parametrize("name", [name for name in sorted(SAMPLER_CASES) if name in SAMPLERS
-                                  and _offers_exclude_train(name)])
+@pytest.mark.parametrize(
+    "name", [name for name in sorted(SAMPLER_CASES) if name in SAMPLERS and _offers_exclude_train(name)]
+)
 def test_exclude_train_is_honoured(name):
     dataset, batch, sampler, negatives = _sample(name, exclude_train=True)
     items = negatives.items.expand(batch.users.numel(), -1)
@@ -246,8 +272,20 @@ def test_exclude_train_is_honoured(name):
 
 def _train(tmp_path, dataset_root, **raw):
     from recx.data.dataset import load_dataset
-    config = resolve({"dataset": "tiny", "dim": 16, "epochs": 2, "batch_size": 128, "lr": 0.01, "seed": 0,
-                      "device": "cpu", "patience": 5, **raw})
+
+    config = resolve(
+        {
+            "dataset": "tiny",
+            "dim": 16,
+            "epochs": 2,
+            "batch_size": 128,
+            "lr": 0.01,
+            "seed": 0,
+            "device": "cpu",
+            "patience": 5,
+            **raw,
+        }
+    )
     folder = tmp_path / "run"
     with make_progress(quiet=True) as progress:
         outcome = train_run(config, load_dataset(dataset_root, "tiny"), folder, progress, ks=[10])
@@ -261,8 +299,9 @@ def _epoch_losses(folder) -> list[float]:
 @pytest.mark.parametrize("name", sorted(SAMPLER_CASES))
 def test_two_epochs_with_each_sampler_lower_the_training_loss(name, tmp_path, tiny_root):
     case = SAMPLER_CASES[name]
-    folder, _ = _train(tmp_path, tiny_root, loss=case.loss, sampler=name, n_negatives=case.n_negatives,
-                       sampler_args=case.args)
+    folder, _ = _train(
+        tmp_path, tiny_root, loss=case.loss, sampler=name, n_negatives=case.n_negatives, sampler_args=case.args
+    )
     losses = _epoch_losses(folder)
     assert len(losses) == 2 and losses[1] < losses[0]
 
@@ -270,17 +309,31 @@ def test_two_epochs_with_each_sampler_lower_the_training_loss(name, tmp_path, ti
 @pytest.mark.parametrize("name", sorted(LOSS_CASES))
 def test_loss_is_a_finite_differentiable_scalar(name, tiny):
     case = LOSS_CASES[name]
-    config = resolve({"loss": name, "sampler": case.sampler, "n_negatives": case.n_negatives, "loss_args": case.args,
-                      "dim": 8})
+    config = resolve(
+        {"loss": name, "sampler": case.sampler, "n_negatives": case.n_negatives, "loss_args": case.args, "dim": 8}
+    )
     model = build_model(config, tiny, torch.device("cpu"))
     loss_fn = build_loss(config, tiny, torch.device("cpu"))
     users, positives = tiny.train.row_ids()[:32], tiny.train.indices[:32]
     sampler = make_sampler(config.sampler, tiny, case.n_negatives, 0, **config.sampler_args)
     from recx.samplers.base import Batch
+
     negatives = sampler.sample(Batch(users, positives, lambda: model.query(users), model.item_table))
     query, pos, neg, positive_repr = step_scores(model, users, positives, negatives)
-    value = loss_fn(LossInput(pos, neg, negatives.positive_log_q, negatives.log_q, negatives.weights, users, positives,
-                              query, positive_repr, negatives.segments))
+    value = loss_fn(
+        LossInput(
+            pos,
+            neg,
+            negatives.positive_log_q,
+            negatives.log_q,
+            negatives.weights,
+            users,
+            positives,
+            query,
+            positive_repr,
+            negatives.segments,
+        )
+    )
     assert value.shape == () and torch.isfinite(value)
     value.backward()
     grads = [p.grad.to_dense() for p in model.parameters() if p.grad is not None]  # embedding reads: sparse
@@ -290,8 +343,9 @@ def test_loss_is_a_finite_differentiable_scalar(name, tiny):
 @pytest.mark.parametrize("name", sorted(LOSS_CASES))
 def test_two_epochs_with_each_loss_lower_the_training_loss(name, tmp_path, tiny_root):
     case = LOSS_CASES[name]
-    folder, _ = _train(tmp_path, tiny_root, loss=name, sampler=case.sampler, n_negatives=case.n_negatives,
-                       loss_args=case.args)
+    folder, _ = _train(
+        tmp_path, tiny_root, loss=name, sampler=case.sampler, n_negatives=case.n_negatives, loss_args=case.args
+    )
     losses = _epoch_losses(folder)
     assert len(losses) == 2 and losses[1] < losses[0]
 
@@ -346,7 +400,12 @@ def test_sampler_runs_on_the_model_device(name):
     batch = type(batch)(*(t.cuda() for t in (batch.users, batch.positives, batch.query, batch.item_table)))
     case = SAMPLER_CASES[name]
     sampler_class = SAMPLERS.get(name)
-    sampler = sampler_class(dataset, case.n_negatives, sampler_class.Args(**case.args),
-                            torch.Generator(device="cuda").manual_seed(0), "torch")
+    sampler = sampler_class(
+        dataset,
+        case.n_negatives,
+        sampler_class.Args(**case.args),
+        torch.Generator(device="cuda").manual_seed(0),
+        "torch",
+    )
     negatives = sampler.sample(batch)
     assert negatives.items.is_cuda and negatives.log_q.is_cuda and negatives.positive_log_q.is_cuda

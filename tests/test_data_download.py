@@ -1,4 +1,5 @@
 """Downloads from a local HTTP server on 127.0.0.1: fetch + extract, resume with Range, checksum, truncation."""
+
 from __future__ import annotations
 
 import hashlib
@@ -10,10 +11,10 @@ import zipfile
 
 import pytest
 
+from recx.core.errors import RecxError
 from recx.data import prepare as prepare_module
 from recx.data.download import fetch_dataset
 from recx.data.prepare import PrepareOptions, prepare
-from recx.core.errors import RecxError
 
 RATINGS = "".join(f"{u}::{i}::{(u + i) % 5 + 1}::{978300000 + u * 7 + i}\n" for u in range(1, 30) for i in range(1, 12))
 

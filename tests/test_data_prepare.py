@@ -1,4 +1,5 @@
 """The preparation pipeline: rating rule, duplicates, k-core, presets, card accounting, byte-identical output."""
+
 from __future__ import annotations
 
 import json
@@ -10,10 +11,10 @@ import pytest
 import scipy.io
 import scipy.sparse
 
+from recx.core.errors import RecxError
+from recx.data.dataset_folder import read_split
 from recx.data.kcore import kcore
 from recx.data.prepare import PrepareOptions, prepare
-from recx.data.dataset_folder import read_split
-from recx.core.errors import RecxError
 
 
 def movielens(path: Path, n_users: int = 60, n_items: int = 40, seed: int = 0) -> Path:
@@ -34,11 +35,18 @@ def test_card_explains_every_row(tmp_path):
     source = movielens(tmp_path / "ratings.dat")
     with open(source, "a") as handle:
         handle.write("oops\n1::10::5::1\n")
-    out = prepare("ml", PrepareOptions(format="movielens", source=source, rating=">=3", kcore=3,
-                                       skip_bad_lines=True), tmp_path / "data")
+    out = prepare(
+        "ml",
+        PrepareOptions(format="movielens", source=source, rating=">=3", kcore=3, skip_bad_lines=True),
+        tmp_path / "data",
+    )
     rows = card(out)["rows"]
     assert rows["malformed_lines"] == 1
-    removed = rows["removed_by_rating"] + rows["removed_duplicates"] + sum(r["interactions"] for r in rows["removed_by_kcore"])
+    removed = (
+        rows["removed_by_rating"]
+        + rows["removed_duplicates"]
+        + sum(r["interactions"] for r in rows["removed_by_kcore"])
+    )
     assert rows["read"] == removed + rows["kept"] and rows["removed_duplicates"] > 0 and rows["removed_by_kcore"]
     assert card(out)["n_interactions"] == rows["kept"]
     train, test = read_split(out, "train"), read_split(out, "test")
@@ -102,8 +110,9 @@ def test_presets_fill_defaults_and_options_override(tmp_path):
     assert card(out)["preset"] == "rg"
     assert (params["rating"], params["kcore"], params["split"]["method"]) == (">=3", 5, "per-user-random")
     assert (out / "valid.parquet").exists()
-    out = prepare("rg2", PrepareOptions(format="movielens", source=source, preset="rg", kcore=2, ratios="80/20"),
-                  tmp_path / "d")
+    out = prepare(
+        "rg2", PrepareOptions(format="movielens", source=source, preset="rg", kcore=2, ratios="80/20"), tmp_path / "d"
+    )
     params = card(out)["parameters"]
     assert params["kcore"] == 2 and len(params["split"]["ratios"]) == 2 and params["rating"] == ">=3"
     with pytest.raises(RecxError, match="unknown; valid: fastvae"):
@@ -119,12 +128,17 @@ def test_prism_preset_global_split(tmp_path):
 
 
 def test_gowalla_repeated_checkins_become_one(tmp_path):
-    rows = ["0\t2010-10-19T23:55:27Z\t30.2\t-97.7\t22847", "0\t2010-10-18T22:17:43Z\t30.2\t-97.7\t420315",
-            "0\t2010-10-17T23:42:03Z\t30.2\t-97.7\t22847", "1\t2010-10-12T00:21:28Z\t40.6\t-73.7\t22847"]
+    rows = [
+        "0\t2010-10-19T23:55:27Z\t30.2\t-97.7\t22847",
+        "0\t2010-10-18T22:17:43Z\t30.2\t-97.7\t420315",
+        "0\t2010-10-17T23:42:03Z\t30.2\t-97.7\t22847",
+        "1\t2010-10-12T00:21:28Z\t40.6\t-73.7\t22847",
+    ]
     source = tmp_path / "loc-gowalla_totalCheckins.txt"
     source.write_text("\n".join(rows) + "\n")
-    out = prepare("g", PrepareOptions(format="gowalla-checkins", source=source, split="leave-one-out-latest"),
-                  tmp_path / "d")
+    out = prepare(
+        "g", PrepareOptions(format="gowalla-checkins", source=source, split="leave-one-out-latest"), tmp_path / "d"
+    )
     assert card(out)["rows"]["removed_duplicates"] == 1 and card(out)["n_interactions"] == 3
     test = read_split(out, "test")
     latest = int(pd.Timestamp("2010-10-18T22:17:43Z").timestamp())

@@ -1,4 +1,5 @@
 """The real LightGCN Gowalla split in ../shared/data (skipped when absent)."""
+
 from __future__ import annotations
 
 import json

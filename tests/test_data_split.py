@@ -1,11 +1,12 @@
 """Splits: per-user random and temporal ratio, global random, leave-one-out; deterministic from the seed."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from recx.data.split import global_random_split, leave_one_out_split, parse_ratios, per_user_ratio_split, split_rows
 from recx.core.errors import RecxError
+from recx.data.split import global_random_split, leave_one_out_split, parse_ratios, per_user_ratio_split, split_rows
 
 
 @pytest.fixture

@@ -4,6 +4,7 @@ CI has no GPU; without these tests the accelerator branches (the log-sum-exp's m
 mask and SharedCandidateLogSumExp's dense-mask branch, the uniform sampler's fixed number of redraw rounds, the
 sync-free row-sparse optimizer step, the trainer's device-side loss display) would first run on a user's GPU.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -12,8 +13,8 @@ import torch
 from recx.config.run_config import resolve
 from recx.core.device_paths import accelerator_branch, forced_accelerator_branches
 from recx.losses.softmax import RowLogSumExp, softmax_and_log_sum_exp
-from recx.samplers.base import Batch
 from recx.optim import optimizers as optim
+from recx.samplers.base import Batch
 from recx.train.build import build_model, build_sampler
 from recx.train.positive_mask import mask_positives, positive_mask
 from recx.train.runners import RUNNERS
@@ -104,8 +105,9 @@ def test_masked_scores_and_their_gradient_are_the_same_on_both_branches():
 def test_uniform_redraws_return_the_same_items_when_every_round_runs(tiny):
     """The accelerator branch runs every redraw round (no early exit); rounds after the last hit leave the items
     as they are, so one call returns what the host branch returns for the same generator state."""
-    config = resolve({"model": "mf", "loss": "bpr", "sampler": "uniform", "n_negatives": 50,
-                      "sampler_args": {"exclude_train": True}})
+    config = resolve(
+        {"model": "mf", "loss": "bpr", "sampler": "uniform", "n_negatives": 50, "sampler_args": {"exclude_train": True}}
+    )
     users = torch.arange(0, tiny.n_users, 3)
     draws = []
     for forced in (False, True):
@@ -136,13 +138,33 @@ def test_row_sparse_optimizer_takes_the_sync_free_step_when_forced_and_lands_in_
 
 TRAINING_CASES = {
     "interactions, shared-candidate softmax with the positive masked": {
-        "model": "mf", "loss": "softmax", "sampler": "uniform", "n_negatives": 40, "sampler_args": {"shared": True},
-        "batch_size": 64, "dim": 8, "lr": 0.05},
+        "model": "mf",
+        "loss": "softmax",
+        "sampler": "uniform",
+        "n_negatives": 40,
+        "sampler_args": {"shared": True},
+        "batch_size": 64,
+        "dim": 8,
+        "lr": 0.05,
+    },
     "interactions, bce (per-query candidates, masked)": {
-        "model": "mf", "loss": "bce", "sampler": "uniform", "n_negatives": 5, "batch_size": 64, "dim": 8, "lr": 0.05},
+        "model": "mf",
+        "loss": "bce",
+        "sampler": "uniform",
+        "n_negatives": 5,
+        "batch_size": 64,
+        "dim": 8,
+        "lr": 0.05,
+    },
     "users, fastvae with midx_uni": {
-        "model": "fastvae", "loss": "softmax", "sampler": "midx_uni", "n_negatives": 30, "batch_size": 32, "dim": 8,
-        "sampler_args": {"n_codewords": 4}},
+        "model": "fastvae",
+        "loss": "softmax",
+        "sampler": "midx_uni",
+        "n_negatives": 30,
+        "batch_size": 32,
+        "dim": 8,
+        "sampler_args": {"n_codewords": 4},
+    },
     "users, mult-vae (full softmax)": {"model": "multvae", "loss": "full_softmax", "batch_size": 32, "dim": 8},
 }
 

@@ -1,5 +1,6 @@
 """Embedding diagnostics: norm/popularity Spearman, dot vs cosine NDCG, diagnostics.json, `recx eval --auc
 --diagnostics`."""
+
 import json
 
 import pandas as pd
@@ -13,7 +14,9 @@ from recx.train.build import build_model
 
 
 def test_prism_norms_rank_exactly_like_popularity(tiny):
-    model = build_model(resolve({"loss": "bpr", "model": "mf", "dim": 8, "model_args": {"init": "prism"}}), tiny, torch.device("cpu"))
+    model = build_model(
+        resolve({"loss": "bpr", "model": "mf", "dim": 8, "model_args": {"init": "prism"}}), tiny, torch.device("cpu")
+    )
     found = diagnostics(model, tiny, ["test"], [10])
     assert found["item_norm_popularity_spearman"] > 0.99  # 1 up to float32 ties among equal degrees
     norms = found["item_norm_by_stratum"]
@@ -35,8 +38,25 @@ def test_cosine_view_ignores_magnitudes(tiny):
 
 def test_run_writes_diagnostics_and_eval_reports_auc(tiny_root, tmp_path, recx_cli):
     run = tmp_path / "run"
-    result = recx_cli("train", "--dataset", "tiny", "--data-root", tiny_root, "--run-dir", run, "--dim", "8",
-                      "--epochs", "1", "--negatives", "10", "--quiet", "--device", "cpu", "--diagnostics")
+    result = recx_cli(
+        "train",
+        "--dataset",
+        "tiny",
+        "--data-root",
+        tiny_root,
+        "--run-dir",
+        run,
+        "--dim",
+        "8",
+        "--epochs",
+        "1",
+        "--negatives",
+        "10",
+        "--quiet",
+        "--device",
+        "cpu",
+        "--diagnostics",
+    )
     assert result.code == 0, result.err
     written = json.loads((run / "diagnostics.json").read_text())
     assert set(written["ndcg"]) == {"valid", "test"} and -1 <= written["item_norm_popularity_spearman"] <= 1

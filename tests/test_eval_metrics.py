@@ -1,16 +1,17 @@
 """Metrics against hand-worked examples and an independent per-user implementation."""
+
 import math
 
 import numpy as np
 import pytest
 import torch
 
+from recx.config.run_config import resolve
 from recx.data.csr import CSR
 from recx.eval.evaluator import evaluate
 from recx.eval.metrics import per_user_metrics
 from recx.eval.strata import popularity_strata
 from recx.train.build import build_model
-from recx.config.run_config import resolve
 
 
 def test_hand_worked_ndcg_recall_mrr():
@@ -63,8 +64,14 @@ def test_evaluator_matches_independent_implementation(tiny):
     model = build_model(config, tiny, torch.device("cpu"))
     result = evaluate(model, tiny, "valid", [5, 10], batch_size=37)
     scores = (model.query(torch.arange(tiny.n_users)) @ model.item_table().T).double().numpy()
-    train = {u: set(tiny.train.indices[tiny.train.indptr[u]:tiny.train.indptr[u + 1]].tolist()) for u in range(tiny.n_users)}
-    valid = {u: set(tiny.valid.indices[tiny.valid.indptr[u]:tiny.valid.indptr[u + 1]].tolist()) for u in range(tiny.n_users)}
+    train = {
+        u: set(tiny.train.indices[tiny.train.indptr[u] : tiny.train.indptr[u + 1]].tolist())
+        for u in range(tiny.n_users)
+    }
+    valid = {
+        u: set(tiny.valid.indices[tiny.valid.indptr[u] : tiny.valid.indptr[u + 1]].tolist())
+        for u in range(tiny.n_users)
+    }
     valid = {u: items for u, items in valid.items() if items}
     reference = reference_metrics(scores, train, valid, [5, 10], popularity_strata(tiny.item_popularity).numpy())
     for key, value in reference.items():

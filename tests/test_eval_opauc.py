@@ -1,4 +1,5 @@
 """AUC and OPAUC(β) against a brute-force numpy reference on random scores with ties and excluded items."""
+
 import math
 
 import numpy as np
@@ -62,8 +63,9 @@ def test_evaluator_auc_matches_brute_force_and_ignores_batch_size(tiny):
     model = build_model(resolve({"model": "mf", "dim": 8}), tiny, torch.device("cpu"))
     small = evaluate(model, tiny, "test", [10], batch_size=7, auc_beta=0.2).values
     large = evaluate(model, tiny, "test", [10], batch_size=1000, auc_beta=0.2).values
-    assert evaluate(model, tiny, "test", [10]).values.keys() == {k for k in small if k[0] not in
-                                                                 ("auc", "opauc(0.2)", "opauc_norm(0.2)")}
+    assert evaluate(model, tiny, "test", [10]).values.keys() == {
+        k for k in small if k[0] not in ("auc", "opauc(0.2)", "opauc_norm(0.2)")
+    }
     users = torch.nonzero(tiny.test.row_lengths() > 0).flatten()
     scores = (model.query(users) @ model.item_table().T).numpy().astype(np.float64)
     seen = (tiny.train.dense_rows(users) | tiny.valid.dense_rows(users)).numpy()

@@ -7,6 +7,7 @@ computes, and must be explained.
 - One seeded MF + BPR run on the built-in synthetic set, pinned to its metrics within 1e-6 (same seed on CPU, one
   thread: same numbers). Computed by recx itself at commit time: it guards reproducibility, not correctness.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -16,12 +17,12 @@ import pytest
 import torch
 
 from recx.config.run_config import resolve
+from recx.core.progress import make_progress
 from recx.data.dataset import load_dataset
 from recx.data.prepare import PrepareOptions, prepare
 from recx.eval.evaluator import evaluate
-from recx.train.build import build_model
-from recx.core.progress import make_progress
 from recx.runs.train_run import train_run
+from recx.train.build import build_model
 
 SHARED = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 
@@ -66,9 +67,22 @@ MF_BPR_SYNTHETIC_TEST = {  # (metric, k, stratum): recx after row-sparse trainin
 def test_seeded_mf_bpr_run_on_synthetic_data_is_pinned(tmp_path):
     root = tmp_path / "data"
     prepare("synthetic", PrepareOptions(format="synthetic", ratios="80/10/10", seed=0), root)
-    config = resolve({"dataset": "synthetic", "model": "mf", "loss": "bpr", "sampler": "uniform", "n_negatives": 1,
-                      "dim": 16, "epochs": 3, "batch_size": 512, "lr": 0.01, "seed": 0, "device": "cpu",
-                      "eval_batch_size": 256})
+    config = resolve(
+        {
+            "dataset": "synthetic",
+            "model": "mf",
+            "loss": "bpr",
+            "sampler": "uniform",
+            "n_negatives": 1,
+            "dim": 16,
+            "epochs": 3,
+            "batch_size": 512,
+            "lr": 0.01,
+            "seed": 0,
+            "device": "cpu",
+            "eval_batch_size": 256,
+        }
+    )
     with make_progress(quiet=True) as progress:
         outcome = train_run(config, load_dataset(root, "synthetic"), tmp_path / "run", progress, ks=[20])
     test = outcome.results.query("split == 'test'")

@@ -1,6 +1,7 @@
 """DirectAU and MAWU against float64 references written with explicit pair loops (values and gradients), for every
 row reading (`uniformity_rows`) and alignment form; the defaults are checked against the official code's figures in
 tests/test_official_prism.py."""
+
 import math
 from types import SimpleNamespace
 
@@ -41,8 +42,11 @@ def _unit(x):
 
 
 def _uniformity_reference(rows):
-    terms = [torch.exp(-2 * ((_unit(rows[a]) - _unit(rows[b])) ** 2).sum())
-             for a in range(len(rows)) for b in range(a + 1, len(rows))]
+    terms = [
+        torch.exp(-2 * ((_unit(rows[a]) - _unit(rows[b])) ** 2).sum())
+        for a in range(len(rows))
+        for b in range(a + 1, len(rows))
+    ]
     return torch.log(sum(terms) / len(terms))
 
 
@@ -50,8 +54,11 @@ def _uniformity_lower_triangle_reference(rows):
     """MAWU's official uniformity_dot: cos matrix, entries on or above the diagonal set to 0 (distance² 2), mean of
     exp(-2 (2 - 2 cos)) over all n² entries, log."""
     n = len(rows)
-    terms = [torch.exp(-2 * (2 - 2 * (_unit(rows[a]) * _unit(rows[b])).sum())) if a > b
-             else torch.exp(rows.new_tensor(-4.0)) for a in range(n) for b in range(n)]
+    terms = [
+        torch.exp(-2 * (2 - 2 * (_unit(rows[a]) * _unit(rows[b])).sum())) if a > b else torch.exp(rows.new_tensor(-4.0))
+        for a in range(n)
+        for b in range(n)
+    ]
     return torch.log(sum(terms) / (n * n))
 
 
@@ -70,11 +77,19 @@ def test_directau_matches_reference(which):
 
     def reference(users, items):
         align = sum(((_unit(users[b]) - _unit(items[b])) ** 2).sum() for b in range(B)) / B
-        return align + gamma * (_uniformity_reference(_rows(users, which, USER_FIRST))
-                                + _uniformity_reference(_rows(items, which, ITEM_FIRST))) / 2
+        return (
+            align
+            + gamma
+            * (
+                _uniformity_reference(_rows(users, which, USER_FIRST))
+                + _uniformity_reference(_rows(items, which, ITEM_FIRST))
+            )
+            / 2
+        )
 
-    assert_same_value_and_gradients(lambda **t: loss(_batch(t["users"], t["items"])), reference, _inputs(4),
-                                    ["users", "items"])
+    assert_same_value_and_gradients(
+        lambda **t: loss(_batch(t["users"], t["items"])), reference, _inputs(4), ["users", "items"]
+    )
 
 
 @pytest.mark.parametrize("form", ["lower_triangle", "pairs"])
@@ -94,14 +109,18 @@ def test_mawu_matches_reference_including_margin_gradients(form, which, alignmen
         return loss(_batch(users, items, user_ids, item_ids))
 
     def reference(users, items, w_user, w_item):
-        margins = [1 - 1 / (1 + torch.exp(-(w_user[user_ids[a]].clamp(0, 1) + w_item[item_ids[a]].clamp(0, 1))))
-                   for a in range(B)]
+        margins = [
+            1 - 1 / (1 + torch.exp(-(w_user[user_ids[a]].clamp(0, 1) + w_item[item_ids[a]].clamp(0, 1))))
+            for a in range(B)
+        ]
         angles = [torch.arccos((_unit(users[b]) * _unit(items[b])).sum()) for b in range(B)]
-        pairs = ([(a, b) for a in range(B) for b in range(B)] if alignment == "broadcast"
-                 else [(b, b) for b in range(B)])
+        pairs = [(a, b) for a in range(B) for b in range(B)] if alignment == "broadcast" else [(b, b) for b in range(B)]
         align = -sum(torch.cos(torch.clamp(angles[b] + margins[a], max=math.pi)) for a, b in pairs) / len(pairs)
-        return (align + args.gamma_user * uniformity_reference(_rows(users, which, USER_FIRST))
-                + args.gamma_item * uniformity_reference(_rows(items, which, ITEM_FIRST)))
+        return (
+            align
+            + args.gamma_user * uniformity_reference(_rows(users, which, USER_FIRST))
+            + args.gamma_item * uniformity_reference(_rows(items, which, ITEM_FIRST))
+        )
 
     inputs = {**_inputs(6), "w_user": w_user.clamp(0, 1), "w_item": w_item.clamp(0, 1)}
     assert_same_value_and_gradients(ours, reference, inputs, ["users", "items", "w_user", "w_item"])
@@ -127,10 +146,14 @@ def test_defaults_follow_the_prism_code_distinct_rows_and_broadcast_alignment():
     assert MAWUArgs().alignment == "broadcast"
 
 
-@pytest.mark.parametrize("make, key, value", [
-    (lambda v: DirectAUArgs(uniformity_rows=v), "uniformity_rows", "distinct"),
-    (lambda v: MAWUArgs(uniformity_rows=v), "uniformity_rows", "all"),
-    (lambda v: MAWUArgs(alignment=v), "alignment", "per_pair")])
+@pytest.mark.parametrize(
+    "make, key, value",
+    [
+        (lambda v: DirectAUArgs(uniformity_rows=v), "uniformity_rows", "distinct"),
+        (lambda v: MAWUArgs(uniformity_rows=v), "uniformity_rows", "all"),
+        (lambda v: MAWUArgs(alignment=v), "alignment", "per_pair"),
+    ],
+)
 def test_unknown_row_reading_or_alignment_is_refused(make, key, value):
     with pytest.raises(RecxError, match=f"loss_args.{key}: '{value}'; valid: "):
         make(value)
@@ -138,6 +161,7 @@ def test_unknown_row_reading_or_alignment_is_refused(make, key, value):
 
 def test_distinct_rows_keeps_the_first_row_of_each_id():
     from recx.losses.alignment import distinct_rows
+
     rows = torch.arange(12.0).reshape(6, 2)
     assert distinct_rows(rows, torch.tensor([4, 1, 4, 0, 1, 7])).tolist() == [[6, 7], [2, 3], [0, 1], [10, 11]]
 
@@ -151,6 +175,7 @@ def test_unique_rows_need_the_batch_ids():
 def test_lower_triangle_uniformity_is_weaker_than_pairs_for_spread_rows():
     """Spread rows (d² ≈ 2): the lower-triangle form's gradient is about half the pairs form's."""
     from recx.losses.alignment import uniformity
+
     rows = torch.linalg.qr(torch.randn(64, 64, dtype=torch.float64))[0][:32].clone().requires_grad_(True)
     grads = [torch.autograd.grad(uniformity(rows, form=form), rows)[0].norm() for form in ("pairs", "lower_triangle")]
     assert 1.8 < float(grads[0] / grads[1]) < 2.1
@@ -158,8 +183,9 @@ def test_lower_triangle_uniformity_is_weaker_than_pairs_for_spread_rows():
 
 def test_broadcast_mean_cosine_equals_the_dense_matrix_with_ties_and_clipped_entries():
     from recx.losses.mawu import broadcast_mean_cosine
+
     g = torch.Generator().manual_seed(9)
-    angle = (torch.rand(40, generator=g, dtype=torch.float64) * math.pi)
+    angle = torch.rand(40, generator=g, dtype=torch.float64) * math.pi
     angle[:3] = math.pi - 1e-9  # entries past π for every margin
     margin = torch.rand(40, generator=g, dtype=torch.float64) * 0.5
     margin[5:8] = margin[4]  # tied margins

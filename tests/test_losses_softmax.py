@@ -1,4 +1,5 @@
 """Sampled softmax (with and without logQ) and full softmax against float64 references."""
+
 import pytest
 import torch
 
@@ -11,8 +12,12 @@ B, N, TAU = 6, 9, 0.3
 
 def _inputs(seed: int):
     g = torch.Generator().manual_seed(seed)
-    return {"pos": torch.randn(B, generator=g), "neg": torch.randn(B, N, generator=g),
-            "pos_log_q": -torch.rand(B, generator=g) * 4, "neg_log_q": -torch.rand(B, N, generator=g) * 4}
+    return {
+        "pos": torch.randn(B, generator=g),
+        "neg": torch.randn(B, N, generator=g),
+        "pos_log_q": -torch.rand(B, generator=g) * 4,
+        "neg_log_q": -torch.rand(B, N, generator=g) * 4,
+    }
 
 
 def sampled_reference(correct: bool):
@@ -24,6 +29,7 @@ def sampled_reference(correct: bool):
             bottom = top + sum(torch.exp(neg[b, j] / TAU - (neg_log_q[b, j] if correct else 0.0)) for j in range(N))
             total = total - torch.log(top / bottom)
         return total / B
+
     return reference
 
 
@@ -32,7 +38,10 @@ def test_sampled_softmax_with_and_without_logq_matches_reference():
         loss = SampledSoftmax(SoftmaxArgs(temperature=TAU, logq_correction=correct))
         assert_same_value_and_gradients(
             lambda **t: loss(LossInput(t["pos"], t["neg"], t["pos_log_q"], t["neg_log_q"])),
-            sampled_reference(correct), _inputs(2), ["pos", "neg"])
+            sampled_reference(correct),
+            _inputs(2),
+            ["pos", "neg"],
+        )
 
 
 def test_full_softmax_is_the_cross_entropy_over_all_items():
@@ -96,8 +105,9 @@ def test_row_logsumexp_rows_whose_first_column_underflows_or_is_masked_take_the_
     max x - log max p (the path every row takes on CUDA): both equal float64 logsumexp, gradients too."""
     from recx.losses.softmax import _lse_from_maxima
 
-    logits = torch.tensor([[-200.0, 0.0, 1.0], [float("-inf"), 2.0, -1.0], [0.5, 0.2, -0.3],
-                           [float("-inf")] * 3], requires_grad=True)
+    logits = torch.tensor(
+        [[-200.0, 0.0, 1.0], [float("-inf"), 2.0, -1.0], [0.5, 0.2, -0.3], [float("-inf")] * 3], requires_grad=True
+    )
     lse = RowLogSumExp.apply(logits)
     expected = torch.logsumexp(logits.detach().double(), dim=1).float()
     torch.testing.assert_close(lse[:3], expected[:3], rtol=0, atol=1e-5)
@@ -122,13 +132,17 @@ def test_a_uniform_log_q_shifts_the_log_sum_exp_and_equals_subtracting_it_from_e
     for log_q in (per_query, shared):
         assert_same_value_and_gradients(
             lambda **t: loss(LossInput(t["pos"], t["neg"], t["pos_log_q"], log_q)),
-            lambda pos, neg, pos_log_q: sampled_reference(True)(pos, neg, pos_log_q,
-                                                                 torch.full((B, N), -2.5, dtype=torch.float64)),
-            {key: value for key, value in _inputs(5).items() if key != "neg_log_q"}, ["pos", "neg"])
+            lambda pos, neg, pos_log_q: sampled_reference(True)(
+                pos, neg, pos_log_q, torch.full((B, N), -2.5, dtype=torch.float64)
+            ),
+            {key: value for key, value in _inputs(5).items() if key != "neg_log_q"},
+            ["pos", "neg"],
+        )
 
 
-@pytest.mark.parametrize("temperature, correct, column_log_q", [(1.0, True, False), (0.3, True, True),
-                                                                 (0.3, False, True), (1.0, True, True)])
+@pytest.mark.parametrize(
+    "temperature, correct, column_log_q", [(1.0, True, False), (0.3, True, True), (0.3, False, True), (1.0, True, True)]
+)
 def test_the_fused_shared_candidate_loss_equals_scores_then_loss(temperature, correct, column_log_q):
     """over_shared_candidates (the product inside, rows of p scaled in the backward's products) against the loss on
     the [B, n] scores with the positives masked: same value and gradients, float64; a row whose candidates are all
@@ -140,18 +154,24 @@ def test_the_fused_shared_candidate_loss_equals_scores_then_loss(temperature, co
     candidates_ids = torch.randint(0, 5, (1, n), generator=g)
     candidates_ids[0, :] = torch.where(torch.arange(n) < n - 1, candidates_ids[0], candidates_ids[0, 0])
     positives = torch.cat([candidates_ids[0, :3], torch.tensor([9, 10, 11])])  # hits in rows 0-2
-    inputs = {"query": torch.randn(6, 4, generator=g, dtype=torch.float64),
-              "candidates": torch.randn(n, 4, generator=g, dtype=torch.float64),
-              "positive_repr": torch.randn(6, 4, generator=g, dtype=torch.float64)}
+    inputs = {
+        "query": torch.randn(6, 4, generator=g, dtype=torch.float64),
+        "candidates": torch.randn(n, 4, generator=g, dtype=torch.float64),
+        "positive_repr": torch.randn(6, 4, generator=g, dtype=torch.float64),
+    }
     pos_log_q = -torch.rand(6, generator=g, dtype=torch.float64) * 3
-    neg_log_q = (-torch.rand(1, n, generator=g, dtype=torch.float64) * 3 if column_log_q
-                 else torch.full((1, 1), -2.0, dtype=torch.float64).expand(1, n))
+    neg_log_q = (
+        -torch.rand(1, n, generator=g, dtype=torch.float64) * 3
+        if column_log_q
+        else torch.full((1, 1), -2.0, dtype=torch.float64).expand(1, n)
+    )
     loss = SampledSoftmax(SoftmaxArgs(temperature=temperature, logq_correction=correct))
 
     def fused(query, candidates, positive_repr):
         pos = (query * positive_repr).sum(-1)
-        return loss.over_shared_candidates(query, candidates, pos, pos_log_q, neg_log_q,
-                                           positive_mask(candidates_ids, positives))
+        return loss.over_shared_candidates(
+            query, candidates, pos, pos_log_q, neg_log_q, positive_mask(candidates_ids, positives)
+        )
 
     def scores_then_loss(query, candidates, positive_repr):
         neg = (query @ candidates.T).masked_fill(candidates_ids == positives[:, None], float("-inf"))
@@ -159,6 +179,11 @@ def test_the_fused_shared_candidate_loss_equals_scores_then_loss(temperature, co
 
     assert_same_value_and_gradients(fused, scores_then_loss, inputs, ["query", "candidates", "positive_repr"])
     everything = SampledSoftmax(SoftmaxArgs()).over_shared_candidates(
-        inputs["query"][:1], inputs["candidates"][:1], torch.zeros(1, dtype=torch.float64), pos_log_q[:1],
-        neg_log_q[:, :1], positive_mask(candidates_ids[:, :1], candidates_ids[0, :1]))
+        inputs["query"][:1],
+        inputs["candidates"][:1],
+        torch.zeros(1, dtype=torch.float64),
+        pos_log_q[:1],
+        neg_log_q[:, :1],
+        positive_mask(candidates_ids[:, :1], candidates_ids[0, :1]),
+    )
     assert everything.item() == 0.0  # the positive alone makes up the softmax

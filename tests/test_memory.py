@@ -1,5 +1,6 @@
 """recx.core.memory: with glibc's malloc tuned, the large temporaries of a repeated step mostly reuse freed memory instead
 of faulting in fresh pages."""
+
 import subprocess
 import sys
 

@@ -2,6 +2,7 @@
 Newton step on the loss written from the papers' formulas), CG reaches it, losses never increase, chunking does
 not change the solution. RG runs in form text here (one loss for both half-steps); its official form, whose item
 half-step minimises no common loss, is checked against the authors' code in tests/test_official_rg.py."""
+
 from __future__ import annotations
 
 import json
@@ -10,12 +11,12 @@ import pytest
 import torch
 
 from recx.config.run_config import resolve
-from recx.data.csr import CSR
 from recx.core.errors import RecxError
+from recx.core.progress import make_progress
+from recx.data.csr import CSR
 from recx.models import MODELS
 from recx.models.als.layout import chunk_bounds, padded_chunks
 from recx.models.als.solve import solve_rows
-from recx.core.progress import make_progress
 from recx.runs.train_run import train_run
 
 N_USERS, N_ITEMS, DIM = 12, 9, 3
@@ -24,12 +25,10 @@ CASES = {
     "wrmf-scaled": ("wrmf", {"alpha": 3.0, "regularization": 0.2, "confidence": "scaled"}),
     "rg2-eq16": ("rg2", {"weights": "eq16", "form": "text", "regularization": 0.05}),
     "rg2-eq18": ("rg2", {"weights": "eq18", "form": "text", "n_negatives": 3, "regularization": 0.05}),
-    "rg2-hyper": ("rg2", {"weights": "hyper", "form": "text", "alpha": 0.3, "beta": 0.5,
-                         "regularization": 0.1}),
+    "rg2-hyper": ("rg2", {"weights": "hyper", "form": "text", "alpha": 0.3, "beta": 0.5, "regularization": 0.1}),
     "rgx-eq16": ("rgx", {"weights": "eq16", "form": "text", "regularization": 0.05}),
     "rgx-eq18": ("rgx", {"weights": "eq18", "form": "text", "n_negatives": 3, "regularization": 0.05}),
-    "rgx-hyper": ("rgx", {"weights": "hyper", "form": "text", "alpha": 0.3, "beta": 0.5,
-                         "regularization": 0.1}),
+    "rgx-hyper": ("rgx", {"weights": "hyper", "form": "text", "alpha": 0.3, "beta": 0.5, "regularization": 0.1}),
 }
 
 
@@ -74,7 +73,7 @@ def dense_loss(case: str, R: torch.Tensor, P: torch.Tensor, Q: torch.Tensor) -> 
     elif args["weights"] == "eq18":
         k = args["n_negatives"] + 1
         weight = torch.where(r > 0, counts, counts * k / n)
-        v = counts[:, 0] * k / n ** 2
+        v = counts[:, 0] * k / n**2
         fit = (weight * (target - o) ** 2).sum()
     else:
         base = counts / (2 * n)
@@ -83,7 +82,7 @@ def dense_loss(case: str, R: torch.Tensor, P: torch.Tensor, Q: torch.Tensor) -> 
         fit = (base * (target - o) ** 2).sum() + args["alpha"] * (r * (1 - o) ** 2).sum()
     loss = fit + lam * ((weight.sum(1) * P.pow(2).sum(1)).sum() + (weight.sum(0) * Q.pow(2).sum(1)).sum())
     if name == "rgx":
-        loss = loss - (v * (o ** 2).sum(1)).sum()
+        loss = loss - (v * (o**2).sum(1)).sum()
     return loss
 
 
@@ -155,7 +154,7 @@ def test_batched_solves_equal_per_row_solves():
     problem = model.weighted_squares(to_csr(R))
     system = problem.user_system(model.item_factors.data)
     together = model.user_factors.data.clone()
-    solve_rows(together, system, padded_chunks(problem.users.indptr, max_slots=10 ** 6), "cholesky")
+    solve_rows(together, system, padded_chunks(problem.users.indptr, max_slots=10**6), "cholesky")
     one_by_one = model.user_factors.data.clone()
     per_row = padded_chunks(problem.users.indptr, max_slots=1, max_rows=1)
     assert len(per_row) == N_USERS
@@ -202,11 +201,24 @@ def test_agrees_with_implicit_als(solver, tolerance):
     factors, alpha, lam = 8, 5.0, 0.1
     model_class = MODELS.get("wrmf")
     torch.manual_seed(0)
-    model = model_class(60, 45, factors, model_class.Args(alpha=alpha, regularization=lam, confidence="scaled",
-                                                          solver=solver, cg_steps=3, dtype="float64"))
-    reference = implicit_als.AlternatingLeastSquares(factors=factors, regularization=lam, alpha=alpha, iterations=1,
-                                                     use_cg=solver == "cg", num_threads=1,
-                                                     calculate_training_loss=False, dtype=np.float64)
+    model = model_class(
+        60,
+        45,
+        factors,
+        model_class.Args(
+            alpha=alpha, regularization=lam, confidence="scaled", solver=solver, cg_steps=3, dtype="float64"
+        ),
+    )
+    reference = implicit_als.AlternatingLeastSquares(
+        factors=factors,
+        regularization=lam,
+        alpha=alpha,
+        iterations=1,
+        use_cg=solver == "cg",
+        num_threads=1,
+        calculate_training_loss=False,
+        dtype=np.float64,
+    )
     reference.user_factors = model.user_factors.data.numpy().copy()
     reference.item_factors = model.item_factors.data.numpy().copy()
     problem = model.weighted_squares(to_csr(R))
@@ -215,8 +227,10 @@ def test_agrees_with_implicit_als(solver, tolerance):
             reference.fit(sp.csr_matrix(R.numpy().astype(np.float32)), show_progress=False)  # one more iteration
         model.solve_users(problem)
         model.solve_items(problem)
-        for ours, theirs in ((model.user_factors.data, reference.user_factors),
-                             (model.item_factors.data, reference.item_factors)):
+        for ours, theirs in (
+            (model.user_factors.data, reference.user_factors),
+            (model.item_factors.data, reference.item_factors),
+        ):
             torch.testing.assert_close(ours, torch.from_numpy(theirs), rtol=tolerance, atol=tolerance)
 
 
@@ -235,9 +249,16 @@ def test_trains_through_the_trainer_reproducibly(tiny, tmp_path, model):
         assert records[0][-1]["loss"] <= records[0][0]["loss"]
 
 
-@pytest.mark.parametrize("args, key", [({"solver": "lu"}, "solver"), ({"beta": 2.0}, "beta"),
-                                        ({"weights": "eq17"}, "weights"), ({"form": "paper"}, "form"),
-                                        ({"weights": "eq16"}, "form")])
+@pytest.mark.parametrize(
+    "args, key",
+    [
+        ({"solver": "lu"}, "solver"),
+        ({"beta": 2.0}, "beta"),
+        ({"weights": "eq17"}, "weights"),
+        ({"form": "paper"}, "form"),
+        ({"weights": "eq16"}, "form"),
+    ],
+)
 def test_bad_model_args_name_the_key(args, key):
     with pytest.raises(RecxError, match=f"model_args.*{key}"):
         resolve({"model": "rgx", "model_args": args})

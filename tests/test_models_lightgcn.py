@@ -1,4 +1,5 @@
 """LightGCN propagation against a dense float64 reference; non-linear MF shape and gradients."""
+
 import torch
 
 from recx.config.run_config import resolve
@@ -25,12 +26,15 @@ def _dense_reference(tiny, user_table, item_table, n_layers):
 
 def test_lightgcn_propagation_equals_dense_reference(tiny):
     for n_layers in (0, 1, 3):
-        config = resolve({"loss": "bpr", "model": "lightgcn", "dim": 8, "model_args": {"n_layers": n_layers, "init": "xavier"}})
+        config = resolve(
+            {"loss": "bpr", "model": "lightgcn", "dim": 8, "model_args": {"n_layers": n_layers, "init": "xavier"}}
+        )
         model = build_model(config, tiny, torch.device("cpu"))
         users = torch.arange(tiny.n_users)
         query, items = model.representations(users)
-        want_users, want_items = _dense_reference(tiny, model.user_embedding.detach(), model.item_embedding.detach(),
-                                                  n_layers)
+        want_users, want_items = _dense_reference(
+            tiny, model.user_embedding.detach(), model.item_embedding.detach(), n_layers
+        )
         assert torch.allclose(query.detach().to(torch.float64), want_users, atol=1e-6)
         assert torch.allclose(items.detach().to(torch.float64), want_items, atol=1e-6)
 

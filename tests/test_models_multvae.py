@@ -1,20 +1,21 @@
 """Mult-VAE / FastVAE: the training objective against a dense float64 reference, the sampled softmax's gradient
 against the full softmax's, and end-to-end runs through the trainer's user-batch runner."""
+
 from __future__ import annotations
 
 import math
 
 import pytest
 import torch
+from sampler_helpers import make_sampler, random_dataset
 
 from recx.config.run_config import resolve
 from recx.core.errors import RecxError
 from recx.models.multvae import MultVAE, MultVAEArgs
+from recx.runs.train_run import train_run
 from recx.samplers.base import Batch
 from recx.train.build import build_model
 from recx.train.runners.users import UserEpochs, full_softmax_nll, sampled_softmax_nll
-from recx.runs.train_run import train_run
-from sampler_helpers import make_sampler, random_dataset
 
 
 def dense_reference(model: MultVAE, dataset, users, keep, noise, beta) -> torch.Tensor:
@@ -30,19 +31,27 @@ def dense_reference(model: MultVAE, dataset, users, keep, noise, beta) -> torch.
     else:
         hidden = torch.relu((x @ model.encoder_in) * keep.double() / (1 - model.args.dropout) + bias)
     out = hidden @ model.encoder_out.weight.T + model.encoder_out.bias
-    mu, log_var = out[:, :model.latent], out[:, model.latent:]
+    mu, log_var = out[:, : model.latent], out[:, model.latent :]
     z = mu + noise * torch.exp(0.5 * log_var)
     query = z @ model.decoder.weight.T + model.decoder.bias
     logits = query @ model.items.T + (model.item_bias if model.item_bias is not None else 0)
     log_softmax = logits - torch.logsumexp(logits, dim=1, keepdim=True)
     nll = -(y * log_softmax).sum()
-    kl = 0.5 * (torch.exp(log_var) + mu ** 2 - 1 - log_var).sum()
+    kl = 0.5 * (torch.exp(log_var) + mu**2 - 1 - log_var).sum()
     return nll + beta * kl
 
 
 def test_multvae_objective_equals_a_float64_reference(tiny):
-    config = resolve({"model": "multvae", "loss": "full_softmax", "dim": 3, "seed": 0, "batch_size": 16,
-                      "model_args": {"hidden": 5, "anneal_cap": 1.0, "anneal_steps": 4}})
+    config = resolve(
+        {
+            "model": "multvae",
+            "loss": "full_softmax",
+            "dim": 3,
+            "seed": 0,
+            "batch_size": 16,
+            "model_args": {"hidden": 5, "anneal_cap": 1.0, "anneal_steps": 4},
+        }
+    )
     model = MultVAE(tiny.n_users, tiny.n_items, 3, MultVAEArgs(hidden=5, anneal_cap=1.0, anneal_steps=4), tiny).double()
     runner = UserEpochs(config, tiny, model, torch.Generator().manual_seed(7))
     runner.updates = 1
@@ -60,8 +69,14 @@ def test_multvae_objective_equals_a_float64_reference(tiny):
 def test_the_official_codes_options_equal_the_float64_reference(tiny):
     """dropout on the hidden layer, no encoder bias and a trained item bias (HERECJ/FastVae_Gpu's encoder and output
     layer)."""
-    options = {"hidden": 5, "anneal_cap": 1.0, "anneal_steps": 4, "dropout_at": "hidden", "item_bias": True,
-               "encoder_bias": False}
+    options = {
+        "hidden": 5,
+        "anneal_cap": 1.0,
+        "anneal_steps": 4,
+        "dropout_at": "hidden",
+        "item_bias": True,
+        "encoder_bias": False,
+    }
     args = MultVAEArgs(**options)
     config = resolve({"model": "multvae", "loss": "full_softmax", "dim": 3, "batch_size": 16, "model_args": options})
     model = MultVAE(tiny.n_users, tiny.n_items, 3, args, tiny).double()
@@ -90,8 +105,15 @@ def test_the_item_bias_is_divided_by_the_temperature_with_the_scores(tiny):
         model.item_bias.copy_(torch.randn(tiny.n_items, dtype=torch.float64))
     objectives = []
     for temperature in (1.0, 0.25):
-        config = resolve({"model": "multvae", "loss": "full_softmax", "dim": 3, "model_args": options,
-                          "loss_args": {"temperature": temperature}})
+        config = resolve(
+            {
+                "model": "multvae",
+                "loss": "full_softmax",
+                "dim": 3,
+                "model_args": options,
+                "loss_args": {"temperature": temperature},
+            }
+        )
         runner = UserEpochs(config, tiny, model, torch.Generator().manual_seed(5))
         objectives.append(runner.batch_objective(torch.tensor([2, 6])))
     replay = torch.Generator().manual_seed(5)
@@ -112,10 +134,15 @@ def test_normal_init_draws_the_tables_from_a_standard_normal(tiny):
     assert uniform.encoder_in.abs().max() <= 1 / 20 and uniform.items.abs().max() <= 1 / 20
 
 
-@pytest.mark.parametrize("model_args, message", [({"item_bias": True}, "multvae only"),
-                                                 ({"dropout_at": "output"}, "input or hidden"),
-                                                 ({"input_init": "zeros"}, "uniform or normal"),
-                                                 ({"item_init": "xavier"}, "item_init")])
+@pytest.mark.parametrize(
+    "model_args, message",
+    [
+        ({"item_bias": True}, "multvae only"),
+        ({"dropout_at": "output"}, "input or hidden"),
+        ({"input_init": "zeros"}, "uniform or normal"),
+        ({"item_init": "xavier"}, "item_init"),
+    ],
+)
 def test_invalid_official_options_are_refused(tiny, model_args, message):
     with pytest.raises(RecxError, match=message):
         config = resolve({"dataset": "tiny", "model": "fastvae", "loss": "softmax", "model_args": model_args})
@@ -142,15 +169,19 @@ def test_sampled_softmax_with_the_softmax_proposal_has_the_full_gradient_in_expe
 
     def gradients(proposal: str):
         q, table = query.clone().requires_grad_(), items.clone().requires_grad_()
-        sampler = make_sampler(proposal, dataset, n_draws, n_codewords=2) if proposal == "midx" else \
-            make_sampler(proposal, dataset, n_draws)
+        sampler = (
+            make_sampler(proposal, dataset, n_draws, n_codewords=2)
+            if proposal == "midx"
+            else make_sampler(proposal, dataset, n_draws)
+        )
         queries = q.expand(replicas, -1)
         rows = torch.arange(replicas).repeat_interleave(2)
         positive_items = positives.repeat(replicas)
         batch = Batch(torch.zeros(replicas, dtype=torch.long), positive_items[::2], queries.detach(), table.detach())
         negatives = sampler.sample(batch)
-        positive_log_q = sampler.log_probability(Batch(batch.users[rows], positive_items, queries.detach()[rows],
-                                                       table.detach()), positive_items[:, None])[:, 0]
+        positive_log_q = sampler.log_probability(
+            Batch(batch.users[rows], positive_items, queries.detach()[rows], table.detach()), positive_items[:, None]
+        )[:, 0]
         (sampled_softmax_nll(queries, table, rows, positive_items, positive_log_q, negatives) / replicas).backward()
         return q.grad, table.grad
 
@@ -164,16 +195,36 @@ def test_sampled_softmax_with_the_softmax_proposal_has_the_full_gradient_in_expe
     assert not torch.allclose(table_uniform, factor * table_full.grad, atol=0.03)
 
 
-RUNS = [("multvae", "full_softmax", "full", {}), ("fastvae", "softmax", "midx_pop", {"n_codewords": 4}),
-        ("fastvae", "softmax", "midx_uni", {"n_codewords": 4}), ("fastvae", "softmax", "uniform", {}),
-        ("fastvae", "softmax", "popularity", {}), ("fastvae", "softmax", "kernel", {"leaf_size": 16})]
+RUNS = [
+    ("multvae", "full_softmax", "full", {}),
+    ("fastvae", "softmax", "midx_pop", {"n_codewords": 4}),
+    ("fastvae", "softmax", "midx_uni", {"n_codewords": 4}),
+    ("fastvae", "softmax", "uniform", {}),
+    ("fastvae", "softmax", "popularity", {}),
+    ("fastvae", "softmax", "kernel", {"leaf_size": 16}),
+]
 
 
 @pytest.mark.parametrize("model, loss, sampler, sampler_args", RUNS, ids=[f"{m}-{s}" for m, _, s, _ in RUNS])
 def test_vae_trains_through_the_user_runner(tiny, tmp_path, model, loss, sampler, sampler_args):
-    config = resolve({"dataset": "tiny", "model": model, "loss": loss, "sampler": sampler, "dim": 8, "epochs": 2,
-                      "batch_size": 32, "n_negatives": 20, "lr": 0.01, "weight_decay": 0.01, "device": "cpu",
-                      "kernels": "torch", "sampler_args": sampler_args, "model_args": {"hidden": 16}})
+    config = resolve(
+        {
+            "dataset": "tiny",
+            "model": model,
+            "loss": loss,
+            "sampler": sampler,
+            "dim": 8,
+            "epochs": 2,
+            "batch_size": 32,
+            "n_negatives": 20,
+            "lr": 0.01,
+            "weight_decay": 0.01,
+            "device": "cpu",
+            "kernels": "torch",
+            "sampler_args": sampler_args,
+            "model_args": {"hidden": 16},
+        }
+    )
     outcome = train_run(config, tiny, tmp_path / "run", ks=[10])
     assert all(math.isfinite(v) for v in outcome.results.value)
     again = train_run(config, tiny, tmp_path / "again", ks=[10])
@@ -192,16 +243,21 @@ def test_sampled_softmax_scores_negatives_the_same_way_on_both_paths(monkeypatch
 
     generator = torch.Generator().manual_seed(0)
     query, items = torch.randn(3, 4, generator=generator, dtype=torch.float64), torch.randn(9, 4, dtype=torch.float64)
-    negatives = Negatives(torch.randint(0, 9, (3, 5), generator=generator), torch.randn(3, 5, dtype=torch.float64),
-                          torch.zeros(3))
+    negatives = Negatives(
+        torch.randint(0, 9, (3, 5), generator=generator), torch.randn(3, 5, dtype=torch.float64), torch.zeros(3)
+    )
     rows, positives, positive_log_q = torch.tensor([0, 0, 1, 2]), torch.tensor([1, 2, 3, 4]), torch.randn(4).double()
     dense = sampled_softmax_nll(query, items, rows, positives, positive_log_q, negatives)
     monkeypatch.setattr(runner_module, "DENSE_SCORES_RATIO", 0)
     gathered = sampled_softmax_nll(query, items, rows, positives, positive_log_q, negatives)
     corrected = query @ items.T
-    reference = sum(torch.logsumexp(torch.cat([(corrected[r, p] - lq).view(1),
-                                               corrected[r, negatives.items[r]] - negatives.log_q[r]]), 0)
-                    - (corrected[r, p] - lq) for r, p, lq in zip(rows, positives, positive_log_q))
+    reference = sum(
+        torch.logsumexp(
+            torch.cat([(corrected[r, p] - lq).view(1), corrected[r, negatives.items[r]] - negatives.log_q[r]]), 0
+        )
+        - (corrected[r, p] - lq)
+        for r, p, lq in zip(rows, positives, positive_log_q)
+    )
     assert torch.allclose(dense, reference) and torch.allclose(gathered, reference)
 
 
@@ -213,18 +269,21 @@ def test_the_epochs_history_sizes_are_each_steps_training_items():
     order = runner.users[torch.randperm(runner.users.numel())]
     sizes = runner.history_sizes(order)
     lengths = dataset.train.row_lengths()
-    assert sizes == [int(lengths[order[s * 5:(s + 1) * 5]].sum()) for s in range(runner.n_steps)]
+    assert sizes == [int(lengths[order[s * 5 : (s + 1) * 5]].sum()) for s in range(runner.n_steps)]
     rows, items = model.history(order[:5], sizes[0])
     assert torch.equal(rows, model.history(order[:5])[0]) and items.numel() == sizes[0]
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("name, loss, sampler", [("multvae", "full_softmax", "full"), ("fastvae", "softmax", "uniform")])
+@pytest.mark.parametrize(
+    "name, loss, sampler", [("multvae", "full_softmax", "full"), ("fastvae", "softmax", "uniform")]
+)
 def test_a_cuda_vae_step_issues_no_host_sync(name, loss, sampler):
     device = torch.device("cuda")
     dataset = random_dataset(n_users=40, n_items=30).to(device)
-    config = resolve({"model": name, "loss": loss, "sampler": sampler, "n_negatives": 6, "dim": 4, "batch_size": 8,
-                      "device": "cuda"})
+    config = resolve(
+        {"model": name, "loss": loss, "sampler": sampler, "n_negatives": 6, "dim": 4, "batch_size": 8, "device": "cuda"}
+    )
     model = build_model(config, dataset, device)
     runner = UserEpochs(config, dataset, model, torch.Generator(device=device).manual_seed(0))
     users = runner.users[:8]

@@ -1,4 +1,5 @@
 """PRISM initial norms equal α log(d + 2) + (1 - α); the other initialisers and option checks."""
+
 import math
 
 import pytest
@@ -41,8 +42,9 @@ def test_xavier_and_normal_initialisers(tiny):
     assert abs(normal.std().item() - 0.05) < 0.005
 
 
-@pytest.mark.parametrize("key,value", [("init", "zeros"), ("scoring", "euclid"), ("prism_scope", "users"),
-                                       ("temperature", 0.0)])
+@pytest.mark.parametrize(
+    "key,value", [("init", "zeros"), ("scoring", "euclid"), ("prism_scope", "users"), ("temperature", 0.0)]
+)
 def test_bad_model_options_name_the_key(key, value):
     with pytest.raises(RecxError, match=key):
         resolve({"model": "mf", "model_args": {key: value}})

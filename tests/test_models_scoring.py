@@ -1,4 +1,5 @@
 """Cosine and dot scoring with a temperature keep the contract score = query · item."""
+
 import torch
 
 from recx.config.run_config import resolve
@@ -6,7 +7,9 @@ from recx.train.build import build_model
 
 
 def _model(tiny, model, **model_args):
-    return build_model(resolve({"loss": "bpr", "model": model, "dim": 8, "model_args": model_args}), tiny, torch.device("cpu"))
+    return build_model(
+        resolve({"loss": "bpr", "model": model, "dim": 8, "model_args": model_args}), tiny, torch.device("cpu")
+    )
 
 
 def test_cosine_scoring_equals_cosine_over_temperature(tiny):
@@ -38,5 +41,7 @@ def test_per_query_scores_agree_on_both_paths_with_a_reference():
     table = torch.randn(40, 4, dtype=torch.float64, generator=generator)
     for k in (2, 5):  # 40 > 8*2: gather path; 40 <= 8*5: matrix-product path
         items = torch.randint(0, 40, (6, k), generator=generator)
-        reference = torch.tensor([[float(query[b] @ table[i]) for i in items[b]] for b in range(6)], dtype=torch.float64)
+        reference = torch.tensor(
+            [[float(query[b] @ table[i]) for i in items[b]] for b in range(6)], dtype=torch.float64
+        )
         assert torch.allclose(per_query_scores(query, table, items), reference)

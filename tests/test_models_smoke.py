@@ -1,4 +1,5 @@
 """End to end: every new loss and model trains two epochs through `train_run` on tiny synthetic data."""
+
 import json
 
 import pytest

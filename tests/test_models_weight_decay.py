@@ -1,13 +1,14 @@
 """Weight-decay modes through one real step (training_loss + the trainer's Adam): batched decay leaves rows outside
 the batch untouched and gives the rows inside exactly the full-table update; full-table decay shrinks every row;
 none leaves the rows outside alone."""
+
 import pytest
 import torch
 
 from recx.config.run_config import resolve
 from recx.train.build import build_loss, build_model, build_sampler
-from recx.train.step import training_loss
 from recx.train.runners.interactions import run_optimizer
+from recx.train.step import training_loss
 
 
 class Recording:
@@ -22,8 +23,19 @@ class Recording:
 
 
 def _one_step(tiny, model_name: str, mode: str, decay: float, loss: str = "bpr"):
-    config = resolve({"model": model_name, "dim": 8, "loss": loss, "sampler": "uniform", "n_negatives": 3,
-                      "weight_decay": decay, "weight_decay_mode": mode, "lr": 0.01, "device": "cpu"})
+    config = resolve(
+        {
+            "model": model_name,
+            "dim": 8,
+            "loss": loss,
+            "sampler": "uniform",
+            "n_negatives": 3,
+            "weight_decay": decay,
+            "weight_decay_mode": mode,
+            "lr": 0.01,
+            "device": "cpu",
+        }
+    )
     device = torch.device("cpu")
     model = build_model(config, tiny, device)
     before = [t.detach().clone() for t in model.embedding_tables()]

@@ -7,6 +7,7 @@ the official `torch.multinomial` drew, after recording the probabilities it was 
 deterministic. recx keeps log p in float32 (`log_popularity`): it is compared to the official value at float32's
 precision, and the other cases use the same formula in float64 so that they can be compared at 1e-8.
 """
+
 from __future__ import annotations
 
 import json
@@ -18,7 +19,8 @@ import torch
 from recx.config.run_config import resolve
 from recx.data.csr import CSR
 from recx.data.dataset import Dataset
-from recx.samplers import bir as bir_module, xir as xir_module
+from recx.samplers import bir as bir_module
+from recx.samplers import xir as xir_module
 from recx.samplers.in_batch import log_popularity
 from recx.sweeps.experiments import experiment_spec, load_experiments, plan
 from recx.train.build import build_loss, build_model, build_sampler
@@ -47,9 +49,17 @@ def batch() -> tuple[torch.Tensor, torch.Tensor]:
 def step(sampler_name: str, sampler_args: dict | None = None, prepare=lambda sampler: None) -> dict:
     """Loss and table gradients of one recx training step with the golden tables, log p in float64."""
     dataset = golden_dataset()
-    config = resolve({"model": "mf", "dim": len(INPUTS["user_table"][0]), "loss": "softmax", "optimizer": "adam",
-                      "sampler": sampler_name, "sampler_args": sampler_args or {},
-                      "model_args": {"init": "normal", "init_std": 1.0, "scoring": "dot", "temperature": 1.0}})
+    config = resolve(
+        {
+            "model": "mf",
+            "dim": len(INPUTS["user_table"][0]),
+            "loss": "softmax",
+            "optimizer": "adam",
+            "sampler": sampler_name,
+            "sampler_args": sampler_args or {},
+            "model_args": {"init": "normal", "init_std": 1.0, "scoring": "dot", "temperature": 1.0},
+        }
+    )
     model = build_model(config, dataset, torch.device("cpu")).double()
     user_table, item_table = model.embedding_tables()[:2]
     with torch.no_grad():
@@ -88,8 +98,9 @@ class OfficialDraws:
 
 def test_log_popularity_is_the_official_pop_prob_at_float32():
     """Catches another normalisation of the counts (e.g. log(1 + c), the pop_mode 2 of the official code)."""
-    torch.testing.assert_close(log_popularity(golden_dataset(), torch.device("cpu")).double(),
-                               f64(GOLDEN["log_p"]), rtol=1e-6, atol=0)
+    torch.testing.assert_close(
+        log_popularity(golden_dataset(), torch.device("cpu")).double(), f64(GOLDEN["log_p"]), rtol=1e-6, atol=0
+    )
 
 
 def test_ssl_pop_keep_positive_is_the_official_ssl_pop():
@@ -112,8 +123,7 @@ def test_bir_resamples_and_scores_as_the_official_code(monkeypatch):
     draws = OfficialDraws(GOLDEN["bir"]["indices"])
     monkeypatch.setattr(bir_module, "draw_counts", draws)
     assert_matches(step("bir"), GOLDEN["bir"])
-    torch.testing.assert_close(draws.probabilities[0], f64(GOLDEN["bir"]["probabilities"]), rtol=RTOL,
-                               atol=1e-15)
+    torch.testing.assert_close(draws.probabilities[0], f64(GOLDEN["bir"]["probabilities"]), rtol=RTOL, atol=1e-15)
 
 
 def test_xir_resamples_mixes_and_updates_its_cache_as_the_official_code(monkeypatch):
@@ -140,8 +150,7 @@ def test_xir_resamples_mixes_and_updates_its_cache_as_the_official_code(monkeypa
     for recorded, key in zip(draws.probabilities, ("batch_probabilities", "cache_probabilities")):
         torch.testing.assert_close(recorded, f64(official[key]), rtol=RTOL, atol=1e-15)
     torch.testing.assert_close(recx["sampler"].occurrence, f64(official["occurrence"]), rtol=0, atol=0)
-    torch.testing.assert_close(next_cache[0], f64(official["next_cache_probabilities"]), rtol=RTOL,
-                               atol=1e-15)
+    torch.testing.assert_close(next_cache[0], f64(official["next_cache_probabilities"]), rtol=RTOL, atol=1e-15)
 
 
 def test_bir_batch_size_runs_the_official_protocol():

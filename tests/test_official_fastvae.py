@@ -2,6 +2,7 @@
 `bench/official/fastvae.py` wrote to tests/golden/official/fastvae.json (the input is stored there too).
 
 The official items are 1-based (0 pads the user histories); recx's are 0-based with no padding."""
+
 from __future__ import annotations
 
 import json
@@ -91,13 +92,16 @@ def dataset_with_counts(counts: list[int]) -> Dataset:
     return Dataset("counts", max(counts), len(counts), train, None, train, {}, "hash", Path("."))
 
 
-@pytest.mark.parametrize("name, official, atol", [
-    ("midx_uni", "midx_uni", 1e-12),
-    # MidxUniPop mode 0: log(count + 1) exactly; the official casts it to float32 (6e-8 relative)
-    ("midx_pop", "midx_pop_mode0", 2e-7),
-    # MidxUniPop mode 1, the default run_mm.py uses: log(count + 1) + 1e-6, at most 1.5e-6 apart in log w here
-    ("midx_pop", "midx_pop_mode1", 3e-6),
-])
+@pytest.mark.parametrize(
+    "name, official, atol",
+    [
+        ("midx_uni", "midx_uni", 1e-12),
+        # MidxUniPop mode 0: log(count + 1) exactly; the official casts it to float32 (6e-8 relative)
+        ("midx_pop", "midx_pop_mode0", 2e-7),
+        # MidxUniPop mode 1, the default run_mm.py uses: log(count + 1) + 1e-6, at most 1.5e-6 apart in log w here
+        ("midx_pop", "midx_pop_mode1", 3e-6),
+    ],
+)
 def test_midx_log_q_matches_the_official_proposal(name, official, atol, monkeypatch):
     """The proposal's log q of every item for fixed queries and item table, the codebooks built by recx's default
     rebuild from the official initial centroids; the official `compute_item_p` drops the per-query normaliser
@@ -109,12 +113,14 @@ def test_midx_log_q_matches_the_official_proposal(name, official, atol, monkeypa
     table, query = tensor(DATA["midx_item_table"]), tensor(DATA["midx_query"])
     sampler_class = SAMPLERS.get(name)
     dataset = dataset_with_counts(DATA["midx_counts"])
-    sampler = sampler_class(dataset, 5, sampler_class.Args(n_codewords=initial.shape[0]),
-                            torch.Generator().manual_seed(0), "torch")
+    sampler = sampler_class(
+        dataset, 5, sampler_class.Args(n_codewords=initial.shape[0]), torch.Generator().manual_seed(0), "torch"
+    )
     sampler.rebuild(None, table)
     every_item = torch.arange(table.shape[0]).expand(query.shape[0], -1)
-    log_q = sampler.log_probability(Batch(torch.zeros(2, dtype=torch.int64), every_item[:, 0], query, table),
-                                    every_item)
+    log_q = sampler.log_probability(
+        Batch(torch.zeros(2, dtype=torch.int64), every_item[:, 0], query, table), every_item
+    )
     unnormalised = tensor(GOLDEN["midx"][f"{official}_unnormalised_log_q"])
     expected = unnormalised - torch.logsumexp(unnormalised, dim=1, keepdim=True)
     assert torch.allclose(log_q, expected, rtol=0, atol=atol)

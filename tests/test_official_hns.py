@@ -4,6 +4,7 @@ over the batch and the negatives (`reduction: sum`, the official `reduction=Fals
 N uniform candidates per query (recx's `uniform_candidates` returns the official fixed draws): DNS's kept negatives,
 Softmax-v's weights, the loss and its gradients w.r.t. both tables, to 1e-8.
 """
+
 from __future__ import annotations
 
 import json
@@ -15,7 +16,8 @@ import torch
 from recx.config.run_config import resolve
 from recx.data.csr import CSR
 from recx.data.dataset import Dataset
-from recx.samplers import dns as dns_module, softmax_v as softmax_v_module
+from recx.samplers import dns as dns_module
+from recx.samplers import softmax_v as softmax_v_module
 from recx.train.build import build_loss, build_model, build_sampler
 from recx.train.step import training_loss
 
@@ -32,6 +34,7 @@ def f64(values) -> torch.Tensor:
 def step(monkeypatch, module, sampler_name: str, sampler_args: dict) -> dict:
     """One recx training step on the golden tables with the official candidates; returns the loss, the table
     gradients and the sampler's negatives."""
+
     def official_candidates(sampler, users, n, exclude_train, max_redraws):
         assert (n, exclude_train) == (CANDIDATES.shape[1], False)
         return CANDIDATES.clone()
@@ -40,10 +43,18 @@ def step(monkeypatch, module, sampler_name: str, sampler_args: dict) -> dict:
     users, items = torch.tensor(INPUTS["users"]), torch.tensor(INPUTS["items"])
     train = CSR.from_pairs(users, items, INPUTS["n_users"], INPUTS["n_items"])
     dataset = Dataset("golden", INPUTS["n_users"], INPUTS["n_items"], train, None, train, {}, "hash", Path("."))
-    config = resolve({"model": "mf", "dim": len(INPUTS["user_table"][0]), "loss": "bpr", "optimizer": "adam",
-                      "loss_args": {"reduction": "sum"}, "sampler": sampler_name,
-                      "sampler_args": {"n_candidates": CANDIDATES.shape[1], "exclude_train": False, **sampler_args},
-                      "model_args": {"init": "normal", "init_std": 0.1, "scoring": "dot"}})
+    config = resolve(
+        {
+            "model": "mf",
+            "dim": len(INPUTS["user_table"][0]),
+            "loss": "bpr",
+            "optimizer": "adam",
+            "loss_args": {"reduction": "sum"},
+            "sampler": sampler_name,
+            "sampler_args": {"n_candidates": CANDIDATES.shape[1], "exclude_train": False, **sampler_args},
+            "model_args": {"init": "normal", "init_std": 0.1, "scoring": "dot"},
+        }
+    )
     model = build_model(config, dataset, torch.device("cpu")).double()
     user_table, item_table = model.embedding_tables()[:2]
     with torch.no_grad():
@@ -55,8 +66,12 @@ def step(monkeypatch, module, sampler_name: str, sampler_args: dict) -> dict:
     sampler.sample = lambda batch: drawn.append(original(batch)) or drawn[-1]
     loss = training_loss(model, sampler, build_loss(config, dataset, torch.device("cpu")), config, users, items)
     loss.backward()
-    return {"loss": loss.detach(), "grad_users": user_table.grad.to_dense(), "grad_items": item_table.grad.to_dense(),
-            "negatives": drawn[0]}
+    return {
+        "loss": loss.detach(),
+        "grad_users": user_table.grad.to_dense(),
+        "grad_items": item_table.grad.to_dense(),
+        "negatives": drawn[0],
+    }
 
 
 def assert_matches(recx: dict, official: dict) -> None:

@@ -5,6 +5,7 @@ step (snap-research/PRISM, which produced the PRISM paper's Table 1), DirectAU's
 MAWU's (psm1206/MAWU, with its own DirectAU), on a fixed batch with repeated users and items. Losses and gradients
 w.r.t. the embedding tables (and the margin tables) are compared in float64 at rtol 1e-8.
 """
+
 import json
 from pathlib import Path
 from types import SimpleNamespace
@@ -30,8 +31,17 @@ def _tables(margins: bool) -> dict[str, torch.Tensor]:
 def _batch(tables) -> LossInput:
     users, items = torch.tensor(INPUTS["users"]), torch.tensor(INPUTS["items"])
     zeros = torch.zeros(len(users), dtype=torch.float64)
-    return LossInput(zeros, zeros[:, None], zeros, zeros[:, None], None, users, items,
-                     tables["user_table"][users], tables["item_table"][items])
+    return LossInput(
+        zeros,
+        zeros[:, None],
+        zeros,
+        zeros[:, None],
+        None,
+        users,
+        items,
+        tables["user_table"][users],
+        tables["item_table"][items],
+    )
 
 
 def _compare(case: dict, loss: torch.Tensor, tables: dict) -> None:
@@ -50,8 +60,10 @@ def _directau(case_key: str, **args) -> None:
 
 def _mawu(case_key: str, **args) -> None:
     tables = _tables(margins=True)
-    loss = MAWU(MAWUArgs(gamma_user=INPUTS["gamma_user"], gamma_item=INPUTS["gamma_item"], **args),
-                SimpleNamespace(n_users=len(INPUTS["user_margin"]), n_items=len(INPUTS["item_margin"])))
+    loss = MAWU(
+        MAWUArgs(gamma_user=INPUTS["gamma_user"], gamma_item=INPUTS["gamma_item"], **args),
+        SimpleNamespace(n_users=len(INPUTS["user_margin"]), n_items=len(INPUTS["item_margin"])),
+    )
     loss.user_margin, loss.item_margin = tables["user_margin"], tables["item_margin"]
     _compare(GOLDEN["cases"][case_key], loss(_batch(tables)), tables)
 
@@ -86,8 +98,10 @@ def test_prism_norms_and_initial_row_norms_match_the_prism_code():
     norms: recx's tables are float32."""
     case = GOLDEN["cases"]["prism_init"]
     edges = torch.tensor(case["edges"])
-    degrees = {"user": torch.bincount(edges[0], minlength=case["n_users"]),
-               "item": torch.bincount(edges[1], minlength=case["n_items"])}
+    degrees = {
+        "user": torch.bincount(edges[0], minlength=case["n_users"]),
+        "item": torch.bincount(edges[1], minlength=case["n_items"]),
+    }
     for alpha in case["alphas"]:
         official = case[f"alpha_{alpha}"]
         for side, d in degrees.items():

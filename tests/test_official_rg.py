@@ -6,6 +6,7 @@ Catches any difference from the official updates (form official, the registered 
 (form text has λ(|I_u|/2 + α |I_u|), λ(Σ_u |I_u|/2N + α |U_i|) and −Σ_u |I_u|/2N P_u), β's (1 − β) on the
 Gramians, and the targets (1/2 + α on observed pairs, −|I_u|/2N elsewhere).
 """
+
 from __future__ import annotations
 
 import json
@@ -29,8 +30,15 @@ def one_iteration(name: str, form: str) -> tuple[torch.Tensor, torch.Tensor]:
     pairs = torch.tensor(given["pairs"])
     train = CSR.from_pairs(pairs[:, 0], pairs[:, 1], given["n_users"], given["n_items"])
     model_class = MODELS.get(name)
-    args = model_class.Args(weights="hyper", form=form, alpha=given["alpha"], beta=given["beta"] if name == "rgx"
-                            else 0.0, regularization=given["lambda"], solver="cholesky", dtype="float64")
+    args = model_class.Args(
+        weights="hyper",
+        form=form,
+        alpha=given["alpha"],
+        beta=given["beta"] if name == "rgx" else 0.0,
+        regularization=given["lambda"],
+        solver="cholesky",
+        dtype="float64",
+    )
     model = model_class(given["n_users"], given["n_items"], given["dim"], args)
     model.user_factors.data = torch.tensor(given["user_factors"], dtype=torch.float64)
     model.item_factors.data = torch.tensor(given["item_factors"], dtype=torch.float64)

@@ -1,4 +1,5 @@
 """Per-user results: one row per evaluated user and (metric, k, stratum), averaging exactly to the run's results."""
+
 import pandas as pd
 import torch
 
@@ -7,8 +8,9 @@ from recx.runs.train_run import train_run
 
 
 def test_per_user_files_average_to_the_results(tiny, tmp_path):
-    config = resolve({"dataset": "tiny", "dim": 8, "epochs": 1, "batch_size": 256, "loss": "bpr", "n_negatives": 2,
-                      "device": "cpu"})
+    config = resolve(
+        {"dataset": "tiny", "dim": 8, "epochs": 1, "batch_size": 256, "loss": "bpr", "n_negatives": 2, "device": "cpu"}
+    )
     folder = tmp_path / "run"
     outcome = train_run(config, tiny, folder, ks=[5, 20])
     for split in ("valid", "test"):
@@ -17,8 +19,9 @@ def test_per_user_files_average_to_the_results(tiny, tmp_path):
         users = torch.nonzero(tiny.split(split).row_lengths() > 0).flatten().numpy()
         for (metric, k, stratum), group in rows.groupby(["metric", "k", "stratum"], observed=True):
             assert (group.user.to_numpy() == users).all()
-            expected = outcome.results.query("split == @split and metric == @metric and k == @k and "
-                                             "stratum == @stratum").value.item()
+            expected = outcome.results.query(
+                "split == @split and metric == @metric and k == @k and stratum == @stratum"
+            ).value.item()
             assert abs(group.value.mean() - expected) < 1e-12
         assert len(rows) == len(users) * len(outcome.results.query("split == @split"))
         # a user's strata sum to the user's overall value

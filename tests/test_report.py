@@ -1,5 +1,6 @@
 """`recx report` on a tiny sweep: every plot type drawn with the expected axes, tables with the best in bold, and
 significance rows equal to scipy's tests on the runs' per-user files."""
+
 import io
 
 import numpy as np
@@ -13,16 +14,36 @@ from recx.report.report import ReportOptions, figures
 from recx.runs.collection import load_results
 
 NEGATIVES = {
-    "datasets": {"tiny": {"format": "synthetic", "ratios": "80/10/10",
-                          "synthetic": {"n_users": 150, "n_items": 80, "mean_length": 10}}},
-    "experiments": {"negatives": {
-        "datasets": ["tiny"], "seeds": [0, 1], "ks": [5, 20],
-        "defaults": {"dim": 8, "epochs": 3, "batch_size": 256, "lr": 0.01, "device": "cpu", "loss": "softmax",
-                     "sampler": "uniform"},
-        "grid": {"weight_decay": [0.0, 1.0e-4]},
-        "methods": {"bpr": {"loss": "bpr", "n_negatives": 1},
-                    "ssm-n4": {"n_negatives": 4}, "ssm-n16": {"n_negatives": 16}, "ssm-n64": {"n_negatives": 64}},
-    }},
+    "datasets": {
+        "tiny": {
+            "format": "synthetic",
+            "ratios": "80/10/10",
+            "synthetic": {"n_users": 150, "n_items": 80, "mean_length": 10},
+        }
+    },
+    "experiments": {
+        "negatives": {
+            "datasets": ["tiny"],
+            "seeds": [0, 1],
+            "ks": [5, 20],
+            "defaults": {
+                "dim": 8,
+                "epochs": 3,
+                "batch_size": 256,
+                "lr": 0.01,
+                "device": "cpu",
+                "loss": "softmax",
+                "sampler": "uniform",
+            },
+            "grid": {"weight_decay": [0.0, 1.0e-4]},
+            "methods": {
+                "bpr": {"loss": "bpr", "n_negatives": 1},
+                "ssm-n4": {"n_negatives": 4},
+                "ssm-n16": {"n_negatives": 16},
+                "ssm-n64": {"n_negatives": 64},
+            },
+        }
+    },
 }
 
 
@@ -43,23 +64,37 @@ def test_every_plot_type_with_its_axes(swept):
     results, folders = load_results([swept / "results.parquet"])
     drawn = {name: figure for name, _, figure in figures(results, folders, ReportOptions().resolve(results))}
     labels = {name: (figure.axes[0].get_xlabel(), figure.axes[0].get_ylabel()) for name, figure in drawn.items()}
-    assert labels == {"convergence_epoch_tiny.png": ("epoch", "valid ndcg@20"),
-                      "convergence_time_tiny.png": ("training time (s)", "valid ndcg@20"),
-                      "strata_tiny.png": ("item popularity stratum", "NDCG@20 (stratum share)"),
-                      "swept_n_negatives_tiny.png": ("n_negatives", "NDCG@20")}  # weight_decay is the grid: not swept
+    assert labels == {
+        "convergence_epoch_tiny.png": ("epoch", "valid ndcg@20"),
+        "convergence_time_tiny.png": ("training time (s)", "valid ndcg@20"),
+        "strata_tiny.png": ("item popularity stratum", "NDCG@20 (stratum share)"),
+        "swept_n_negatives_tiny.png": ("n_negatives", "NDCG@20"),
+    }  # weight_decay is the grid: not swept
     assert len(drawn["convergence_epoch_tiny.png"].axes[0].get_lines()) == 8  # one line per run
     lines = drawn["swept_n_negatives_tiny.png"].axes[0].get_legend().get_texts()
     # one line per family (bpr: one point); the label lists every other key that differs, the loss first (a loss's
     # default bundle, e.g. softmax's cosine scoring, differs too)
     assert [text.get_text().split(",")[0] for text in lines] == ["loss=bpr", "loss=softmax"]
     assert [tick.get_text() for tick in drawn["strata_tiny.png"].axes[0].get_xticklabels()] == [
-        "popular", "neutral", "unpopular"]
+        "popular",
+        "neutral",
+        "unpopular",
+    ]
 
 
 def test_sweep_writes_the_report(swept):
-    for name in ("report.md", "table.md", "table.csv", "table.tex", "significance.md", "significance.csv",
-                 "plots/convergence_epoch_tiny.png", "plots/convergence_time_tiny.png", "plots/strata_tiny.png",
-                 "plots/swept_n_negatives_tiny.png"):
+    for name in (
+        "report.md",
+        "table.md",
+        "table.csv",
+        "table.tex",
+        "significance.md",
+        "significance.csv",
+        "plots/convergence_epoch_tiny.png",
+        "plots/convergence_time_tiny.png",
+        "plots/strata_tiny.png",
+        "plots/swept_n_negatives_tiny.png",
+    ):
         assert (swept / name).stat().st_size > 0, name
     assert (swept / "plots/strata_tiny.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     table = pd.read_csv(swept / "table.csv")
@@ -97,16 +132,32 @@ def test_significance_rows_are_scipy_tests_of_the_per_user_means(swept):
 
 
 def test_report_command_and_its_errors(swept, tmp_path, recx_cli):
-    result = recx_cli("report", swept / "results.parquet", "--out", tmp_path / "r", "--baseline", "ssm-n4",
-                      "--correction", "bonferroni", "--resamples", "500", "--k", "5", "--param", "n_negatives")
+    result = recx_cli(
+        "report",
+        swept / "results.parquet",
+        "--out",
+        tmp_path / "r",
+        "--baseline",
+        "ssm-n4",
+        "--correction",
+        "bonferroni",
+        "--resamples",
+        "500",
+        "--k",
+        "5",
+        "--param",
+        "n_negatives",
+    )
     assert result.code == 0, result.err
     assert "NDCG@5" in (tmp_path / "r" / "table.md").read_text()
     assert "Bonferroni" in (tmp_path / "r" / "report.md").read_text()
     assert (tmp_path / "r" / "plots" / "swept_n_negatives_tiny.png").is_file()
-    for args, message in [(["--baseline", "nope"], "--baseline 'nope' is not a method"),
-                          (["--k", "7"], "cut-off 7 is not in the results"),
-                          (["--correction", "sidak"], "--correction 'sidak'"),
-                          (["--param", "nope"], "--param 'nope' is not a config key")]:
+    for args, message in [
+        (["--baseline", "nope"], "--baseline 'nope' is not a method"),
+        (["--k", "7"], "cut-off 7 is not in the results"),
+        (["--correction", "sidak"], "--correction 'sidak'"),
+        (["--param", "nope"], "--param 'nope' is not a config key"),
+    ]:
         result = recx_cli("report", swept / "results.parquet", "--out", tmp_path / "bad", *args)
         assert result.code == 1 and message in result.err and "Traceback" not in result.err, (args, result.err)
     missing = recx_cli("report", tmp_path / "none.parquet", "--out", tmp_path / "bad")

@@ -1,5 +1,6 @@
 """Significance tests of `recx report` against plain references: the paired t statistic by its formula in float64,
 the randomisation test by enumerating every sign assignment, Holm and Bonferroni on hand-worked p-values."""
+
 import itertools
 import math
 
@@ -35,9 +36,14 @@ def test_randomisation_test_matches_scipy_permutation_test(shift):
     rng = np.random.default_rng(2)
     x = rng.random(300)
     y = x - shift + rng.normal(0, 0.3, 300)
-    reference = scipy_stats.permutation_test((x, y), lambda a, b, axis: np.mean(a - b, axis=axis), vectorized=True,
-                                             permutation_type="samples", n_resamples=20_000,
-                                             rng=np.random.default_rng(0)).pvalue
+    reference = scipy_stats.permutation_test(
+        (x, y),
+        lambda a, b, axis: np.mean(a - b, axis=axis),
+        vectorized=True,
+        permutation_type="samples",
+        n_resamples=20_000,
+        rng=np.random.default_rng(0),
+    ).pvalue
     # both Monte Carlo with 20,000 resamples: standard error of each p at most 0.0036
     assert stats.randomisation(x, y, resamples=20_000, batch_cells=1000) == pytest.approx(reference, abs=0.015)
     assert stats.randomisation(x, y, 2000, seed=3) == stats.randomisation(x, y, 2000, seed=3)

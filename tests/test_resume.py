@@ -1,10 +1,11 @@
 """A run killed at epoch k of n and trained again goes on from its checkpoint and ends with the weights and results
 of an uninterrupted run, bit for bit on the CPU, having trained only epochs k+1..n (issue 26, item 8)."""
+
 from __future__ import annotations
 
 import json
-import shutil
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -26,17 +27,36 @@ EPOCHS, KILLED_AFTER = 5, 2
 CASES = {
     "interactions: bpr, uniform (row-wise Adagrad)": {"model": "mf", "loss": "bpr", "sampler": "uniform"},
     "interactions: bpr, lazy Adam, learning rate stepped every 2 epochs": {
-        "model": "mf", "loss": "bpr", "sampler": "uniform", "optimizer": "lazy_adam", "lr_step_epochs": 2,
-        "lr_step_gamma": 0.5},
+        "model": "mf",
+        "loss": "bpr",
+        "sampler": "uniform",
+        "optimizer": "lazy_adam",
+        "lr_step_epochs": 2,
+        "lr_step_gamma": 0.5,
+    },
     "interactions: softmax over XIR draws (its cache and counts)": {
-        "model": "mf", "loss": "softmax", "sampler": "xir", "batch_size": 128},
+        "model": "mf",
+        "loss": "softmax",
+        "sampler": "xir",
+        "batch_size": 128,
+    },
     "interactions: lightgcn, bce over popularity draws excluding training items": {
-        "model": "lightgcn", "loss": "bce", "sampler": "popularity", "n_negatives": 4,
-        "sampler_args": {"exclude_train": True}},
+        "model": "lightgcn",
+        "loss": "bce",
+        "sampler": "popularity",
+        "n_negatives": 4,
+        "sampler_args": {"exclude_train": True},
+    },
     "users: mult-vae (dropout draws)": {"model": "multvae", "loss": "full_softmax", "batch_size": 64},
     "users: fastvae, midx_pop (codebooks), stepped learning rate": {
-        "model": "fastvae", "loss": "softmax", "sampler": "midx_pop", "n_negatives": 20, "batch_size": 64,
-        "sampler_args": {"n_codewords": 4}, "lr_step_epochs": 1},
+        "model": "fastvae",
+        "loss": "softmax",
+        "sampler": "midx_pop",
+        "n_negatives": 20,
+        "batch_size": 64,
+        "sampler_args": {"n_codewords": 4},
+        "lr_step_epochs": 1,
+    },
     "alternating: wrmf": {"model": "wrmf"},
 }
 
@@ -54,14 +74,17 @@ def weights(folder: Path) -> dict:
 
 
 def assert_same_run(resumed: Path, uninterrupted: Path) -> None:
-    pd.testing.assert_frame_equal(pd.read_parquet(resumed / "results.parquet"),
-                                  pd.read_parquet(uninterrupted / "results.parquet"))
+    pd.testing.assert_frame_equal(
+        pd.read_parquet(resumed / "results.parquet"), pd.read_parquet(uninterrupted / "results.parquet")
+    )
     first, second = weights(resumed), weights(uninterrupted)
     assert first.keys() == second.keys()
     for name in first:
         assert torch.equal(first[name], second[name]), name
-    losses = [[json.loads(line)["loss"] for line in (f / "epochs.jsonl").read_text().splitlines()]
-              for f in (resumed, uninterrupted)]
+    losses = [
+        [json.loads(line)["loss"] for line in (f / "epochs.jsonl").read_text().splitlines()]
+        for f in (resumed, uninterrupted)
+    ]
     assert losses[0] == losses[1]
 
 
@@ -69,8 +92,9 @@ def count_epochs(monkeypatch) -> list[int]:
     """The epochs the runner actually trains, recorded through the trainer's per-epoch log."""
     trained: list[int] = []
     log_epoch = store.log_epoch
-    monkeypatch.setattr(trainer.store, "log_epoch", lambda folder, record: (trained.append(record["epoch"]),
-                                                                            log_epoch(folder, record)))
+    monkeypatch.setattr(
+        trainer.store, "log_epoch", lambda folder, record: (trained.append(record["epoch"]), log_epoch(folder, record))
+    )
     return trained
 
 
@@ -144,6 +168,7 @@ def test_a_damaged_checkpoint_is_named_and_force_trains_again(tiny, tmp_path, mo
     data[len(data) // 2] ^= 0x01
     saved.write_bytes(bytes(data))
     from recx.core.errors import RecxError
+
     with pytest.raises(RecxError, match=r"checkpoint\.pt: its content does not match its checksum.*--force"):
         train_run(config, tiny, tmp_path / "run")
     saved.write_bytes(b"short")
@@ -159,6 +184,7 @@ def test_a_checkpoint_of_other_data_is_refused(tiny, tmp_path, monkeypatch):
     environment = tmp_path / "run" / "environment.json"
     environment.write_text(environment.read_text().replace(tiny.data_hash, "0" * len(tiny.data_hash)))
     from recx.core.errors import RecxError
+
     with pytest.raises(RecxError, match="unfinished run trained on other data"):
         train_run(config, tiny, tmp_path / "run")
 
@@ -186,16 +212,49 @@ def test_kill_9_then_the_same_command_finishes_the_run(tiny_root, tiny, tmp_path
     """A real SIGKILL right after epoch 2's checkpoint; `recx train` on the same folder goes on from it."""
     folder = tmp_path / "killed"
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-    done = subprocess.run([sys.executable, "-c", KILL_SCRIPT, str(tiny_root), str(folder), "2"], env=env,
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", KILL_SCRIPT, str(tiny_root), str(folder), "2"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == -signal.SIGKILL, done.stderr
     assert store.epochs_recorded(folder) == 2 and store.resumable(folder)
-    result = recx_cli("train", "--dataset", "tiny", "--data-root", tiny_root, "--run-dir", folder, "--seed", "3",
-                      "--dim", "8", "--epochs", "5", "--patience", "5", "--device", "cpu", "--quiet")
+    result = recx_cli(
+        "train",
+        "--dataset",
+        "tiny",
+        "--data-root",
+        tiny_root,
+        "--run-dir",
+        folder,
+        "--seed",
+        "3",
+        "--dim",
+        "8",
+        "--epochs",
+        "5",
+        "--patience",
+        "5",
+        "--device",
+        "cpu",
+        "--quiet",
+    )
     assert result.code == 0, result.out + result.err
     assert "resuming after epoch 2 of 5" in result.out + result.err
-    config = resolve({"seed": 3, "dim": 8, "epochs": 5, "patience": 5, "device": "cpu", "model": "mf",
-                      "loss": "softmax", "dataset": "tiny"})
+    config = resolve(
+        {
+            "seed": 3,
+            "dim": 8,
+            "epochs": 5,
+            "patience": 5,
+            "device": "cpu",
+            "model": "mf",
+            "loss": "softmax",
+            "dataset": "tiny",
+        }
+    )
     train_run(config, tiny, tmp_path / "whole")
     assert_same_run(folder, tmp_path / "whole")
 
@@ -213,8 +272,20 @@ def test_a_checkpoint_of_the_recx_before_the_layers_resumes(tiny, tmp_path, monk
     chosen kernels from `backend` to `kernels`; each stopped after the checkpoint of epoch 2 of 4 (the tiny dataset,
     MF, softmax over kernel draws with lazy Adam, or over popularity draws). Today's recx goes on from it and ends
     with the run it would have trained uninterrupted."""
-    config = resolve({"seed": 3, "dim": 8, "epochs": 4, "patience": 4, "device": "cpu", "dataset": "tiny",
-                      "model": "mf", "loss": "softmax", "n_negatives": 20, **BEFORE_LAYERS[case]})
+    config = resolve(
+        {
+            "seed": 3,
+            "dim": 8,
+            "epochs": 4,
+            "patience": 4,
+            "device": "cpu",
+            "dataset": "tiny",
+            "model": "mf",
+            "loss": "softmax",
+            "n_negatives": 20,
+            **BEFORE_LAYERS[case],
+        }
+    )
     old = tmp_path / "old"
     shutil.copytree(Path(__file__).parent / "golden" / f"run_before_layers_{case}", old)
     assert store.resumable(old) and store.read_config(old) == config.to_dict()

@@ -1,13 +1,14 @@
 """What a user sees: per-epoch lines on a pipe, unwrapped tables, `recx list` and `--help` from the registries."""
+
 import re
 
 import pytest
+from safety_helpers import assert_user_error
 
 from recx.data.formats import FORMATS
 from recx.losses import LOSSES
 from recx.models import MODELS
 from recx.samplers import SAMPLERS
-from safety_helpers import assert_user_error
 
 FAST = ["--dim", "8", "--epochs", "2", "--batch-size", "256", "--negatives", "5", "--device", "cpu"]
 
@@ -28,13 +29,15 @@ def test_piped_training_prints_one_line_per_epoch_and_unwrapped_tables(tiny_root
 
 
 def test_quiet_training_prints_only_the_table(tiny_root, tmp_path, recx_cli):
-    result = recx_cli("train", "--dataset", "tiny", "--data-root", tiny_root, "--run-dir", tmp_path / "r", *FAST,
-                      "--quiet")
+    result = recx_cli(
+        "train", "--dataset", "tiny", "--data-root", tiny_root, "--run-dir", tmp_path / "r", *FAST, "--quiet"
+    )
     assert result.code == 0 and " epoch 1/2" not in result.out and "ndcg@10" in result.out
 
 
-@pytest.mark.parametrize("kind, registry", [("losses", LOSSES), ("samplers", SAMPLERS), ("models", MODELS),
-                                            ("formats", FORMATS)])
+@pytest.mark.parametrize(
+    "kind, registry", [("losses", LOSSES), ("samplers", SAMPLERS), ("models", MODELS), ("formats", FORMATS)]
+)
 def test_list_shows_every_registered_name_with_module_and_defaults(recx_cli, kind, registry):
     result = recx_cli("list", kind)
     assert result.code == 0, result.err

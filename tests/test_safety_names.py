@@ -1,6 +1,6 @@
 """Dataset and run names: anything that is not one plain folder name is refused before the disk is touched."""
-import pytest
 
+import pytest
 from safety_helpers import assert_user_error, snapshot
 
 FAST = ["--dim", "8", "--epochs", "1", "--batch-size", "256", "--negatives", "5", "--quiet", "--device", "cpu"]
@@ -53,12 +53,16 @@ def test_data_root_or_run_folder_that_is_a_file(tiny_root, tmp_path, recx_cli):
     afile = tmp_path / "afile"
     afile.write_text("not a folder")
     before = snapshot(tmp_path)
-    assert_user_error(recx_cli("prepare", "x", "--format", "synthetic", "--data-root", afile),
-                      f"data root {afile} is a file")
-    assert_user_error(recx_cli("train", "--dataset", "tiny", "--data-root", tiny_root, "--run-dir", afile, *FAST),
-                      f"{afile} exists and is not a run folder")
-    assert_user_error(recx_cli("train", "--dataset", "tiny", "--data-root", tiny_root, "--run-dir", afile / "r",
-                               *FAST), "is a file")
+    assert_user_error(
+        recx_cli("prepare", "x", "--format", "synthetic", "--data-root", afile), f"data root {afile} is a file"
+    )
+    assert_user_error(
+        recx_cli("train", "--dataset", "tiny", "--data-root", tiny_root, "--run-dir", afile, *FAST),
+        f"{afile} exists and is not a run folder",
+    )
+    assert_user_error(
+        recx_cli("train", "--dataset", "tiny", "--data-root", tiny_root, "--run-dir", afile / "r", *FAST), "is a file"
+    )
     assert snapshot(tmp_path) == before
 
 

@@ -1,4 +1,5 @@
 """Issue 26 "Reliability II": each case a demanding user tried, as a test that failed on the recx before the fix."""
+
 import errno
 import json
 import os
@@ -8,11 +9,11 @@ import pandas as pd
 import pytest
 import torch
 import yaml
-
-from recx.data.prepare import PrepareOptions, prepare
-from recx.core.errors import Interrupted, RecxError
-from recx.runs import store
 from safety_helpers import assert_user_error, snapshot
+
+from recx.core.errors import Interrupted, RecxError
+from recx.data.prepare import PrepareOptions, prepare
+from recx.runs import store
 
 FAST = ["--dim", "8", "--epochs", "2", "--batch-size", "256", "--negatives", "5", "--quiet", "--device", "cpu"]
 
@@ -30,6 +31,7 @@ def run(tiny_root, tmp_path, recx_cli):
 
 def disk_full(monkeypatch, after_bytes: bytes = b"PAR1 half"):
     """DataFrame.to_parquet writes a part of the file, then fails as on a full disk."""
+
     def full(self, path, *args, **kwargs):
         Path(path).write_bytes(after_bytes)
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
@@ -38,6 +40,7 @@ def disk_full(monkeypatch, after_bytes: bytes = b"PAR1 half"):
 
 
 # 1. A line that does not fit the format is refused with its number, never re-read with shifted columns.
+
 
 @pytest.mark.parametrize("line", ["1\t10\t4.0\t100\t0", "1\t10\t4.0\t100\t0\t7"])
 def test_prepare_refuses_lines_of_more_fields_than_the_format_has(tmp_path, recx_cli, line):
@@ -57,12 +60,14 @@ def test_prepare_names_the_first_line_of_another_field_count(tmp_path, recx_cli)
 
 # 2. recx writes only to paths it created (or that it created before); anything else needs --force.
 
+
 def test_dump_topk_never_replaces_a_file_recx_did_not_write(run, tmp_path, recx_cli):
     notes = tmp_path / "notes.txt"
     notes.write_text("my notes")
     before = snapshot(tmp_path)
-    assert_user_error(recx_cli("eval", run, "--dump-topk", notes), f"--dump-topk {notes}: a file recx did not write",
-                      "--force")
+    assert_user_error(
+        recx_cli("eval", run, "--dump-topk", notes), f"--dump-topk {notes}: a file recx did not write", "--force"
+    )
     assert snapshot(tmp_path) == before and notes.read_text() == "my notes"
     assert_user_error(recx_cli("eval", run, "--dump-topk", tmp_path), f"--dump-topk {tmp_path}: a folder")
     topk = tmp_path / "topk.parquet"
@@ -74,11 +79,24 @@ def test_dump_topk_never_replaces_a_file_recx_did_not_write(run, tmp_path, recx_
 
 
 def test_report_never_replaces_report_files_recx_did_not_write(tmp_path, recx_cli):
-    spec = {"datasets": {"tiny": {"format": "synthetic", "ratios": "80/10/10",
-                                  "synthetic": {"n_users": 60, "n_items": 40, "mean_length": 8}}},
-            "experiments": {"one": {"datasets": ["tiny"], "seeds": [0], "ks": [5],
-                                    "defaults": {"dim": 4, "epochs": 1, "batch_size": 64, "device": "cpu"},
-                                    "methods": {"bpr": {"loss": "bpr", "n_negatives": 2}}}}}
+    spec = {
+        "datasets": {
+            "tiny": {
+                "format": "synthetic",
+                "ratios": "80/10/10",
+                "synthetic": {"n_users": 60, "n_items": 40, "mean_length": 8},
+            }
+        },
+        "experiments": {
+            "one": {
+                "datasets": ["tiny"],
+                "seeds": [0],
+                "ks": [5],
+                "defaults": {"dim": 4, "epochs": 1, "batch_size": 64, "device": "cpu"},
+                "methods": {"bpr": {"loss": "bpr", "n_negatives": 2}},
+            }
+        },
+    }
     (tmp_path / "e.yaml").write_text(yaml.safe_dump(spec))
     sweep = recx_cli("sweep", tmp_path / "e.yaml", "-e", "one", "--out", tmp_path / "s", "--data-root", tmp_path / "d")
     assert sweep.code == 0, sweep.err
@@ -96,13 +114,15 @@ def test_report_never_replaces_report_files_recx_did_not_write(tmp_path, recx_cl
 
 # 3. Every artifact's sha256 is recorded and checked; non-finite weights are refused.
 
+
 def test_weights_overwritten_in_place_are_refused(run, recx_cli):
     weights = bytearray((run / "model.pt").read_bytes())
     weights[1000:5096] = bytes(4096)  # inside the tensors' storage: the file still loads
     (run / "model.pt").write_bytes(bytes(weights))
     torch.load(run / "model.pt")
-    assert_user_error(recx_cli("eval", run), "model.pt: changed or damaged since recx wrote it",
-                      "train the run again with --force")
+    assert_user_error(
+        recx_cli("eval", run), "model.pt: changed or damaged since recx wrote it", "train the run again with --force"
+    )
 
 
 def test_non_finite_weights_are_refused_and_an_unrecorded_run_is_said_once(run, recx_cli):
@@ -120,8 +140,11 @@ def test_a_changed_dataset_split_is_refused(tiny_root, tmp_path, recx_cli):
     data = bytearray(path.read_bytes())
     data[100:110] = b"0123456789"
     path.write_bytes(bytes(data))
-    assert_user_error(train(recx_cli, tiny_root, tmp_path / "r"), "train.parquet: changed or damaged",
-                      "prepare the dataset again with --force")
+    assert_user_error(
+        train(recx_cli, tiny_root, tmp_path / "r"),
+        "train.parquet: changed or damaged",
+        "prepare the dataset again with --force",
+    )
 
 
 def test_every_run_artifact_has_its_checksum_recorded(run):
@@ -133,25 +156,33 @@ def test_every_run_artifact_has_its_checksum_recorded(run):
 
 # 4. Every file is written whole: a failed write keeps the previous file.
 
+
 def test_a_failed_eval_write_keeps_the_previous_results(run, recx_cli, monkeypatch):
     assert recx_cli("eval", run).code == 0
     before = (run / "eval_test.parquet").read_bytes()
     disk_full(monkeypatch)
     result = recx_cli("eval", run)
-    assert_user_error(result, "eval_test.parquet failed (No space left on device)",
-                      "the previous eval_test.parquet, if any, is unchanged")
+    assert_user_error(
+        result,
+        "eval_test.parquet failed (No space left on device)",
+        "the previous eval_test.parquet, if any, is unchanged",
+    )
     assert (run / "eval_test.parquet").read_bytes() == before
     assert sorted(p.name for p in run.iterdir() if p.name.startswith(".")) == []
 
 
 # 5. Method argument ranges are checked before any work, the key named.
 
-@pytest.mark.parametrize("setting, expected", [
-    ("loss_args.temperature=-1", "loss_args.temperature = -1: expected a finite number > 0"),
-    ("loss_args.temperature=0", "loss_args.temperature = 0: expected a finite number > 0"),
-    ("sampler_args.max_redraws=-3", "sampler_args.max_redraws = -3: expected an integer in [0, 1,000]"),
-    ("model_args.temperature=0", "model_args.temperature = 0: expected a finite number > 0"),
-])
+
+@pytest.mark.parametrize(
+    "setting, expected",
+    [
+        ("loss_args.temperature=-1", "loss_args.temperature = -1: expected a finite number > 0"),
+        ("loss_args.temperature=0", "loss_args.temperature = 0: expected a finite number > 0"),
+        ("sampler_args.max_redraws=-3", "sampler_args.max_redraws = -3: expected an integer in [0, 1,000]"),
+        ("model_args.temperature=0", "model_args.temperature = 0: expected a finite number > 0"),
+    ],
+)
 def test_loss_and_sampler_argument_ranges_are_refused_before_work(tiny_root, tmp_path, recx_cli, setting, expected):
     loss = ["--loss", "softmax", "--sampler", "uniform"] if "loss_args" in setting else []
     before = snapshot(tmp_path, strict=True)
@@ -161,6 +192,7 @@ def test_loss_and_sampler_argument_ranges_are_refused_before_work(tiny_root, tmp
 
 # 6. Internal errors become messages: what failed, what was kept, what to do.
 
+
 def test_a_truncated_split_of_an_older_dataset_is_named(tiny_root, tmp_path, recx_cli):
     card_path = tiny_root / "tiny" / "card.json"
     card = json.loads(card_path.read_text())
@@ -168,8 +200,11 @@ def test_a_truncated_split_of_an_older_dataset_is_named(tiny_root, tmp_path, rec
     card_path.write_text(json.dumps(card))
     path = tiny_root / "tiny" / "train.parquet"
     path.write_bytes(path.read_bytes()[:200])
-    assert_user_error(train(recx_cli, tiny_root, tmp_path / "r"), "train.parquet: truncated or not a Parquet file",
-                      "prepare the dataset again with --force")
+    assert_user_error(
+        train(recx_cli, tiny_root, tmp_path / "r"),
+        "train.parquet: truncated or not a Parquet file",
+        "prepare the dataset again with --force",
+    )
 
 
 def test_a_binary_file_given_to_prepare_is_named(tmp_path, recx_cli):
@@ -208,6 +243,7 @@ def test_a_failed_weights_write_is_one_message(tmp_path, monkeypatch):
 
 # 7. No stuck states.
 
+
 def test_force_replaces_a_dataset_of_its_own_whose_card_was_deleted(tiny_root, recx_cli):
     (tiny_root / "tiny" / "card.json").unlink()
     args = ["prepare", "tiny", "--format", "synthetic", "--data-root", tiny_root]
@@ -221,8 +257,10 @@ def test_a_refused_command_leaves_no_new_lock(tiny_root, tmp_path, recx_cli):
     mine.mkdir()
     (mine / "notes.txt").write_text("not a dataset")
     before = snapshot(tmp_path, strict=True)
-    assert_user_error(recx_cli("prepare", "mine", "--format", "synthetic", "--data-root", tiny_root, "--force"),
-                      "a folder (not a prepared dataset)")
+    assert_user_error(
+        recx_cli("prepare", "mine", "--format", "synthetic", "--data-root", tiny_root, "--force"),
+        "a folder (not a prepared dataset)",
+    )
     assert snapshot(tmp_path, strict=True) == before
     before = snapshot(tmp_path)
     assert_user_error(train(recx_cli, tiny_root, mine), "is not a run folder recx wrote")
@@ -245,8 +283,9 @@ def test_ctrl_c_of_a_parallel_sweep_names_the_runs_it_kept():
         def close(self):
             pass
 
-    tasks = [RunTask(config={}, folder=f"/nonexistent/r{i}", data_root="", ks=[10], method="m", log="")
-             for i in range(2)]
+    tasks = [
+        RunTask(config={}, folder=f"/nonexistent/r{i}", data_root="", ks=[10], method="m", log="") for i in range(2)
+    ]
     with pytest.raises(KeyboardInterrupt) as interrupted:
         drive(tasks, Backend(), lambda *args: None)
     assert isinstance(interrupted.value, Interrupted)
@@ -257,10 +296,16 @@ def test_ctrl_c_of_a_parallel_sweep_names_the_runs_it_kept():
 
 def test_train_chooses_its_cut_offs_for_a_small_catalogue(tmp_path, recx_cli):
     root = tmp_path / "data"
-    prepare("small", PrepareOptions(format="synthetic", ratios="80/10/10",
-                                    synthetic={"n_users": 100, "n_items": 40, "mean_length": 8}), root)
-    assert_user_error(train(recx_cli, root, tmp_path / "a", dataset="small"), "K=50 is larger than the number of "
-                      "items (40)", "--k")
+    prepare(
+        "small",
+        PrepareOptions(
+            format="synthetic", ratios="80/10/10", synthetic={"n_users": 100, "n_items": 40, "mean_length": 8}
+        ),
+        root,
+    )
+    assert_user_error(
+        train(recx_cli, root, tmp_path / "a", dataset="small"), "K=50 is larger than the number of items (40)", "--k"
+    )
     assert train(recx_cli, root, tmp_path / "b", "--k", "10,20", dataset="small").code == 0
     results = pd.read_parquet(tmp_path / "b" / "results.parquet")
     assert sorted(results.k.unique()) == [10, 20]

@@ -1,4 +1,5 @@
 """Run folders and datasets under concurrent use, Ctrl-C, --force and damaged files."""
+
 import os
 import subprocess
 import sys
@@ -8,9 +9,9 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from safety_helpers import assert_user_error, snapshot
 
 from recx.runs import store
-from safety_helpers import assert_user_error, snapshot
 
 FAST = ["--dim", "8", "--epochs", "2", "--batch-size", "256", "--negatives", "5", "--quiet", "--device", "cpu"]
 REPO = Path(__file__).resolve().parents[1]
@@ -34,8 +35,9 @@ def holder():
                 print("held", flush=True)
                 time.sleep(60)
         """)
-        process = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
-                                   env={**os.environ, "PYTHONPATH": str(REPO)})
+        process = subprocess.Popen(
+            [sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO)}
+        )
         assert process.stdout.readline().strip() == "held"
         processes.append(process)
         return process.pid
@@ -64,8 +66,10 @@ def test_a_dataset_held_by_another_process_is_refused(tiny_root, tmp_path, recx_
 
 def test_a_crashed_holder_releases_the_lock(tiny_root, tmp_path, recx_cli):
     run = tmp_path / "runs" / "r2"
-    code = ("import os; from pathlib import Path; from recx.core.lock import exclusive\n"
-            f"with exclusive(Path({str(run.parent / '.r2.lock')!r}), 'run r2'): os._exit(9)")
+    code = (
+        "import os; from pathlib import Path; from recx.core.lock import exclusive\n"
+        f"with exclusive(Path({str(run.parent / '.r2.lock')!r}), 'run r2'): os._exit(9)"
+    )
     assert subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(REPO)}).returncode == 9
     assert train(recx_cli, tiny_root, run).code == 0
 
@@ -128,10 +132,10 @@ def _interrupt_at(monkeypatch, target: str, after_calls: int = 0):
     monkeypatch.setattr(trainer, target, interrupted)
 
 
-def test_ctrl_c_in_training_keeps_an_incomplete_run_that_a_rerun_restarts(tiny_root, tmp_path, recx_cli,
-                                                                        monkeypatch):
+def test_ctrl_c_in_training_keeps_an_incomplete_run_that_a_rerun_restarts(tiny_root, tmp_path, recx_cli, monkeypatch):
     run = tmp_path / "run"
     import recx.runs.train_run as trainer
+
     real_log = trainer.store.log_epoch
     state = {"n": 0}
 
@@ -143,8 +147,9 @@ def test_ctrl_c_in_training_keeps_an_incomplete_run_that_a_rerun_restarts(tiny_r
     with monkeypatch.context() as patch:
         patch.setattr(trainer.store, "log_epoch", log_then_interrupt)
         result = train(recx_cli, tiny_root, run)
-    assert_user_error(result, "interrupted: training of run run after 1 epochs", "marked incomplete",
-                      "restarts it", code=130)
+    assert_user_error(
+        result, "interrupted: training of run run after 1 epochs", "marked incomplete", "restarts it", code=130
+    )
     assert store.state(run) == "incomplete" and (run / "INCOMPLETE").is_file()
     assert store.epochs_recorded(run) == 1 and not (run / "model.pt").exists()
     assert_user_error(recx_cli("eval", run), "is not a completed run")
@@ -158,8 +163,9 @@ def test_ctrl_c_in_evaluation_keeps_the_weights(tiny_root, tmp_path, recx_cli, m
     with monkeypatch.context() as patch:
         _interrupt_at(patch, "_evaluate_splits")
         result = train(recx_cli, tiny_root, run)
-    assert_user_error(result, "interrupted: evaluation of run run", "kept its weights and 2 epochs",
-                      f"recx eval {run}", code=130)
+    assert_user_error(
+        result, "interrupted: evaluation of run run", "kept its weights and 2 epochs", f"recx eval {run}", code=130
+    )
     assert store.state(run) == "trained" and (run / "model.pt").is_file()
     weights = (run / "model.pt").read_bytes()
     assert recx_cli("eval", run, "--k", "10").code == 0
@@ -191,14 +197,17 @@ def test_plain_ctrl_c_says_nothing_half_written_was_kept(tmp_path, recx_cli, mon
     assert [p.name for p in (tmp_path / "d").iterdir()] == [".x.lock"]
 
 
-@pytest.mark.parametrize("damage, expected", [
-    (lambda run: (run / "model.pt").write_bytes((run / "model.pt").read_bytes()[:100]), "model.pt: truncated"),
-    (lambda run: (run / "model.pt").unlink(), "model.pt: missing; the run folder is damaged"),
-    (lambda run: (run / "config.yaml").write_bytes(b"\xff\xfe: [unclosed"), "config.yaml: unreadable or not valid"),
-    (lambda run: (run / "config.yaml").write_text("lr: [unclosed"), "config.yaml: unreadable or not valid YAML"),
-    (lambda run: (run / "config.yaml").unlink(), "config.yaml: missing"),
-    (lambda run: (run / "environment.json").write_text("{"), "environment.json: unreadable"),
-])
+@pytest.mark.parametrize(
+    "damage, expected",
+    [
+        (lambda run: (run / "model.pt").write_bytes((run / "model.pt").read_bytes()[:100]), "model.pt: truncated"),
+        (lambda run: (run / "model.pt").unlink(), "model.pt: missing; the run folder is damaged"),
+        (lambda run: (run / "config.yaml").write_bytes(b"\xff\xfe: [unclosed"), "config.yaml: unreadable or not valid"),
+        (lambda run: (run / "config.yaml").write_text("lr: [unclosed"), "config.yaml: unreadable or not valid YAML"),
+        (lambda run: (run / "config.yaml").unlink(), "config.yaml: missing"),
+        (lambda run: (run / "environment.json").write_text("{"), "environment.json: unreadable"),
+    ],
+)
 def test_eval_of_a_damaged_run_names_the_file(tiny_root, tmp_path, recx_cli, damage, expected):
     run = tmp_path / "run"
     assert train(recx_cli, tiny_root, run).code == 0
@@ -217,8 +226,7 @@ def test_internal_error_prints_one_line_and_saves_the_traceback(tiny_root, tmp_p
     monkeypatch.setattr(trainer, "fit", broken)
     run = tmp_path / "run"
     result = train(recx_cli, tiny_root, run)
-    assert_user_error(result, "internal error: ValueError: boom", f"full traceback in {run / 'error.log'}",
-                      "--debug")
+    assert_user_error(result, "internal error: ValueError: boom", f"full traceback in {run / 'error.log'}", "--debug")
     assert "Traceback" in (run / "error.log").read_text() and store.state(run) == "incomplete"
     with pytest.raises(ValueError, match="boom"):
         train(recx_cli, tiny_root, tmp_path / "run2", "--debug")
@@ -229,9 +237,11 @@ def test_second_train_is_refused_and_a_killed_holder_leaves_a_restartable_run(ti
     holder's pid; after kill -9 of the first, the same command restarts the run and completes it."""
     run = tmp_path / "run"
     args = ["train", "--dataset", "tiny", "--data-root", str(tiny_root), "--run-dir", str(run), *FAST]
-    slowed = ("import sys, time\nimport recx.runs.train_run as t\nreal = t.store.log_epoch\n"
-              "t.store.log_epoch = lambda *a: (real(*a), time.sleep(120))\n"
-              f"sys.argv = ['recx'] + {args!r}\nfrom recx.cli.app import main\nmain()\n")
+    slowed = (
+        "import sys, time\nimport recx.runs.train_run as t\nreal = t.store.log_epoch\n"
+        "t.store.log_epoch = lambda *a: (real(*a), time.sleep(120))\n"
+        f"sys.argv = ['recx'] + {args!r}\nfrom recx.cli.app import main\nmain()\n"
+    )
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
     first = subprocess.Popen([sys.executable, "-c", slowed], env=env, stderr=subprocess.DEVNULL)
     try:
@@ -249,8 +259,8 @@ def test_second_train_is_refused_and_a_killed_holder_leaves_a_restartable_run(ti
 
 
 def test_failed_download_does_not_claim_a_kept_part(tmp_path):
-    from recx.data.download import _fetch
     from recx.core.errors import RecxError
+    from recx.data.download import _fetch
 
     with pytest.raises(RecxError) as error:
         _fetch("http://127.0.0.1:9/ml-1m.zip", tmp_path / "ml-1m.zip")
@@ -261,21 +271,49 @@ def test_failed_download_does_not_claim_a_kept_part(tmp_path):
 def test_a_failed_run_in_a_folder_it_did_not_create_leaves_the_folder_as_it_was(tiny_root, tmp_path, recx_cli):
     run = tmp_path / "mine"
     run.mkdir()
-    result = recx_cli("train", "--dataset", "tiny", "--data-root", tiny_root, "--run-dir", run, "--loss", "bpr", "--lr", "1e30",
-                      "--epochs", "3", "--quiet", "--device", "cpu")
+    result = recx_cli(
+        "train",
+        "--dataset",
+        "tiny",
+        "--data-root",
+        tiny_root,
+        "--run-dir",
+        run,
+        "--loss",
+        "bpr",
+        "--lr",
+        "1e30",
+        "--epochs",
+        "3",
+        "--quiet",
+        "--device",
+        "cpu",
+    )
     assert_user_error(result, "the loss became nan")
     assert run.is_dir() and not any(run.iterdir())
 
 
-def test_sweep_interrupted_in_evaluation_finishes_that_run_without_training_it_again(tmp_path, recx_cli,
-                                                                                    monkeypatch):
+def test_sweep_interrupted_in_evaluation_finishes_that_run_without_training_it_again(tmp_path, recx_cli, monkeypatch):
     import yaml
 
-    spec = {"datasets": {"tiny": {"format": "synthetic", "ratios": "80/10/10",
-                                  "synthetic": {"n_users": 60, "n_items": 40, "mean_length": 8}}},
-            "experiments": {"two": {"datasets": ["tiny"], "seeds": [0, 1], "ks": [5],
-                                    "defaults": {"dim": 4, "epochs": 2, "batch_size": 64, "device": "cpu"},
-                                    "methods": {"bpr": {"loss": "bpr", "n_negatives": 2}}}}}
+    spec = {
+        "datasets": {
+            "tiny": {
+                "format": "synthetic",
+                "ratios": "80/10/10",
+                "synthetic": {"n_users": 60, "n_items": 40, "mean_length": 8},
+            }
+        },
+        "experiments": {
+            "two": {
+                "datasets": ["tiny"],
+                "seeds": [0, 1],
+                "ks": [5],
+                "defaults": {"dim": 4, "epochs": 2, "batch_size": 64, "device": "cpu"},
+                "methods": {"bpr": {"loss": "bpr", "n_negatives": 2}},
+            }
+        },
+    }
     path = tmp_path / "experiments.yaml"
     path.write_text(yaml.safe_dump(spec))
     args = ["sweep", path, "-e", "two", "--out", tmp_path / "out", "--data-root", tmp_path / "data"]

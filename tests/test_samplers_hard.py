@@ -1,4 +1,5 @@
 """DNS(M, N), Softmax-v(ρ, N) and self-adversarial weights against their definitions (float64 references)."""
+
 from __future__ import annotations
 
 import math
@@ -96,8 +97,9 @@ def test_self_adversarial_weights_are_a_softmax_of_scores(temperature):
     assert torch.equal(negatives.items, candidates)
     scores = _scores64(batch, candidates) / temperature
     expected = np.exp(scores - scores.max(1, keepdims=True))
-    np.testing.assert_allclose(negatives.weights.double().numpy(), expected / expected.sum(1, keepdims=True),
-                               rtol=1e-4, atol=1e-7)
+    np.testing.assert_allclose(
+        negatives.weights.double().numpy(), expected / expected.sum(1, keepdims=True), rtol=1e-4, atol=1e-7
+    )
     assert not negatives.weights.requires_grad
 
 

@@ -1,5 +1,6 @@
 """In-batch samplers (SSL, SSL-Pop), BIR (official and importance-weighted): resampling law and log_q, XIR: draws,
 loss groups and the official cache rule."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -10,9 +11,9 @@ import torch
 
 from recx.data.csr import CSR
 from recx.data.dataset import Dataset
-from recx.samplers.base import Batch
 from recx.losses.base import LossInput
 from recx.losses.softmax import SampledSoftmax, SoftmaxArgs
+from recx.samplers.base import Batch
 from tests.sampler_helpers import assert_counts_follow, item_counts, make_sampler, random_batch, random_dataset
 
 
@@ -22,8 +23,9 @@ def _log_p64(dataset) -> np.ndarray:
         return np.log(counts / counts.sum())
 
 
-def _bir_weights64(batch: Batch, log_p: np.ndarray, temperature: float, own_positive: bool = False,
-                   items: np.ndarray | None = None) -> np.ndarray:
+def _bir_weights64(
+    batch: Batch, log_p: np.ndarray, temperature: float, own_positive: bool = False, items: np.ndarray | None = None
+) -> np.ndarray:
     """[B, K] w(j | u) ∝ exp(s(u, j)/τ - log p(j)) over `items` (default: the batch's positions); 0 at the query's
     own positive unless `own_positive`."""
     items = batch.positives.numpy() if items is None else items
@@ -70,8 +72,10 @@ def test_bir_resamples_the_whole_batch_from_exp_score_minus_log_popularity(tempe
     weights = _bir_weights64(batch, _log_p64(dataset), temperature, own_positive=True)
     items = batch.positives.numpy()
     for row in range(len(items)):
-        assert_counts_follow(item_counts(negatives, row, dataset.n_items, m),
-                             np.bincount(items, weights=weights[row], minlength=dataset.n_items))
+        assert_counts_follow(
+            item_counts(negatives, row, dataset.n_items, m),
+            np.bincount(items, weights=weights[row], minlength=dataset.n_items),
+        )
     counts = (negatives.weights.double() * m).round().numpy()
     assert (counts.sum(1) == m).all()
     drawn = counts > 0
@@ -88,8 +92,9 @@ def test_bir_loss_is_the_plain_softmax_over_the_positive_and_the_draws():
     negatives = make_sampler("bir", dataset, n_resampled=7).sample(batch)
     scores = batch.query.double() @ batch.item_table.double()[batch.positives].T
     positive = scores.diagonal()
-    loss = SampledSoftmax(SoftmaxArgs())(LossInput(positive, scores, negatives.positive_log_q.double(),
-                                                   negatives.log_q.double()))
+    loss = SampledSoftmax(SoftmaxArgs())(
+        LossInput(positive, scores, negatives.positive_log_q.double(), negatives.log_q.double())
+    )
     counts = (negatives.weights.double() * 7).round().long()
     reference = []
     for row in range(len(positive)):
@@ -109,8 +114,10 @@ def test_bir_iw_resamples_other_positions_with_importance_weights(temperature):
     weights = _bir_weights64(batch, _log_p64(dataset), temperature)
     items = batch.positives.numpy()
     for row in range(len(items)):
-        assert_counts_follow(item_counts(negatives, row, dataset.n_items, m),
-                             np.bincount(items, weights=weights[row], minlength=dataset.n_items))
+        assert_counts_follow(
+            item_counts(negatives, row, dataset.n_items, m),
+            np.bincount(items, weights=weights[row], minlength=dataset.n_items),
+        )
     counts = (negatives.weights.double() * m).round().numpy()
     drawn = counts > 0
     expected_log_q = np.log(m * weights[drawn] / counts[drawn])
@@ -200,6 +207,7 @@ def test_xir_official_cache_rule():
 
 def test_xir_next_cache_follows_occurrence():
     from recx.samplers.xir import next_cache
+
     occurrence = torch.tensor([1.0, 5.0, 2.0, 9.0, 1.0], dtype=torch.float64)
     drawn = torch.tensor([False, True, True, True, False])
     cache = next_cache(occurrence, drawn, 20000, torch.Generator().manual_seed(0))
@@ -210,19 +218,28 @@ def test_segmented_softmax_is_the_weighted_sum_of_group_losses():
     g = torch.Generator().manual_seed(3)
     pos, neg = torch.randn(5, generator=g, dtype=torch.float64), torch.randn(5, 7, generator=g, dtype=torch.float64)
     zeros = torch.zeros(5, dtype=torch.float64)
-    loss = SampledSoftmax(SoftmaxArgs())(LossInput(pos, neg, zeros, torch.zeros(1, 7, dtype=torch.float64),
-                                                   neg_segments=((4, 0.25), (3, 0.75))))
+    loss = SampledSoftmax(SoftmaxArgs())(
+        LossInput(pos, neg, zeros, torch.zeros(1, 7, dtype=torch.float64), neg_segments=((4, 0.25), (3, 0.75)))
+    )
+
     def ce(columns):
-        return np.mean([np.log(np.exp(pos[r].item()) + sum(np.exp(neg[r, c].item()) for c in columns)) - pos[r].item()
-                        for r in range(5)])
+        return np.mean(
+            [
+                np.log(np.exp(pos[r].item()) + sum(np.exp(neg[r, c].item()) for c in columns)) - pos[r].item()
+                for r in range(5)
+            ]
+        )
+
     assert abs(float(loss) - (0.25 * ce(range(4)) + 0.75 * ce(range(4, 7)))) < 1e-12
 
 
 def test_ssl_pop_keep_positive_is_the_official_xir_codes_loss():
     """HERECJ/XIR `--debias 2`: logsumexp([s_i - log p_i, s_{u,j} - log p_j for every batch position j]) - (s_i - log p_i):
     the own positive (and its duplicates) stay in the denominator; the default masks them."""
-    from recx.train.step import training_loss
     from types import SimpleNamespace
+
+    from recx.train.step import training_loss
+
     dataset = random_dataset(n_items=30)
     batch = _batch_with_duplicates(dataset)
     log_p = torch.from_numpy(_log_p64(dataset))[batch.positives]
@@ -231,13 +248,29 @@ def test_ssl_pop_keep_positive_is_the_official_xir_codes_loss():
     positive = corrected.diagonal()
     official = (torch.logsumexp(torch.cat([positive[:, None], corrected], 1), 1) - positive).mean()
     query, table = batch.query.double(), batch.item_table.double()
-    model = SimpleNamespace(n_items=dataset.n_items, representations=lambda users: (query, table),
-                            rows=lambda users, items: (query, table[items]), query=lambda users: query,
-                            item_table=lambda: table)
+    model = SimpleNamespace(
+        n_items=dataset.n_items,
+        representations=lambda users: (query, table),
+        rows=lambda users, items: (query, table[items]),
+        query=lambda users: query,
+        item_table=lambda: table,
+    )
     config = SimpleNamespace(weight_decay_mode="none", weight_decay=0.0)
-    kept = training_loss(model, make_sampler("in_batch_pop", dataset, keep_positive=True),
-                         SampledSoftmax(SoftmaxArgs()), config, batch.users, batch.positives)
+    kept = training_loss(
+        model,
+        make_sampler("in_batch_pop", dataset, keep_positive=True),
+        SampledSoftmax(SoftmaxArgs()),
+        config,
+        batch.users,
+        batch.positives,
+    )
     assert abs(float(kept) - float(official)) < 1e-5
-    masked = training_loss(model, make_sampler("in_batch_pop", dataset), SampledSoftmax(SoftmaxArgs()), config,
-                           batch.users, batch.positives)
+    masked = training_loss(
+        model,
+        make_sampler("in_batch_pop", dataset),
+        SampledSoftmax(SoftmaxArgs()),
+        config,
+        batch.users,
+        batch.positives,
+    )
     assert float(masked) < float(kept)  # the masked loss leaves the positive (and duplicates) out of the denominator

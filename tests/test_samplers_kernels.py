@@ -1,4 +1,5 @@
 """Alias tables and CSR membership: torch references exact; CuPy kernels agree with them (GPU only)."""
+
 from __future__ import annotations
 
 import pytest
@@ -81,5 +82,7 @@ def test_cupy_membership_equals_the_reference():
     train = random_dataset(n_users=300, n_items=500, density=0.1).train.to("cuda")
     users = torch.randint(0, 300, (4096, 1), device="cuda")
     items = torch.randint(0, 500, (4096, 64), device="cuda")
-    assert torch.equal(csr_contains(train.indptr, train.indices, users.expand_as(items), items),
-                       train.contains(users.expand_as(items), items))
+    assert torch.equal(
+        csr_contains(train.indptr, train.indices, users.expand_as(items), items),
+        train.contains(users.expand_as(items), items),
+    )

@@ -1,17 +1,18 @@
 """MIDX samplers (the FastVAE paper's Theorems 4.1, 5.1-5.3) and the quadratic-kernel sampler: their draws follow
 their laws, written here independently in float64 from the codebooks / item vectors, and log_q is that law's log."""
+
 from __future__ import annotations
 
 import math
 
 import pytest
 import torch
+from sampler_helpers import assert_follows, make_sampler, random_batch, random_dataset
 
 from recx.config.run_config import resolve
 from recx.core.errors import RecxError
-from recx.samplers.kernels.midx_draw import draw_torch
 from recx.runs.train_run import train_run
-from sampler_helpers import assert_follows, make_sampler, random_batch, random_dataset
+from recx.samplers.kernels.midx_draw import draw_torch
 
 N_ITEMS = 60
 N_DRAWS = 20_000
@@ -55,7 +56,9 @@ def test_midx_exact_stays_exact_after_the_items_move(problem):
     dataset, batch = problem
     sampler = make_sampler("midx", dataset, N_DRAWS, n_codewords=4)
     sampler.rebuild(None, batch.item_table)
-    moved = type(batch)(batch.users, batch.positives, batch.query, batch.item_table + 0.5 * torch.randn_like(batch.item_table))
+    moved = type(batch)(
+        batch.users, batch.positives, batch.query, batch.item_table + 0.5 * torch.randn_like(batch.item_table)
+    )
     check_draws_and_log_q(sampler, moved, torch.log_softmax(moved.query @ moved.item_table.T, dim=1))
 
 
@@ -66,8 +69,9 @@ def test_midx_uni_draws_follow_eq4(problem):
     check_draws_and_log_q(sampler, batch, static_reference(sampler, batch, torch.zeros(N_ITEMS, dtype=torch.float64)))
 
 
-@pytest.mark.parametrize("variant, transform", [("count", lambda c: c), ("log", torch.log1p),
-                                                 ("pow0.75", lambda c: c ** 0.75)])
+@pytest.mark.parametrize(
+    "variant, transform", [("count", lambda c: c), ("log", torch.log1p), ("pow0.75", lambda c: c**0.75)]
+)
 def test_midx_pop_draws_follow_eq5(problem, variant, transform):
     dataset, batch = problem
     sampler = make_sampler("midx_pop", dataset, N_DRAWS, n_codewords=4, variant=variant)
@@ -117,8 +121,12 @@ def test_kernel_sampler_per_draw_descent_follows_the_kernel(problem):
     """Few draws per query: node masses are computed per draw and level (the other path of `_draw`)."""
     dataset, batch = problem
     replicas = 5000
-    repeated = type(batch)(batch.users[:1].repeat(replicas), batch.positives[:1].repeat(replicas),
-                           batch.query[:1].repeat(replicas, 1), batch.item_table)
+    repeated = type(batch)(
+        batch.users[:1].repeat(replicas),
+        batch.positives[:1].repeat(replicas),
+        batch.query[:1].repeat(replicas, 1),
+        batch.item_table,
+    )
     sampler = make_sampler("kernel", dataset, 4, alpha=3.0, leaf_size=2)
     negatives = sampler.sample(repeated)
     assert 4 * 2 * 5 < 2 * sampler.n_leaves  # the per-draw path was taken
@@ -161,7 +169,7 @@ def _draw_by_definition(log_joint, cumulative, cell_ptr, order, u):
     """The module docstring's three stages, one draw at a time in float64 Python."""
     k = log_joint.shape[0]
     joint = torch.exp(log_joint - log_joint.max()).flatten().tolist()
-    cells_cdf = [sum(joint[:c + 1]) for c in range(k * k)]
+    cells_cdf = [sum(joint[: c + 1]) for c in range(k * k)]
     row_end = [cells_cdf[r * k + k - 1] for r in range(k)]
 
     def below(fraction, low, high):
@@ -189,18 +197,22 @@ def test_three_stage_draw_equals_its_definition_draw_by_draw(k, stage3):
     cell_ptr[1:] = torch.cumsum(sizes, 0)
     weights = torch.rand(batch, n_items, generator=generator, dtype=torch.float64)
     if stage3 != "per-query":
-        weights = weights[:1].expand(batch, -1) if stage3 == "shared" else torch.ones(batch, n_items, dtype=torch.float64)
+        weights = (
+            weights[:1].expand(batch, -1) if stage3 == "shared" else torch.ones(batch, n_items, dtype=torch.float64)
+        )
     cumulative = torch.cat([torch.zeros(batch, 1, dtype=torch.float64), torch.cumsum(weights[:, order], 1)], 1)
     cell_mass = torch.zeros(batch, k * k, dtype=torch.float64).index_add_(1, cell_of, weights)
-    log_joint = (cell_mass.log() + torch.randn(batch, k * k, generator=generator, dtype=torch.float64) * 2)
+    log_joint = cell_mass.log() + torch.randn(batch, k * k, generator=generator, dtype=torch.float64) * 2
     log_joint = log_joint.view(batch, k, k)
     uniforms = torch.rand((batch, 200, 3), generator=generator, dtype=torch.float64)
-    uniforms[:, :20] = 1 - 2.0 ** -53  # targets that round onto a CDF's last value: the clamps decide
+    uniforms[:, :20] = 1 - 2.0**-53  # targets that round onto a CDF's last value: the clamps decide
     given = {"shared": cumulative[0], "per-query": cumulative, "equal": None}[stage3]
     drawn = draw_torch(log_joint, given, cell_ptr, order, uniforms, int(sizes.max()))
     for b in range(batch):
-        expected = [_draw_by_definition(log_joint[b], cumulative[b].tolist(), cell_ptr, order, uniforms[b, j].tolist())
-                    for j in range(200)]
+        expected = [
+            _draw_by_definition(log_joint[b], cumulative[b].tolist(), cell_ptr, order, uniforms[b, j].tolist())
+            for j in range(200)
+        ]
         assert drawn[b].tolist() == expected
 
 
@@ -223,21 +235,47 @@ def test_midx_pop_default_weight_is_log_of_one_plus_count(problem):
     assert torch.equal(sampler.item_weights(), torch.log1p(dataset.item_popularity.double()))
 
 
-@pytest.mark.parametrize("args, message", [({"kmeans_init": "previous"}, "kmeans_init"),
-                                           ({"kmeans_tolerance": 1.0}, "kmeans_tolerance"),
-                                           ({"kmeans_iterations": 0}, "kmeans_iterations"),
-                                           ({"smoothing": -1.0}, "smoothing"), ({"variant": "sqrt"}, "variant")])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        ({"kmeans_init": "previous"}, "kmeans_init"),
+        ({"kmeans_tolerance": 1.0}, "kmeans_tolerance"),
+        ({"kmeans_iterations": 0}, "kmeans_iterations"),
+        ({"smoothing": -1.0}, "smoothing"),
+        ({"variant": "sqrt"}, "variant"),
+    ],
+)
 def test_midx_args_out_of_range_are_refused(args, message):
     with pytest.raises(RecxError, match=message):
         make_sampler("midx_pop", random_dataset(5, 10), 4, **args)
 
 
-@pytest.mark.parametrize("sampler, sampler_args", [("midx", {"n_codewords": 4}), ("midx_uni", {"n_codewords": 4}),
-                                                   ("midx_pop", {"variant": "log"}), ("kernel", {"leaf_size": 8})])
+@pytest.mark.parametrize(
+    "sampler, sampler_args",
+    [
+        ("midx", {"n_codewords": 4}),
+        ("midx_uni", {"n_codewords": 4}),
+        ("midx_pop", {"variant": "log"}),
+        ("kernel", {"leaf_size": 8}),
+    ],
+)
 def test_sampler_trains_mf_with_sampled_softmax(tiny, tmp_path, sampler, sampler_args):
-    config = resolve({"dataset": "tiny", "model": "mf", "loss": "softmax", "sampler": sampler,
-                      "sampler_args": sampler_args, "dim": 8, "epochs": 2, "batch_size": 64, "n_negatives": 8,
-                      "lr": 0.01, "device": "cpu", "kernels": "torch"})
+    config = resolve(
+        {
+            "dataset": "tiny",
+            "model": "mf",
+            "loss": "softmax",
+            "sampler": sampler,
+            "sampler_args": sampler_args,
+            "dim": 8,
+            "epochs": 2,
+            "batch_size": 64,
+            "n_negatives": 8,
+            "lr": 0.01,
+            "device": "cpu",
+            "kernels": "torch",
+        }
+    )
     values = train_run(config, tiny, tmp_path / "run", ks=[10]).results.value
     assert values.notna().all() and all(math.isfinite(v) for v in values)
 
@@ -252,8 +290,9 @@ def test_cupy_midx_draw_agrees_with_torch(name):
     sampler_class = make_sampler(name, dataset, 8, n_codewords=4).__class__
     results = {}
     for kernels in ("torch", "cupy"):
-        sampler = sampler_class(dataset, N_DRAWS, sampler_class.Args(n_codewords=4),
-                                torch.Generator(device="cuda").manual_seed(0), kernels)
+        sampler = sampler_class(
+            dataset, N_DRAWS, sampler_class.Args(n_codewords=4), torch.Generator(device="cuda").manual_seed(0), kernels
+        )
         results[kernels] = sampler.sample(cuda).items.cpu()
         log_q = sampler.log_probability(cuda, torch.arange(N_ITEMS, device="cuda")[None, :].expand(3, -1)).cpu()
     mismatch = (results["torch"] != results["cupy"]).double().mean()
@@ -265,8 +304,9 @@ def test_cupy_midx_draw_agrees_with_torch(name):
 def lloyd_step_gain(points: torch.Tensor, centroids: torch.Tensor, labels: torch.Tensor) -> float:
     """The relative fall of the squared error that one more Lloyd step (means, then nearest centroids) brings."""
     before = (points - centroids[labels]).pow(2).sum()
-    means = torch.stack([points[labels == k].mean(0) if (labels == k).any() else centroids[k]
-                         for k in range(centroids.shape[0])])
+    means = torch.stack(
+        [points[labels == k].mean(0) if (labels == k).any() else centroids[k] for k in range(centroids.shape[0])]
+    )
     after = torch.cdist(points, means).pow(2).min(1).values.sum()
     return float((before - after) / before)
 
@@ -290,8 +330,7 @@ def test_codebooks_restart_from_random_items_unless_warm(init):
     dataset = random_dataset(5, 300)
     codewords = []
     for first in (table, -table.flip(0)):
-        sampler = make_sampler("midx_uni", dataset, 4, seed=2, n_codewords=8, kmeans_init=init,
-                               kmeans_iterations=5)
+        sampler = make_sampler("midx_uni", dataset, 4, seed=2, n_codewords=8, kmeans_init=init, kmeans_iterations=5)
         sampler.rebuild(None, first)
         sampler.rebuild(None, table)
         codewords.append(torch.cat(sampler.codebooks.codewords, dim=1))

@@ -2,18 +2,25 @@
 `log_probability` read at each pair, for every sampler with a closed-form proposal; the overrides compute the
 per-query terms once per row, the exact MIDX chunk by chunk. It also carries the normaliser `sample` gives a
 query's candidates: FastVAE reads its positives' log q through it and its negatives' from `sample`."""
+
 from __future__ import annotations
 
 import pytest
 import torch
-
-import recx.samplers.midx as midx
 from sampler_helpers import make_sampler, random_batch, random_dataset
 
-SAMPLERS_WITH_LOG_Q = [("uniform", {}), ("popularity", {}), ("midx", {"n_codewords": 3}),
-                       ("midx_uni", {"n_codewords": 3}), ("midx_pop", {"n_codewords": 3, "variant": "log"}),
-                       ("kernel", {"leaf_size": 4}), ("uniform", {"exclude_train": True}),
-                       ("popularity", {"exclude_train": True})]
+import recx.samplers.midx as midx
+
+SAMPLERS_WITH_LOG_Q = [
+    ("uniform", {}),
+    ("popularity", {}),
+    ("midx", {"n_codewords": 3}),
+    ("midx_uni", {"n_codewords": 3}),
+    ("midx_pop", {"n_codewords": 3, "variant": "log"}),
+    ("kernel", {"leaf_size": 4}),
+    ("uniform", {"exclude_train": True}),
+    ("popularity", {"exclude_train": True}),
+]
 
 
 @pytest.mark.parametrize("name, args", SAMPLERS_WITH_LOG_Q)

@@ -1,4 +1,5 @@
 """Every sampler trains MF for two epochs on tiny synthetic data through the real trainer."""
+
 from __future__ import annotations
 
 import math
@@ -25,9 +26,22 @@ CASES = [
 
 @pytest.mark.parametrize("sampler, loss, sampler_args", CASES, ids=[f"{s}-{loss}" for s, loss, _ in CASES])
 def test_sampler_trains_mf(tiny, tmp_path, sampler, loss, sampler_args):
-    config = resolve({"dataset": "tiny", "model": "mf", "loss": loss, "sampler": sampler, "sampler_args": sampler_args,
-                      "dim": 8, "epochs": 2, "batch_size": 64, "n_negatives": 8, "lr": 0.01, "device": "cpu",
-                      "kernels": "torch"})
+    config = resolve(
+        {
+            "dataset": "tiny",
+            "model": "mf",
+            "loss": loss,
+            "sampler": sampler,
+            "sampler_args": sampler_args,
+            "dim": 8,
+            "epochs": 2,
+            "batch_size": 64,
+            "n_negatives": 8,
+            "lr": 0.01,
+            "device": "cpu",
+            "kernels": "torch",
+        }
+    )
     outcome = train_run(config, tiny, tmp_path / "run", ks=[10])
     values = outcome.results.value
     assert values.notna().all() and all(math.isfinite(v) for v in values)

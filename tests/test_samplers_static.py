@@ -1,4 +1,5 @@
 """Uniform and popularity samplers: draws follow q, log_q is log q exactly, exclude_train removes training items."""
+
 from __future__ import annotations
 
 import math
@@ -26,25 +27,36 @@ def test_uniform_without_training_items_is_uniform_on_the_rest():
     assert torch.allclose(negatives.log_q, -torch.log(allowed.sum().float()))
 
 
-@pytest.mark.parametrize("variant, transform", [("count", lambda c: c), ("log", np.log1p),
-                                                ("pow0.75", lambda c: c ** 0.75)])
+@pytest.mark.parametrize(
+    "variant, transform", [("count", lambda c: c), ("log", np.log1p), ("pow0.75", lambda c: c**0.75)]
+)
 @pytest.mark.parametrize("smoothing", [0.0, 1.0])
 def test_popularity_draws_and_log_q(variant, transform, smoothing):
     dataset = random_dataset(n_items=40, density=0.15)
     counts = dataset.item_popularity.double().numpy() + smoothing
     expected = transform(counts) / transform(counts).sum()
     batch = random_batch(dataset, batch_size=40)
-    negatives = make_sampler("popularity", dataset, n_negatives=5000, variant=variant, smoothing=smoothing).sample(batch)
+    negatives = make_sampler("popularity", dataset, n_negatives=5000, variant=variant, smoothing=smoothing).sample(
+        batch
+    )
     assert_follows(negatives.items, expected)
     q = torch.from_numpy(expected)
     torch.testing.assert_close(negatives.log_q, torch.log(q[negatives.items]).float())
     torch.testing.assert_close(negatives.positive_log_q, torch.log(q[batch.positives]).float())
 
 
-@pytest.mark.parametrize("name, args", [
-    ("uniform", {}), ("popularity", {}), ("dns", {"m": 3, "n_candidates": 30}), ("softmax_v", {"n_candidates": 30}),
-    ("self_adversarial", {}), ("bir", {}), ("xir", {"cache_size": 8}),
-])
+@pytest.mark.parametrize(
+    "name, args",
+    [
+        ("uniform", {}),
+        ("popularity", {}),
+        ("dns", {"m": 3, "n_candidates": 30}),
+        ("softmax_v", {"n_candidates": 30}),
+        ("self_adversarial", {}),
+        ("bir", {}),
+        ("xir", {"cache_size": 8}),
+    ],
+)
 def test_exclude_train_removes_training_items_and_can_be_turned_off(name, args):
     dataset = random_dataset(n_users=20, n_items=30, density=0.3)
     batch = random_batch(dataset, batch_size=64)

@@ -1,4 +1,5 @@
 """Sampled softmax with logQ correction: with the softmax itself as proposal, its expected gradient is the full one."""
+
 import torch
 
 from recx.losses.base import LossInput
@@ -8,8 +9,9 @@ from recx.losses.softmax import FullSoftmax, SampledSoftmax, SoftmaxArgs
 def _gradient(loss_fn, scores, positive, negatives, log_q):
     scores = scores.clone().requires_grad_(True)
     repeats = negatives.shape[0]
-    batch = LossInput(scores[positive].expand(repeats), scores[negatives], log_q[positive].expand(repeats),
-                      log_q[negatives])
+    batch = LossInput(
+        scores[positive].expand(repeats), scores[negatives], log_q[positive].expand(repeats), log_q[negatives]
+    )
     loss_fn(batch).backward()
     return scores.grad
 
@@ -36,6 +38,8 @@ def test_full_softmax_is_exact_cross_entropy_over_all_items():
     positives = torch.tensor([0, 5, 7, 29])
     pos_scores = scores[torch.arange(4), positives]
     zeros = torch.zeros(4, dtype=torch.float64)
-    value = FullSoftmax(SoftmaxArgs(temperature=0.5))(LossInput(pos_scores, scores, zeros, torch.zeros(1, 30, dtype=torch.float64)))
+    value = FullSoftmax(SoftmaxArgs(temperature=0.5))(
+        LossInput(pos_scores, scores, zeros, torch.zeros(1, 30, dtype=torch.float64))
+    )
     reference = torch.nn.functional.cross_entropy(scores / 0.5, positives)
     assert torch.allclose(value, reference)

@@ -1,17 +1,29 @@
 """`recx sweep`: expansion, skipping completed runs, long-format results and tables."""
+
 import pandas as pd
 import yaml
 
 EXPERIMENT = {
-    "datasets": {"tiny": {"format": "synthetic", "ratios": "80/10/10",
-                          "synthetic": {"n_users": 150, "n_items": 80, "mean_length": 10}}},
-    "experiments": {"small": {
-        "datasets": ["tiny"], "seeds": [0, 1], "ks": [5, 20],
-        "defaults": {"dim": 8, "epochs": 2, "batch_size": 256, "device": "cpu"},
-        "methods": {"bpr": {"loss": "bpr", "n_negatives": 2},
-                    "ssm-pop": {"loss": "softmax", "sampler": "popularity", "n_negatives": 20}},
-        "grid": {"lr": [0.01, 0.001]},
-    }},
+    "datasets": {
+        "tiny": {
+            "format": "synthetic",
+            "ratios": "80/10/10",
+            "synthetic": {"n_users": 150, "n_items": 80, "mean_length": 10},
+        }
+    },
+    "experiments": {
+        "small": {
+            "datasets": ["tiny"],
+            "seeds": [0, 1],
+            "ks": [5, 20],
+            "defaults": {"dim": 8, "epochs": 2, "batch_size": 256, "device": "cpu"},
+            "methods": {
+                "bpr": {"loss": "bpr", "n_negatives": 2},
+                "ssm-pop": {"loss": "softmax", "sampler": "popularity", "n_negatives": 20},
+            },
+            "grid": {"lr": [0.01, 0.001]},
+        }
+    },
 }
 
 
@@ -26,7 +38,9 @@ def test_sweep_runs_skips_and_tabulates(tmp_path, recx_cli):
     for column in ["run_id", "dataset", "model", "loss", "sampler", "seed", "split", "metric", "k", "stratum", "value"]:
         assert column in results.columns
     # each method is reported at one grid point (the best by validation), over both seeds
-    test = results[(results.split == "test") & (results.metric == "ndcg") & (results.k == 20) & (results.stratum == "all")]
+    test = results[
+        (results.split == "test") & (results.metric == "ndcg") & (results.k == 20) & (results.stratum == "all")
+    ]
     assert sorted(test.method.unique()) == ["bpr", "ssm-pop"] and len(test) == 4
     table = (out / "table.md").read_text()
     assert "NDCG@20 unpopular" in table and "±" in table and "ssm-pop" in table
@@ -56,8 +70,24 @@ def test_command_line_overrides_datasets_seeds_and_keys(tmp_path, recx_cli):
     path = tmp_path / "experiments.yaml"
     path.write_text(yaml.safe_dump(spec))
     out = tmp_path / "out"
-    result = recx_cli("sweep", path, "-e", "small", "--out", out, "--data-root", tmp_path / "data", "--dataset", "other",
-                      "--seeds", "4", "--set", "epochs=1", "--set", "sampler_args.exclude_train=true")
+    result = recx_cli(
+        "sweep",
+        path,
+        "-e",
+        "small",
+        "--out",
+        out,
+        "--data-root",
+        tmp_path / "data",
+        "--dataset",
+        "other",
+        "--seeds",
+        "4",
+        "--set",
+        "epochs=1",
+        "--set",
+        "sampler_args.exclude_train=true",
+    )
     assert result.code == 0, result.err
     configs = [yaml.safe_load(p.read_text()) for p in (out / "runs").glob("*/config.yaml")]
     assert len(configs) == 4
@@ -93,8 +123,9 @@ def test_methods_option_runs_only_the_named_methods_and_names_an_unknown_one(tmp
     path.write_text(yaml.safe_dump(EXPERIMENT))
     out = tmp_path / "out"
     first = sorted(EXPERIMENT["experiments"]["small"]["methods"])[0]
-    result = recx_cli("sweep", path, "-e", "small", "--out", out, "--data-root", tmp_path / "data", "--dry-run",
-                      "--methods", first)
+    result = recx_cli(
+        "sweep", path, "-e", "small", "--out", out, "--data-root", tmp_path / "data", "--dry-run", "--methods", first
+    )
     assert result.code == 0, result.err
     others = set(EXPERIMENT["experiments"]["small"]["methods"]) - {first}
     assert first in result.out and not any(f" {m} " in result.out for m in others)
@@ -108,7 +139,9 @@ def test_a_sweep_narrowed_to_one_method_keeps_the_other_methods_complete_runs_in
     out, data = tmp_path / "out", tmp_path / "data"
     assert recx_cli("sweep", path, "-e", "small", "--out", out, "--data-root", data, "--seeds", "0").code == 0
     before = pd.read_parquet(out / "results.parquet")
-    rerun = recx_cli("sweep", path, "-e", "small", "--out", out, "--data-root", data, "--seeds", "0", "--methods", "bpr")
+    rerun = recx_cli(
+        "sweep", path, "-e", "small", "--out", out, "--data-root", data, "--seeds", "0", "--methods", "bpr"
+    )
     assert rerun.code == 0, rerun.err
     after = pd.read_parquet(out / "results.parquet")
     assert set(after.method) == set(before.method) == {"bpr", "ssm-pop"}
@@ -119,7 +152,21 @@ def test_a_set_key_that_only_the_selected_method_has_does_not_fail_the_tables(tm
     path = tmp_path / "experiments.yaml"
     path.write_text(yaml.safe_dump(EXPERIMENT))
     out, data = tmp_path / "out", tmp_path / "data"
-    result = recx_cli("sweep", path, "-e", "small", "--out", out, "--data-root", data, "--seeds", "0",
-                      "--methods", "ssm-pop", "--set", "sampler_args.variant=log")
+    result = recx_cli(
+        "sweep",
+        path,
+        "-e",
+        "small",
+        "--out",
+        out,
+        "--data-root",
+        data,
+        "--seeds",
+        "0",
+        "--methods",
+        "ssm-pop",
+        "--set",
+        "sampler_args.variant=log",
+    )
     assert result.code == 0, result.err
     assert set(pd.read_parquet(out / "results.parquet").method) == {"ssm-pop"}

@@ -1,4 +1,5 @@
 """A sweep mixing ALS and SGD methods: MRR in the table, per-epoch convergence curves with cumulative seconds."""
+
 import json
 
 import pandas as pd
@@ -7,16 +8,34 @@ import yaml
 from recx.report.tables import column_name
 
 EXPERIMENT = {
-    "datasets": {"tiny": {"format": "synthetic", "ratios": "80/10/10",
-                          "synthetic": {"n_users": 120, "n_items": 60, "mean_length": 10}}},
-    "experiments": {"mixed": {
-        "datasets": ["tiny"], "seeds": [0], "ks": [10],
-        "table": {"metrics": ["mrr", "ndcg"], "ks": [10], "stratified": []},
-        "defaults": {"dim": 8, "epochs": 3, "patience": 10, "batch_size": 256, "device": "cpu",
-                     "valid_metric": "ndcg@10"},
-        "methods": {"bpr": {"loss": "bpr", "n_negatives": 2}, "wrmf": {"model": "wrmf"},
-                    "rgx": {"model": "rgx", "model_args": {"solver": "cholesky"}}},
-    }},
+    "datasets": {
+        "tiny": {
+            "format": "synthetic",
+            "ratios": "80/10/10",
+            "synthetic": {"n_users": 120, "n_items": 60, "mean_length": 10},
+        }
+    },
+    "experiments": {
+        "mixed": {
+            "datasets": ["tiny"],
+            "seeds": [0],
+            "ks": [10],
+            "table": {"metrics": ["mrr", "ndcg"], "ks": [10], "stratified": []},
+            "defaults": {
+                "dim": 8,
+                "epochs": 3,
+                "patience": 10,
+                "batch_size": 256,
+                "device": "cpu",
+                "valid_metric": "ndcg@10",
+            },
+            "methods": {
+                "bpr": {"loss": "bpr", "n_negatives": 2},
+                "wrmf": {"model": "wrmf"},
+                "rgx": {"model": "rgx", "model_args": {"solver": "cholesky"}},
+            },
+        }
+    },
 }
 
 

@@ -1,15 +1,23 @@
 """Sweep backends: worker processes give the same results as one process; kill -9 of the driver loses and repeats
 nothing; two sweeps of one experiment never train a run twice; a Ray cluster gives the same results (marked ray)."""
+
 import re
 
 import pandas as pd
 import pytest
 import yaml
+from sweep_helpers import (
+    EPOCHS,
+    FOUR_RUNS,
+    completed,
+    kill_after_first_completion,
+    reap,
+    start_driver,
+    sweep_in_process,
+)
 
 from recx.core.errors import RecxError
 from recx.sweeps.backends import Execution
-from sweep_helpers import (EPOCHS, FOUR_RUNS, completed, kill_after_first_completion, reap, start_driver,
-                           sweep_in_process)
 
 
 @pytest.fixture(scope="module")
@@ -33,8 +41,9 @@ def test_two_jobs_give_the_results_of_one(reference, reference_out, tmp_path):
         assert len((out / "runs" / run_id / "epochs.jsonl").read_text().splitlines()) == EPOCHS
         for split in ("valid", "test"):
             name = f"per_user_{split}.parquet"
-            pd.testing.assert_frame_equal(pd.read_parquet(out / "runs" / run_id / name),
-                                          pd.read_parquet(reference_out / "runs" / run_id / name))
+            pd.testing.assert_frame_equal(
+                pd.read_parquet(out / "runs" / run_id / name), pd.read_parquet(reference_out / "runs" / run_id / name)
+            )
     assert {log.name for log in (out / "logs").iterdir()} == {"worker-0.log", "worker-1.log"}
 
 

@@ -1,26 +1,32 @@
 """A method that fixes the grid's keys is planned once per seed; dotted grid keys and per-method grids; single-seed
 tables render; prism-gowalla plans."""
+
 from pathlib import Path
 
 import pandas as pd
-
 import pytest
 
-from recx.core.errors import RecxError
-from recx.report import tables
 from recx.config.run_config import RunConfig
+from recx.core.errors import RecxError
 from recx.models import MODELS
+from recx.report import tables
 from recx.samplers import SAMPLERS
-from recx.sweeps.experiments import load_experiments, experiment_spec, plan
+from recx.sweeps.experiments import experiment_spec, load_experiments, plan
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_method_overriding_the_grid_is_planned_once_per_seed():
-    spec = {"datasets": ["d"], "seeds": [0, 1], "grid": {"weight_decay": [1e-4, 1e-6]},
-            "defaults": {"model": "mf", "loss": "bpr", "n_negatives": 1},
-            "methods": {"tuned": {"weight_decay_mode": "full"},
-                        "fixed": {"weight_decay": 0.0, "weight_decay_mode": "none"}}}
+    spec = {
+        "datasets": ["d"],
+        "seeds": [0, 1],
+        "grid": {"weight_decay": [1e-4, 1e-6]},
+        "defaults": {"model": "mf", "loss": "bpr", "n_negatives": 1},
+        "methods": {
+            "tuned": {"weight_decay_mode": "full"},
+            "fixed": {"weight_decay": 0.0, "weight_decay_mode": "none"},
+        },
+    }
     runs = plan(spec, "x", Path("e.yaml"))
     by_method = pd.Series([r.method for r in runs]).value_counts().to_dict()
     assert by_method == {"tuned": 4, "fixed": 2}
@@ -28,21 +34,40 @@ def test_method_overriding_the_grid_is_planned_once_per_seed():
 
 
 def test_dotted_grid_keys_set_nested_args_and_a_method_grid_replaces_the_experiments():
-    spec = {"datasets": ["d"], "seeds": [0], "grid": {"lr": [0.1, 0.01], "model_args.init_std": [0.1, 1.0]},
-            "defaults": {"model": "mf", "loss": "bpr"},
-            "methods": {"sgd": {"model_args": {"init": "normal"}},
-                        "wrmf": {"model": "wrmf", "grid": {"model_args.alpha": [1.0, 4.0],
-                                                           "model_args.regularization": [0.1, 0.01]}},
-                        "wrmf-fixed-alpha": {"model": "wrmf", "model_args": {"alpha": 2.0},
-                                             "grid": {"model_args.alpha": [1.0, 4.0]}}}}
+    spec = {
+        "datasets": ["d"],
+        "seeds": [0],
+        "grid": {"lr": [0.1, 0.01], "model_args.init_std": [0.1, 1.0]},
+        "defaults": {"model": "mf", "loss": "bpr"},
+        "methods": {
+            "sgd": {"model_args": {"init": "normal"}},
+            "wrmf": {
+                "model": "wrmf",
+                "grid": {"model_args.alpha": [1.0, 4.0], "model_args.regularization": [0.1, 0.01]},
+            },
+            "wrmf-fixed-alpha": {
+                "model": "wrmf",
+                "model_args": {"alpha": 2.0},
+                "grid": {"model_args.alpha": [1.0, 4.0]},
+            },
+        },
+    }
     runs = plan(spec, "x", Path("e.yaml"))
     sgd = [r for r in runs if r.method == "sgd"]
     assert sorted((r.config.lr, r.config.model_args["init_std"]) for r in sgd) == [
-        (0.01, 0.1), (0.01, 1.0), (0.1, 0.1), (0.1, 1.0)]
+        (0.01, 0.1),
+        (0.01, 1.0),
+        (0.1, 0.1),
+        (0.1, 1.0),
+    ]
     assert all(r.config.model_args["init"] == "normal" for r in sgd)  # the method's nested key merges with the grid's
     wrmf = [r for r in runs if r.method == "wrmf"]
     assert sorted((r.config.model_args["alpha"], r.config.model_args["regularization"]) for r in wrmf) == [
-        (1.0, 0.01), (1.0, 0.1), (4.0, 0.01), (4.0, 0.1)]
+        (1.0, 0.01),
+        (1.0, 0.1),
+        (4.0, 0.01),
+        (4.0, 0.1),
+    ]
     assert {r.config.lr for r in wrmf} == {RunConfig().lr}  # the experiment's lr grid is not this method's
     assert all(set(r.grid_point) == {"model_args.alpha", "model_args.regularization"} for r in wrmf)
     fixed = [r for r in runs if r.method == "wrmf-fixed-alpha"]
@@ -50,10 +75,19 @@ def test_dotted_grid_keys_set_nested_args_and_a_method_grid_replaces_the_experim
 
 
 def test_per_dataset_keys_apply_to_their_dataset_only():
-    spec = {"datasets": ["big", "small"], "seeds": [0], "grid": {"n_negatives": [10, 20]},
-            "defaults": {"model": "mf", "loss": "softmax", "sampler": "popularity"},
-            "methods": {"m": {"n_negatives": 100, "sampler_args": {"variant": "log"},
-                              "per_dataset": {"small": {"n_negatives": 5, "lr": 0.5}}}}}
+    spec = {
+        "datasets": ["big", "small"],
+        "seeds": [0],
+        "grid": {"n_negatives": [10, 20]},
+        "defaults": {"model": "mf", "loss": "softmax", "sampler": "popularity"},
+        "methods": {
+            "m": {
+                "n_negatives": 100,
+                "sampler_args": {"variant": "log"},
+                "per_dataset": {"small": {"n_negatives": 5, "lr": 0.5}},
+            }
+        },
+    }
     runs = {r.config.dataset: r for r in plan(spec, "x", Path("e.yaml"))}
     assert (runs["big"].config.n_negatives, runs["big"].config.lr) == (100, RunConfig().lr)
     assert (runs["small"].config.n_negatives, runs["small"].config.lr) == (5, 0.5)
@@ -61,10 +95,14 @@ def test_per_dataset_keys_apply_to_their_dataset_only():
     assert runs["small"].grid_point == {}  # the per-dataset key fixes the grid's
 
 
-@pytest.mark.parametrize("per_dataset, message", [
-    ({"other": {"lr": 0.1}}, "per_dataset: 'other' is not one of the experiment's datasets"),
-    ({"d": 0.1}, r"per_dataset.d: expected a mapping"),
-    ([0.1], "per_dataset: expected a mapping of dataset name")])
+@pytest.mark.parametrize(
+    "per_dataset, message",
+    [
+        ({"other": {"lr": 0.1}}, "per_dataset: 'other' is not one of the experiment's datasets"),
+        ({"d": 0.1}, r"per_dataset.d: expected a mapping"),
+        ([0.1], "per_dataset: expected a mapping of dataset name"),
+    ],
+)
 def test_a_per_dataset_entry_for_an_unknown_dataset_or_not_a_mapping_is_refused(per_dataset, message):
     content = {"experiments": {"x": {"datasets": ["d"], "methods": {"m": {"per_dataset": per_dataset}}}}}
     with pytest.raises(RecxError, match=f"experiments.x.methods.m.{message}"):
@@ -84,8 +122,11 @@ def test_fastvae_table3_draws_the_papers_sample_size_per_dataset():
 def test_fastvae_popularity_is_log_of_one_plus_count_as_the_paper(experiment):
     path = ROOT / "experiments.yaml"
     content = load_experiments(path)
-    runs = [r for r in plan(experiment_spec(content, experiment, path), experiment, path)
-            if r.config.sampler in ("popularity", "midx_pop")]
+    runs = [
+        r
+        for r in plan(experiment_spec(content, experiment, path), experiment, path)
+        if r.config.sampler in ("popularity", "midx_pop")
+    ]
     assert runs
     for run in runs:
         args = SAMPLERS.get(run.config.sampler).Args(**run.config.sampler_args)
@@ -101,8 +142,11 @@ def test_fastvae_rows_train_the_official_recipe(experiment):
     rows named -text keep the paper's text reading (the models' defaults)."""
     path = ROOT / "experiments.yaml"
     content = load_experiments(path)
-    runs = [r for r in plan(experiment_spec(content, experiment, path), experiment, path)
-            if r.config.model in ("multvae", "fastvae")]
+    runs = [
+        r
+        for r in plan(experiment_spec(content, experiment, path), experiment, path)
+        if r.config.model in ("multvae", "fastvae")
+    ]
     assert runs
     for run in runs:
         args = MODELS.get(run.config.model).Args(**run.config.model_args)
@@ -111,8 +155,9 @@ def test_fastvae_rows_train_the_official_recipe(experiment):
         assert official == (not run.method.endswith("-text")), run.method
         if official:
             assert args.item_bias == (run.config.model == "multvae")
-            assert args.item_init == ("normal" if run.config.model == "fastvae" and "uniform-items" not in run.method
-                                      else "uniform")
+            assert args.item_init == (
+                "normal" if run.config.model == "fastvae" and "uniform-items" not in run.method else "uniform"
+            )
 
 
 @pytest.mark.parametrize("grid", [{"lr": []}, {"lr": 0.1}, [0.1]])
@@ -123,8 +168,9 @@ def test_a_grid_that_plans_nothing_is_refused(grid):
 
 
 def test_single_seed_table_renders_without_spread():
-    results = pd.DataFrame({"dataset": "d", "method": ["a"], "split": "test", "metric": "ndcg", "k": 20,
-                            "stratum": "all", "value": [0.25]})
+    results = pd.DataFrame(
+        {"dataset": "d", "method": ["a"], "split": "test", "metric": "ndcg", "k": 20, "stratum": "all", "value": [0.25]}
+    )
     assert "0.2500" in tables.to_markdown(tables.summary(results))
 
 
@@ -137,11 +183,15 @@ def test_prism_gowalla_plans_every_method():
     assert all(r.config.model_args["init"] == "prism" for r in runs if r.method.endswith("prism"))
     # the paper's Appendix B.1: lr x weight-decay grid, PRISM without decay, batch sizes, cosine SSM with 10 negatives
     assert {(r.config.lr, r.config.weight_decay) for r in runs if r.method == "bpr+wd" and r.config.seed == 0} == {
-        (lr, wd) for lr in (0.1, 0.01, 0.001) for wd in (0.0, 1e-4, 1e-6, 1e-8)}
+        (lr, wd) for lr in (0.1, 0.01, 0.001) for wd in (0.0, 1e-4, 1e-6, 1e-8)
+    }
     assert all(r.config.weight_decay == 0.0 for r in runs if r.method.endswith("prism"))
     assert all(r.config.batch_size == (16384 if r.method.split("+")[0] in ("bpr", "ssm") else 4096) for r in runs)
-    assert all(r.config.model_args["scoring"] == "cosine" and r.config.n_negatives == 10
-               for r in runs if r.method.startswith("ssm"))
+    assert all(
+        r.config.model_args["scoring"] == "cosine" and r.config.n_negatives == 10
+        for r in runs
+        if r.method.startswith("ssm")
+    )
     assert all(r.config.epochs == 1000 and r.config.patience == 10 for r in runs)
 
 
@@ -167,9 +217,9 @@ def test_rg_table3_tunes_each_method_over_its_own_grid():
     counts = pd.Series([r.method for r in runs]).value_counts().to_dict()
     assert counts == {"bpr": 12, "bce": 12, "ssm": 12, "sm": 12, "wrmf": 20, "rg2": 49, "rgx": 343}
     assert {tuple(sorted(r.grid_point)) for r in runs if r.method == "wrmf"} == {
-        ("model_args.alpha", "model_args.regularization")}
-    assert {r.config.model_args["beta"] for r in runs if r.method == "rgx"} == {
-        1.0, 0.5, 0.1, 0.05, 0.01, 0.005, 0.001}
+        ("model_args.alpha", "model_args.regularization")
+    }
+    assert {r.config.model_args["beta"] for r in runs if r.method == "rgx"} == {1.0, 0.5, 0.1, 0.05, 0.01, 0.005, 0.001}
 
 
 def test_every_reduced_experiment_the_fidelity_note_cites_plans():

@@ -1,5 +1,6 @@
 """The compute thread count: RECX_THREADS, else OMP_NUM_THREADS, else the CPUs the affinity mask and the cgroup
 quota allow."""
+
 from __future__ import annotations
 
 import os
@@ -15,8 +16,10 @@ from recx.core.errors import RecxError
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.parametrize("content, expected", [("max 100000\n", None), ("150000 100000\n", 2), ("50000 100000", 1),
-                                               ("400000 100000", 4), ("garbage", None)])
+@pytest.mark.parametrize(
+    "content, expected",
+    [("max 100000\n", None), ("150000 100000\n", 2), ("50000 100000", 1), ("400000 100000", 4), ("garbage", None)],
+)
 def test_cgroup_v2_quota_is_rounded_up_to_whole_cpus(tmp_path, monkeypatch, content, expected):
     (tmp_path / "cpu.max").write_text(content)
     monkeypatch.setattr(threads, "CGROUP_V2", tmp_path / "cpu.max")
@@ -53,13 +56,25 @@ def test_recx_threads_wins_then_omp_num_threads_then_the_usable_cpus(monkeypatch
 
 
 def test_the_recx_command_runs_torch_with_the_chosen_threads():
-    script = ("from recx.core.threads import prepare_environment; prepare_environment()\n"
-              "import os, torch; print(torch.get_num_threads(), os.environ.get('OMP_WAIT_POLICY', 'unset'))")
+    script = (
+        "from recx.core.threads import prepare_environment; prepare_environment()\n"
+        "import os, torch; print(torch.get_num_threads(), os.environ.get('OMP_WAIT_POLICY', 'unset'))"
+    )
     env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "OMP_WAIT_POLICY")}
-    done = subprocess.run([sys.executable, "-c", script], env={**env, "RECX_THREADS": "1", "PYTHONPATH": str(ROOT)},
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        env={**env, "RECX_THREADS": "1", "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.stdout.split() == ["1", "unset"], done.stderr
-    done = subprocess.run([sys.executable, "-m", "recx", "list", "metrics"], cwd=ROOT,
-                          env={**env, "RECX_THREADS": "zero", "PYTHONPATH": str(ROOT)}, capture_output=True,
-                          text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "recx", "list", "metrics"],
+        cwd=ROOT,
+        env={**env, "RECX_THREADS": "zero", "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 1 and "RECX_THREADS='zero'" in done.stderr and "Traceback" not in done.stderr

@@ -1,4 +1,5 @@
 """Optimizers (recx.optim.optimizers): row-sparse steps against dense SGD and float64 references of their formulas."""
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -40,7 +41,7 @@ def test_row_sparse_sgd_equals_dense_sgd_on_touched_rows_and_leaves_the_others(s
         (dense_table[rows] * upstream).sum().backward()
         dense.step()
         assert torch.equal(sparse_table.detach(), dense_table.detach())
-    assert torch.equal(sparse_table.detach()[N_ROWS // 2:], start[N_ROWS // 2:])
+    assert torch.equal(sparse_table.detach()[N_ROWS // 2 :], start[N_ROWS // 2 :])
 
 
 @pytest.mark.parametrize("sync_free", [False, True])
@@ -56,26 +57,29 @@ def test_lazy_adam_touched_rows_equal_a_float64_reference_and_others_stay(sync_f
         for r in touched.tolist():
             m[r] = 0.8 * m[r] + 0.2 * grad[r]
             v[r] = 0.9 * v[r] + 0.1 * grad[r] ** 2
-            theta[r] = theta[r] - 0.1 * (m[r] / (1 - 0.8 ** t)) / (torch.sqrt(v[r] / (1 - 0.9 ** t)) + 1e-6)
+            theta[r] = theta[r] - 0.1 * (m[r] / (1 - 0.8**t)) / (torch.sqrt(v[r] / (1 - 0.9**t)) + 1e-6)
         torch.testing.assert_close(table.detach(), theta, rtol=0, atol=1e-12)
     state = optimizer.state[table]
-    assert torch.equal(state["exp_avg"][N_ROWS // 2:], torch.zeros(N_ROWS - N_ROWS // 2, DIM, dtype=torch.float64))
-    assert torch.equal(table.detach()[N_ROWS // 2:], start[N_ROWS // 2:])
+    assert torch.equal(state["exp_avg"][N_ROWS // 2 :], torch.zeros(N_ROWS - N_ROWS // 2, DIM, dtype=torch.float64))
+    assert torch.equal(table.detach()[N_ROWS // 2 :], start[N_ROWS // 2 :])
 
 
 def _adagrad_squares(grad_row):
-    return grad_row ** 2
+    return grad_row**2
 
 
 def _rowwise_squares(grad_row):
-    return (grad_row ** 2).mean()
+    return (grad_row**2).mean()
 
 
 @pytest.mark.parametrize("sync_free", [False, True])
-@pytest.mark.parametrize("optimizer_class, row_squares, state_shape", [
-    (RowSparseAdagrad, _adagrad_squares, (N_ROWS, DIM)),  # s_r += g_r^2 elementwise
-    (RowwiseAdagrad, _rowwise_squares, (N_ROWS,)),  # one accumulator per row: s_r += mean_j g_rj^2
-])
+@pytest.mark.parametrize(
+    "optimizer_class, row_squares, state_shape",
+    [
+        (RowSparseAdagrad, _adagrad_squares, (N_ROWS, DIM)),  # s_r += g_r^2 elementwise
+        (RowwiseAdagrad, _rowwise_squares, (N_ROWS,)),  # one accumulator per row: s_r += mean_j g_rj^2
+    ],
+)
 def test_adagrads_touched_rows_equal_a_float64_reference(sync_free, optimizer_class, row_squares, state_shape):
     """theta_r -= lr g_r / (sqrt(s_r) + eps) on touched rows; the others stay."""
     start = torch.randn(N_ROWS, DIM, dtype=torch.float64)
@@ -91,7 +95,7 @@ def test_adagrads_touched_rows_equal_a_float64_reference(sync_free, optimizer_cl
             theta[r] -= 0.3 * grad[r] / (squares[r].sqrt() + 1e-10)
         torch.testing.assert_close(table.detach(), theta, rtol=0, atol=1e-12)
     assert optimizer.state[table]["sum"].shape == state_shape
-    assert torch.equal(table.detach()[N_ROWS // 2:], start[N_ROWS // 2:])
+    assert torch.equal(table.detach()[N_ROWS // 2 :], start[N_ROWS // 2 :])
 
 
 def test_rowwise_adagrad_treats_each_element_of_a_vector_as_a_row():
@@ -103,7 +107,7 @@ def test_rowwise_adagrad_treats_each_element_of_a_vector_as_a_row():
         optimizer.zero_grad()
         (margins * weights).sum().backward()
         optimizer.step()
-    expected = -0.5 * weights / (weights.abs() + 1e-10) * (1 + 1 / 2 ** 0.5)
+    expected = -0.5 * weights / (weights.abs() + 1e-10) * (1 + 1 / 2**0.5)
     torch.testing.assert_close(margins.detach(), expected, rtol=0, atol=1e-9)
     scalar = torch.nn.Parameter(torch.tensor(1.0, dtype=torch.float64))  # a 0-dim parameter is one row
     optimizer = RowwiseAdagrad([scalar], lr=0.5)

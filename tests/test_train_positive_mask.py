@@ -1,5 +1,6 @@
 """Masking each query's own positive among its candidates: the sparse path for shared candidates equals the
 elementwise mask in value and gradient."""
+
 import torch
 
 from recx.train.positive_mask import MaskEntries, mask_positives, shared_hits
@@ -29,9 +30,12 @@ def test_sparse_mask_equals_the_elementwise_mask_in_value_and_gradient():
     for sparse in (True, False):
         scores = torch.randn(9, 40, dtype=torch.float64, generator=torch.Generator().manual_seed(1), requires_grad=True)
         base = scores * 1.0
-        masked = mask_positives(base, candidates, positives) if sparse else \
-            base.masked_fill(candidates == positives[:, None], float("-inf"))
-        gradient, = torch.autograd.grad(masked, scores, upstream)
+        masked = (
+            mask_positives(base, candidates, positives)
+            if sparse
+            else base.masked_fill(candidates == positives[:, None], float("-inf"))
+        )
+        (gradient,) = torch.autograd.grad(masked, scores, upstream)
         results.append((masked.detach(), gradient))
     assert torch.equal(results[0][0], results[1][0]) and torch.equal(results[0][1], results[1][1])
     hits = candidates.expand(9, -1) == positives[:, None]

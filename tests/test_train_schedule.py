@@ -1,5 +1,6 @@
 """The run's learning-rate schedule (recx.train.schedule): epoch e (from 0) of every gradient-trained kind trains at
 lr · γ^floor(e / lr_step_epochs); without a schedule the learning rate, the losses and the run id are as before."""
+
 from __future__ import annotations
 
 import pytest
@@ -10,13 +11,20 @@ from recx.core.errors import RecxError
 from recx.train.build import build_model
 from recx.train.runners import RUNNERS
 
-KINDS = {"mf": {"model": "mf", "loss": "bpr"},
-         "lightgcn": {"model": "lightgcn", "loss": "bpr", "model_args": {"n_layers": 1}},
-         "mf-rowwise-adagrad": {"model": "mf", "loss": "bpr", "optimizer": "rowwise_adagrad"},
-         "mf-softmax-adam": {"model": "mf", "loss": "softmax", "optimizer": "adam", "n_negatives": 20},
-         "multvae": {"model": "multvae", "loss": "full_softmax", "model_args": {"hidden": 4}},
-         "fastvae": {"model": "fastvae", "loss": "softmax", "sampler": "uniform", "n_negatives": 10,
-                     "model_args": {"hidden": 4}}}
+KINDS = {
+    "mf": {"model": "mf", "loss": "bpr"},
+    "lightgcn": {"model": "lightgcn", "loss": "bpr", "model_args": {"n_layers": 1}},
+    "mf-rowwise-adagrad": {"model": "mf", "loss": "bpr", "optimizer": "rowwise_adagrad"},
+    "mf-softmax-adam": {"model": "mf", "loss": "softmax", "optimizer": "adam", "n_negatives": 20},
+    "multvae": {"model": "multvae", "loss": "full_softmax", "model_args": {"hidden": 4}},
+    "fastvae": {
+        "model": "fastvae",
+        "loss": "softmax",
+        "sampler": "uniform",
+        "n_negatives": 10,
+        "model_args": {"hidden": 4},
+    },
+}
 
 
 def runner_for(dataset, **settings):
@@ -63,15 +71,18 @@ def test_a_run_without_a_schedule_keeps_its_run_id():
     assert resolve({"lr_step_epochs": 5, "lr_step_gamma": 0.5}).run_id() != resolve({"lr_step_epochs": 5}).run_id()
 
 
-@pytest.mark.parametrize("settings, message", [
-    ({"lr_step_epochs": -1}, r"lr_step_epochs = -1: expected an integer in \[0, 100,000\]"),
-    ({"lr_step_epochs": 2.5}, "lr_step_epochs = 2.5: expected an integer"),
-    ({"lr_step_epochs": 5, "lr_step_gamma": 0.0}, r"lr_step_gamma = 0.0: expected a finite number in \(0, 1\]"),
-    ({"lr_step_epochs": 5, "lr_step_gamma": 1.5}, r"lr_step_gamma = 1.5: expected a finite number in \(0, 1\]"),
-    ({"lr_step_gamma": 0.5}, r"lr_step_gamma = 0.5 applies only with a schedule \(lr_step_epochs > 0"),
-    ({"model": "wrmf", "lr_step_epochs": 5}, "model 'wrmf' is not trained by gradient steps"),
-    ({"model": "popularity", "lr_step_epochs": 5}, "model 'popularity' is not trained by gradient steps"),
-])
+@pytest.mark.parametrize(
+    "settings, message",
+    [
+        ({"lr_step_epochs": -1}, r"lr_step_epochs = -1: expected an integer in \[0, 100,000\]"),
+        ({"lr_step_epochs": 2.5}, "lr_step_epochs = 2.5: expected an integer"),
+        ({"lr_step_epochs": 5, "lr_step_gamma": 0.0}, r"lr_step_gamma = 0.0: expected a finite number in \(0, 1\]"),
+        ({"lr_step_epochs": 5, "lr_step_gamma": 1.5}, r"lr_step_gamma = 1.5: expected a finite number in \(0, 1\]"),
+        ({"lr_step_gamma": 0.5}, r"lr_step_gamma = 0.5 applies only with a schedule \(lr_step_epochs > 0"),
+        ({"model": "wrmf", "lr_step_epochs": 5}, "model 'wrmf' is not trained by gradient steps"),
+        ({"model": "popularity", "lr_step_epochs": 5}, "model 'popularity' is not trained by gradient steps"),
+    ],
+)
 def test_invalid_schedules_are_refused_with_one_message(settings, message):
     with pytest.raises(RecxError, match=message):
         resolve(settings)

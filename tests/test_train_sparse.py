@@ -1,15 +1,16 @@
 """Row-sparse training steps: a step reads and updates only its rows; batched decay with sparse updates; same seed,
 same numbers with each optimizer; non-finite losses found at a bounded interval with their epoch and step."""
+
 import pytest
 import torch
 
 from recx.config.run_config import resolve
 from recx.core.errors import RecxError
+from recx.optim.optimizers import ROW_SPARSE
 from recx.train.build import build_model
 from recx.train.nonfinite import NonFiniteWatch
 from recx.train.runners.interactions import InteractionEpochs
 from recx.train.step import training_loss
-from recx.optim.optimizers import ROW_SPARSE
 
 CPU = torch.device("cpu")
 
@@ -23,8 +24,9 @@ def _runner(tiny, **raw):
 @pytest.mark.parametrize("model_name", ["mf", "nonlinear_mf"])
 @pytest.mark.parametrize("scoring", ["dot", "cosine"])
 def test_rows_equal_the_whole_table_representations(tiny, model_name, scoring):
-    config = resolve({"model": model_name, "dim": 8, "loss": "bpr", "model_args": {"scoring": scoring,
-                                                                                   "temperature": 0.5}})
+    config = resolve(
+        {"model": model_name, "dim": 8, "loss": "bpr", "model_args": {"scoring": scoring, "temperature": 0.5}}
+    )
     model = build_model(config, tiny, CPU)
     users, items = torch.tensor([3, 0, 3, 7]), torch.tensor([5, 5, 99, 0, 12])
     query, rows = model.rows(users, items)
@@ -46,15 +48,16 @@ def test_a_step_gradient_touches_only_the_batch_rows(tiny):
 
 @pytest.mark.parametrize("optimizer", ROW_SPARSE)
 def test_batched_decay_with_sparse_updates_leaves_untouched_rows_over_several_steps(tiny, optimizer):
-    runner, model = _runner(tiny, n_negatives=2, optimizer=optimizer, weight_decay=0.5, weight_decay_mode="batch",
-                            lr=0.05)
+    runner, model = _runner(
+        tiny, n_negatives=2, optimizer=optimizer, weight_decay=0.5, weight_decay_mode="batch", lr=0.05
+    )
     before = [t.detach().clone() for t in model.embedding_tables()]
     touched_users, touched_items = set(), set()
     drawn = []
     sample = runner.sampler.sample
     runner.sampler.sample = lambda batch: drawn.append(sample(batch)) or drawn[-1]
     for start in (0, 40, 80):
-        users, positives = tiny.train.row_ids()[start:start + 8], tiny.train.indices[start:start + 8]
+        users, positives = tiny.train.row_ids()[start : start + 8], tiny.train.indices[start : start + 8]
         loss = training_loss(model, runner.sampler, runner.loss_fn, runner.config, users, positives)
         runner.optimizer.zero_grad()
         loss.backward()

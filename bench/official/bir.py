@@ -21,6 +21,7 @@ both tables:
 `log_p`: `Pop_Debias.pop_prob`'s log for the 7 items. Stubs: torch.utils.tensorboard (SummaryWriter, logging only)
 and torchmetrics (evaluation only), which the called functions do not use.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,8 +38,28 @@ from checkout import checkout
 
 OUT = Path(__file__).resolve().parents[2] / "tests" / "golden" / "official" / "bir.json"
 N_USERS, N_ITEMS, DIM = 5, 7, 3
-TRAIN = [[0, 0], [0, 1], [0, 3], [1, 1], [1, 2], [1, 4], [1, 6], [2, 0], [2, 1], [2, 5], [3, 1], [3, 3], [3, 4],
-         [4, 2], [4, 5], [4, 6], [4, 0], [0, 5], [2, 3], [3, 0]]
+TRAIN = [
+    [0, 0],
+    [0, 1],
+    [0, 3],
+    [1, 1],
+    [1, 2],
+    [1, 4],
+    [1, 6],
+    [2, 0],
+    [2, 1],
+    [2, 5],
+    [3, 1],
+    [3, 3],
+    [3, 4],
+    [4, 2],
+    [4, 5],
+    [4, 6],
+    [4, 0],
+    [0, 5],
+    [2, 3],
+    [3, 0],
+]
 BATCH = [3, 1, 7, 13, 10, 18]  # positions in TRAIN: users [1, 0, 2, 4, 3, 2], items [1, 1, 0, 2, 1, 3]
 CACHE = [4, 1, 6, 1, 0, 5]
 CACHE_WEIGHT = 0.2
@@ -56,8 +77,9 @@ def stub_modules() -> None:
     tensorboard = StubModule("torch.utils.tensorboard")
     metrics = StubModule("torchmetrics")
     metrics.functional = StubModule("torchmetrics.functional")
-    sys.modules.update({"torch.utils.tensorboard": tensorboard, "torchmetrics": metrics,
-                        "torchmetrics.functional": metrics.functional})
+    sys.modules.update(
+        {"torch.utils.tensorboard": tensorboard, "torchmetrics": metrics, "torchmetrics.functional": metrics.functional}
+    )
 
 
 class RecordedMultinomial:
@@ -81,8 +103,10 @@ class RecordedMultinomial:
 
 def fixed_tables() -> tuple[torch.Tensor, torch.Tensor]:
     generator = torch.Generator().manual_seed(SEED)
-    return (torch.randn(N_USERS, DIM, generator=generator, dtype=torch.float64),
-            torch.randn(N_ITEMS, DIM, generator=generator, dtype=torch.float64))
+    return (
+        torch.randn(N_USERS, DIM, generator=generator, dtype=torch.float64),
+        torch.randn(N_ITEMS, DIM, generator=generator, dtype=torch.float64),
+    )
 
 
 def official_model(framework_model, users_table, items_table):
@@ -96,8 +120,11 @@ def official_model(framework_model, users_table, items_table):
 
 def gradients(model, loss) -> dict:
     loss.backward()
-    return {"loss": float(loss.detach()), "grad_users": model.user_encoder.weight.grad.tolist(),
-            "grad_items": model.item_encoder.weight.grad[1:].tolist()}
+    return {
+        "loss": float(loss.detach()),
+        "grad_users": model.user_encoder.weight.grad.tolist(),
+        "grad_items": model.item_encoder.weight.grad[1:].tolist(),
+    }
 
 
 def trainer(cls, **config):
@@ -111,7 +138,9 @@ def trainer(cls, **config):
 def cases(root: Path) -> dict:
     sys.path.insert(0, str(root))
     stub_modules()
-    from framework import debias, model as framework_model, trainer as framework_trainer, trainer_cache
+    from framework import debias, trainer_cache
+    from framework import model as framework_model
+    from framework import trainer as framework_trainer
 
     cpu = torch.device("cpu")
     pop_count = np.bincount([item for _, item in TRAIN], minlength=N_ITEMS).astype(np.float64)
@@ -121,23 +150,26 @@ def cases(root: Path) -> dict:
     out = {"log_p": torch.log(debias.Pop_Debias(pop_count, cpu).pop_prob[1:]).tolist()}
 
     model = official_model(framework_model, users_table, items_table)
-    out["ssl_pop"] = gradients(model, trainer(framework_trainer.Trainer)._train_step(
-        users, items, model, debias.Pop_Debias(pop_count, cpu)))
+    out["ssl_pop"] = gradients(
+        model, trainer(framework_trainer.Trainer)._train_step(users, items, model, debias.Pop_Debias(pop_count, cpu))
+    )
 
     model = official_model(framework_model, users_table, items_table)
     pop = debias.Pop_Debias(pop_count, cpu)
     scores = model.construct_query(users) @ model.item_encoder(items).T
     log_q = pop(items)
     masked = scores.masked_fill(items[None, :] == items[:, None], float("-inf"))
-    out["ssl_pop_masked"] = gradients(model, model.loss(torch.diag(scores), log_q, masked,
-                                                        log_q.view(1, -1).repeat(len(BATCH), 1)))
+    out["ssl_pop_masked"] = gradients(
+        model, model.loss(torch.diag(scores), log_q, masked, log_q.view(1, -1).repeat(len(BATCH), 1))
+    )
 
     torch.manual_seed(SEED)
     model = official_model(framework_model, users_table, items_table)
     with RecordedMultinomial() as recorded:
-        loss = trainer(framework_trainer.Trainer_Resample)._train_step(users, items, model,
-                                                                      debias.ReSample_Debias(pop_count, cpu))
-    (probabilities, indices), = recorded.calls
+        loss = trainer(framework_trainer.Trainer_Resample)._train_step(
+            users, items, model, debias.ReSample_Debias(pop_count, cpu)
+        )
+    ((probabilities, indices),) = recorded.calls
     out["bir"] = {"probabilities": probabilities.tolist(), "indices": indices.tolist(), **gradients(model, loss)}
 
     torch.manual_seed(SEED)
@@ -145,15 +177,21 @@ def cases(root: Path) -> dict:
     cache = trainer_cache.Cache(pop_count, cpu, len(BATCH))
     cache.sample_pool = torch.tensor(CACHE) + 1
     with RecordedMultinomial() as recorded:
-        loss = trainer(trainer_cache.Trainer_Cache, **{"lambda": CACHE_WEIGHT})._train_step(users, items, model,
-                                                                                          cache)
+        loss = trainer(trainer_cache.Trainer_Cache, **{"lambda": CACHE_WEIGHT})._train_step(users, items, model, cache)
     (cache_p, cache_draws), (batch_p, batch_draws), (pool_weights, _) = recorded.calls
     drawn = torch.unique(torch.cat([(torch.tensor(CACHE) + 1)[cache_draws], items[batch_draws]], dim=-1))
     next_cache = torch.zeros(N_ITEMS + 1).index_put_((drawn,), pool_weights / pool_weights.sum())
-    out["xir"] = {"cache": CACHE, "cache_weight": CACHE_WEIGHT, "batch_probabilities": batch_p.tolist(),
-                  "cache_probabilities": cache_p.tolist(), "batch_indices": batch_draws.tolist(),
-                  "cache_indices": cache_draws.tolist(), "occurrence": cache.occurence[1:].tolist(),
-                  "next_cache_probabilities": next_cache[1:].tolist(), **gradients(model, loss)}
+    out["xir"] = {
+        "cache": CACHE,
+        "cache_weight": CACHE_WEIGHT,
+        "batch_probabilities": batch_p.tolist(),
+        "cache_probabilities": cache_p.tolist(),
+        "batch_indices": batch_draws.tolist(),
+        "cache_indices": cache_draws.tolist(),
+        "occurrence": cache.occurence[1:].tolist(),
+        "next_cache_probabilities": next_cache[1:].tolist(),
+        **gradients(model, loss),
+    }
     return out
 
 
@@ -167,14 +205,24 @@ def main() -> None:
         root, commit = checkout(args.repo, Path(scratch), "framework")
         figures = cases(root)
     users_table, items_table = fixed_tables()
-    inputs = {"n_users": N_USERS, "n_items": N_ITEMS, "train": TRAIN, "batch": BATCH,
-              "user_table": users_table.tolist(), "item_table": items_table.tolist()}
-    document = {"repository": "HERECJ/XIR", "commit": commit,
-                "command": shlex.join(["python3", "bench/official/bir.py", *sys.argv[1:]]),
-                "function": "framework/trainer.py:Trainer._train_step (debias 2), Trainer_Resample._train_step "
-                            "(debias 3); framework/trainer_cache.py:Trainer_Cache._train_step, Cache.update_pool "
-                            "(debias 8); framework/debias.py:Pop_Debias, ReSample_Debias",
-                "inputs": inputs, **figures}
+    inputs = {
+        "n_users": N_USERS,
+        "n_items": N_ITEMS,
+        "train": TRAIN,
+        "batch": BATCH,
+        "user_table": users_table.tolist(),
+        "item_table": items_table.tolist(),
+    }
+    document = {
+        "repository": "HERECJ/XIR",
+        "commit": commit,
+        "command": shlex.join(["python3", "bench/official/bir.py", *sys.argv[1:]]),
+        "function": "framework/trainer.py:Trainer._train_step (debias 2), Trainer_Resample._train_step "
+        "(debias 3); framework/trainer_cache.py:Trainer_Cache._train_step, Cache.update_pool "
+        "(debias 8); framework/debias.py:Pop_Debias, ReSample_Debias",
+        "inputs": inputs,
+        **figures,
+    }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(document, indent=1) + "\n")
     print(f"wrote {args.out}")

@@ -1,4 +1,5 @@
 """The files of an official repository at HEAD, from a checkout or a bare mirror (shared by bench/official/*.py)."""
+
 from __future__ import annotations
 
 import subprocess

@@ -14,6 +14,7 @@ the functions called, is stubbed when missing). Figures, for the input stored be
 - `MidxUniform` / `MidxUniPop` (modes 0 and 1) `compute_item_p` for every item: the proposals' unnormalised
   log q (the samplers drop the per-query normaliser, which cancels in the loss).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,9 +27,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-FUNCTIONS = ("vae_models.py:VAE_Sampler.loss_function, vae_models.py:BaseVAE.decode, "
-             "vae_models.py:BaseVAE.loss_function, sampler_gpu_mm.py:kmeans, "
-             "sampler_gpu_mm.py:MidxUniform.compute_item_p, sampler_gpu_mm.py:MidxUniPop.compute_item_p")
+FUNCTIONS = (
+    "vae_models.py:VAE_Sampler.loss_function, vae_models.py:BaseVAE.decode, "
+    "vae_models.py:BaseVAE.loss_function, sampler_gpu_mm.py:kmeans, "
+    "sampler_gpu_mm.py:MidxUniform.compute_item_p, sampler_gpu_mm.py:MidxUniPop.compute_item_p"
+)
 
 
 def make_input() -> dict:
@@ -47,12 +50,18 @@ def make_input() -> dict:
     return {
         "positives": [[1, 4, 7, 0], [2, 3, 0, 0], [5, 6, 8, 3]],  # padded with 0
         "negatives": rng.integers(1, n_items + 1, (3, n_negatives)).tolist(),
-        "positive_log_q": values(3, 4), "negative_log_q": values(3, n_negatives),
-        "query": values(3, hidden), "item_table": table,
-        "z": values(3, latent), "decoder_weight": values(hidden, latent, scale=0.5), "decoder_bias": values(hidden),
-        "output_weight": values(n_items + 1, hidden, scale=0.5), "output_bias": values(n_items + 1, scale=0.1),
-        "midx_item_table": midx_table.tolist(), "midx_query": values(2, midx_dim),
-        "midx_initial_centroids": midx_table[:n_codewords, :midx_dim // 2].tolist(),
+        "positive_log_q": values(3, 4),
+        "negative_log_q": values(3, n_negatives),
+        "query": values(3, hidden),
+        "item_table": table,
+        "z": values(3, latent),
+        "decoder_weight": values(hidden, latent, scale=0.5),
+        "decoder_bias": values(hidden),
+        "output_weight": values(n_items + 1, hidden, scale=0.5),
+        "output_bias": values(n_items + 1, scale=0.1),
+        "midx_item_table": midx_table.tolist(),
+        "midx_query": values(2, midx_dim),
+        "midx_initial_centroids": midx_table[:n_codewords, : midx_dim // 2].tolist(),
         "midx_counts": rng.integers(1, 50, midx_items).tolist(),
     }
 
@@ -68,6 +77,7 @@ def import_official(repo: Path):
         sys.modules.update({"sklearn": stub, "sklearn.cluster": stub.cluster})
     import sampler_gpu_mm
     import vae_models
+
     return vae_models, sampler_gpu_mm
 
 
@@ -83,11 +93,15 @@ def sampled_softmax(vae_models, data: dict) -> dict:
     query = tensor(data["query"]).requires_grad_()
     positive_scores = (query.unsqueeze(1) * model._Item_Embeddings(positives)).sum(-1)  # as VAE_Sampler.forward
     negative_scores = (query.unsqueeze(1) * model._Item_Embeddings(negatives)).sum(-1)
-    loss = model.loss_function(negative_scores, tensor(data["negative_log_q"]), positive_scores,
-                               tensor(data["positive_log_q"]))
+    loss = model.loss_function(
+        negative_scores, tensor(data["negative_log_q"]), positive_scores, tensor(data["positive_log_q"])
+    )
     loss.backward()
-    return {"loss": loss.item(), "grad_query": query.grad.tolist(),
-            "grad_item_table": model._Item_Embeddings.weight.grad.tolist()}
+    return {
+        "loss": loss.item(),
+        "grad_query": query.grad.tolist(),
+        "grad_item_table": model._Item_Embeddings.weight.grad.tolist(),
+    }
 
 
 def full_softmax(vae_models, data: dict) -> dict:
@@ -101,8 +115,12 @@ def full_softmax(vae_models, data: dict) -> dict:
     model.pos_items = torch.tensor(data["positives"])
     loss = model.loss_function(model.decode(z, None))
     loss.backward()
-    return {"loss": loss.item(), "grad_z": z.grad.tolist(), "grad_output_weight": model._Item_Embeddings.weight.grad.tolist(),
-            "grad_output_bias": model._Item_Embeddings.bias.grad.tolist()}
+    return {
+        "loss": loss.item(),
+        "grad_z": z.grad.tolist(),
+        "grad_output_weight": model._Item_Embeddings.weight.grad.tolist(),
+        "grad_output_bias": model._Item_Embeddings.bias.grad.tolist(),
+    }
 
 
 def midx(sampler_gpu_mm, data: dict) -> dict:
@@ -111,12 +129,16 @@ def midx(sampler_gpu_mm, data: dict) -> dict:
     counts = np.array(data["midx_counts"], dtype=np.float64)
     every_item = torch.arange(1, table.shape[0] + 1).expand(query.shape[0], -1)
     cpu = torch.device("cpu")
-    samplers = {"midx_uni": sampler_gpu_mm.MidxUniform(table, 5, cpu, initial.clone()),
-                "midx_pop_mode0": sampler_gpu_mm.MidxUniPop(table, 5, cpu, initial.clone(), counts.copy(), mode=0),
-                "midx_pop_mode1": sampler_gpu_mm.MidxUniPop(table, 5, cpu, initial.clone(), counts.copy(), mode=1)}
+    samplers = {
+        "midx_uni": sampler_gpu_mm.MidxUniform(table, 5, cpu, initial.clone()),
+        "midx_pop_mode0": sampler_gpu_mm.MidxUniPop(table, 5, cpu, initial.clone(), counts.copy(), mode=0),
+        "midx_pop_mode1": sampler_gpu_mm.MidxUniPop(table, 5, cpu, initial.clone(), counts.copy(), mode=1),
+    }
     uniform = samplers["midx_uni"]
-    out = {"codewords": [uniform.c0.tolist(), uniform.c1.tolist()],
-           "assignments": [(uniform.cd0[1:] - 1).tolist(), (uniform.cd1[1:] - 1).tolist()]}
+    out = {
+        "codewords": [uniform.c0.tolist(), uniform.c1.tolist()],
+        "assignments": [(uniform.cd0[1:] - 1).tolist(), (uniform.cd1[1:] - 1).tolist()],
+    }
     for name, sampler in samplers.items():
         out[f"{name}_unnormalised_log_q"] = sampler.compute_item_p(query, every_item).tolist()
     return out
@@ -130,13 +152,21 @@ def main() -> None:
     torch.set_default_dtype(torch.float64)
     vae_models, sampler_gpu_mm = import_official(args.repo.resolve())
     data = make_input()
-    commit = subprocess.run(["git", "-C", str(args.repo), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    commit = subprocess.run(
+        ["git", "-C", str(args.repo), "rev-parse", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
     if len(commit) != 40:
         raise SystemExit(f"--repo {args.repo}: not a git checkout (its commit is recorded with the figures)")
-    golden = {"repository": "https://github.com/HERECJ/FastVae_Gpu", "commit": commit,
-              "command": "python bench/official/fastvae.py --repo PATH", "function": FUNCTIONS, "input": data,
-              "sampled_softmax": sampled_softmax(vae_models, data), "full_softmax": full_softmax(vae_models, data),
-              "midx": midx(sampler_gpu_mm, data)}
+    golden = {
+        "repository": "https://github.com/HERECJ/FastVae_Gpu",
+        "commit": commit,
+        "command": "python bench/official/fastvae.py --repo PATH",
+        "function": FUNCTIONS,
+        "input": data,
+        "sampled_softmax": sampled_softmax(vae_models, data),
+        "full_softmax": full_softmax(vae_models, data),
+        "midx": midx(sampler_gpu_mm, data),
+    }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(golden, separators=(",", ":")) + "\n")
     print(f"wrote {args.out} ({args.out.stat().st_size} bytes)")

@@ -13,6 +13,7 @@ loss, its gradients w.r.t. both tables, and DNS's kept candidates (the official 
 each query's candidate row) or Softmax-v's importance weights (the softmax `loss_function` computes). Stub:
 numpy.lib.function_base (removed in NumPy 2), whose `select` model.py imports and never uses.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,8 +25,8 @@ import types
 from pathlib import Path
 
 import torch
-from checkout import checkout
 import torch.nn.functional as F
+from checkout import checkout
 
 OUT = Path(__file__).resolve().parents[2] / "tests" / "golden" / "official" / "hns.json"
 N_USERS, N_ITEMS, DIM, SCALE = 4, 9, 3, 0.5
@@ -38,8 +39,10 @@ SOFTMAX_V_RHO = [0.1, 1.0, 5.0]
 
 def fixed_tables() -> tuple[torch.Tensor, torch.Tensor]:
     generator = torch.Generator().manual_seed(0)
-    return (SCALE * torch.randn(N_USERS, DIM, generator=generator, dtype=torch.float64),
-            SCALE * torch.randn(N_ITEMS, DIM, generator=generator, dtype=torch.float64))
+    return (
+        SCALE * torch.randn(N_USERS, DIM, generator=generator, dtype=torch.float64),
+        SCALE * torch.randn(N_ITEMS, DIM, generator=generator, dtype=torch.float64),
+    )
 
 
 class RecordedSoftmax:
@@ -77,11 +80,22 @@ def one_step(official_model, official_sampler, loss_type: int, lambda_w: float) 
         official_sampler.torch.randint = original_randint
     pos_rat, neg_rat = model(user_id, item_id, neg_id)
     with RecordedSoftmax() as softmax:
-        loss = model.loss_function(neg_rat, prob_neg, pos_rat, user_id=user_id, reduction=False, weighted=True,
-                                   lambda_w=lambda_w, loss_type=loss_type)
+        loss = model.loss_function(
+            neg_rat,
+            prob_neg,
+            pos_rat,
+            user_id=user_id,
+            reduction=False,
+            weighted=True,
+            lambda_w=lambda_w,
+            loss_type=loss_type,
+        )
     loss.backward()
-    figures = {"loss": float(loss.detach()), "grad_users": model._User_Embedding.weight.grad.tolist(),
-               "grad_items": model._Item_Embedding.weight.grad.tolist()}
+    figures = {
+        "loss": float(loss.detach()),
+        "grad_users": model._User_Embedding.weight.grad.tolist(),
+        "grad_items": model._Item_Embedding.weight.grad.tolist(),
+    }
     if loss_type == 1:
         figures["kept_positions"] = torch.topk(neg_rat.detach(), int(lambda_w), dim=-1).indices.sort(-1).values.tolist()
     else:
@@ -98,8 +112,10 @@ def cases(root: Path) -> dict:
     import model as official_model
     import sampler as official_sampler
 
-    return {"dns": {str(m): one_step(official_model, official_sampler, 1, m) for m in DNS_M},
-            "softmax_v": {str(rho): one_step(official_model, official_sampler, 2, rho) for rho in SOFTMAX_V_RHO}}
+    return {
+        "dns": {str(m): one_step(official_model, official_sampler, 1, m) for m in DNS_M},
+        "softmax_v": {str(rho): one_step(official_model, official_sampler, 2, rho) for rho in SOFTMAX_V_RHO},
+    }
 
 
 def main() -> None:
@@ -112,13 +128,24 @@ def main() -> None:
         root, commit = checkout(args.repo, Path(scratch), "model.py")
         figures = cases(root)
     users_table, items_table = fixed_tables()
-    inputs = {"n_users": N_USERS, "n_items": N_ITEMS, "users": USERS, "items": ITEMS, "candidates": CANDIDATES,
-              "user_table": users_table.tolist(), "item_table": items_table.tolist()}
-    document = {"repository": "swt-user/WWW_2023_code", "commit": commit,
-                "command": shlex.join(["python3", "bench/official/hns.py", *sys.argv[1:]]),
-                "function": "sampler.py:base_sampler.forward; model.py:BaseMF.forward, BaseModel.loss_function "
-                            "(loss_type 1: DNS(M, N), loss_type 2: Softmax-v(rho, N); weighted, reduction=False)",
-                "inputs": inputs, **figures}
+    inputs = {
+        "n_users": N_USERS,
+        "n_items": N_ITEMS,
+        "users": USERS,
+        "items": ITEMS,
+        "candidates": CANDIDATES,
+        "user_table": users_table.tolist(),
+        "item_table": items_table.tolist(),
+    }
+    document = {
+        "repository": "swt-user/WWW_2023_code",
+        "commit": commit,
+        "command": shlex.join(["python3", "bench/official/hns.py", *sys.argv[1:]]),
+        "function": "sampler.py:base_sampler.forward; model.py:BaseMF.forward, BaseModel.loss_function "
+        "(loss_type 1: DNS(M, N), loss_type 2: Softmax-v(rho, N); weighted, reduction=False)",
+        "inputs": inputs,
+        **figures,
+    }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(document, indent=1) + "\n")
     print(f"wrote {args.out}")

@@ -19,6 +19,7 @@ for the RecBole-based repositories recbole.model.abstract_recommender, recbole.m
 base class, initialiser and enum the loss methods do not touch). `torch.load` is replaced while `get_dataloaders`
 runs by a function returning a stand-in train split holding the edge list, and its LinkNeighborLoader is a stub.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -86,8 +87,9 @@ def _source(path: str, keep: list) -> tuple[Path, str]:
     bare = subprocess.run(["git", "-C", path, "rev-parse", "--is-bare-repository"], capture_output=True, text=True)
     if bare.returncode != 0:
         return Path(path), "unknown"
-    commit = subprocess.run(["git", "-C", path, "rev-parse", "HEAD"], capture_output=True, text=True,
-                            check=True).stdout.strip()
+    commit = subprocess.run(
+        ["git", "-C", path, "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
     if bare.stdout.strip() != "true":
         return Path(path), commit
     folder = tempfile.TemporaryDirectory()
@@ -107,10 +109,12 @@ def _load(name: str, path: Path):
 
 def _inputs() -> dict:
     g = torch.Generator().manual_seed(22)
-    return {"user_table": torch.randn(N_USERS, DIM, generator=g, dtype=torch.float64),
-            "item_table": torch.randn(N_ITEMS, DIM, generator=g, dtype=torch.float64),
-            "user_margin": torch.rand(N_USERS, generator=g, dtype=torch.float64),
-            "item_margin": torch.rand(N_ITEMS, generator=g, dtype=torch.float64)}
+    return {
+        "user_table": torch.randn(N_USERS, DIM, generator=g, dtype=torch.float64),
+        "item_table": torch.randn(N_ITEMS, DIM, generator=g, dtype=torch.float64),
+        "user_margin": torch.rand(N_USERS, generator=g, dtype=torch.float64),
+        "item_margin": torch.rand(N_ITEMS, generator=g, dtype=torch.float64),
+    }
 
 
 def _figures(loss, tables: dict) -> dict:
@@ -143,19 +147,27 @@ def _prism_cases(root: Path, inputs: dict) -> dict:
                 model.user_margin.weight.copy_(inputs["user_margin"][:, None])
                 model.item_margin.weight.copy_(inputs["item_margin"][:, None])
         gammas = [GAMMA_DIRECTAU] if loss_name == "align" else [GAMMA_USER, GAMMA_ITEM]
-        args = types.SimpleNamespace(batched_wd=False, lr=1e-3, weight_decay=0.0, loss=loss_name,
-                                     regs=["uniformity"] if loss_name == "align" else [], gammas=gammas,
-                                     neg_ratio=0, dataset="MovieLens1M")
+        args = types.SimpleNamespace(
+            batched_wd=False,
+            lr=1e-3,
+            weight_decay=0.0,
+            loss=loss_name,
+            regs=["uniformity"] if loss_name == "align" else [],
+            gammas=gammas,
+            neg_ratio=0,
+            dataset="MovieLens1M",
+        )
         trainer = train.Trainer("MLP", model, torch.device("cpu"), dataset, args)
-        n_ids = {dataset.user: types.SimpleNamespace(n_id=torch.arange(N_USERS)),
-                 dataset.item: types.SimpleNamespace(n_id=torch.arange(N_ITEMS))}
+        n_ids = {
+            dataset.user: types.SimpleNamespace(n_id=torch.arange(N_USERS)),
+            dataset.item: types.SimpleNamespace(n_id=torch.arange(N_ITEMS)),
+        }
         data = type("Batch", (), {"x_dict": {}, "__getitem__": lambda self, k: n_ids[k]})()
         loss = trainer.forward_and_get_loss(data, torch.stack([users, items]))
         tables = {"user_table": model.user_embedding.weight, "item_table": model.item_embedding.weight}
         if loss_name == "MAWU":
             tables |= {"user_margin": model.user_margin.weight, "item_margin": model.item_margin.weight}
-        cases[key] = {"function": f"train.py:Trainer.forward_and_get_loss (loss {loss_name})",
-                      **_figures(loss, tables)}
+        cases[key] = {"function": f"train.py:Trainer.forward_and_get_loss (loss {loss_name})", **_figures(loss, tables)}
     cases["prism_init"] = _prism_init(dataloader, models, dataset)
     return cases
 
@@ -175,18 +187,35 @@ def _prism_init(dataloader, models, dataset) -> dict:
     dataset.split_save_folder = ""
     real_load, torch.load = torch.load, lambda *a, **k: Split()
     try:
-        out = {"function": "dataloader.py:Data.get_dataloaders, models.py:RecModel.__init__", "edges": INIT_EDGES,
-               "n_users": INIT_USERS, "n_items": INIT_ITEMS, "dim": INIT_DIM, "alphas": list(ALPHAS)}
+        out = {
+            "function": "dataloader.py:Data.get_dataloaders, models.py:RecModel.__init__",
+            "edges": INIT_EDGES,
+            "n_users": INIT_USERS,
+            "n_items": INIT_ITEMS,
+            "dim": INIT_DIM,
+            "alphas": list(ALPHAS),
+        }
         for alpha in ALPHAS:
             _, _, _, user_mag, item_mag, _, _ = dataloader.Data.get_dataloaders(
-                dataset, torch.device("cpu"), degree_init_str=alpha)
+                dataset, torch.device("cpu"), degree_init_str=alpha
+            )
             torch.manual_seed(0)
-            model = models.RecModel(dataset, INIT_USERS, INIT_ITEMS, "MLP", hidden_dim=INIT_DIM, depth=0,
-                                    user_mag=user_mag, item_mag=item_mag)
+            model = models.RecModel(
+                dataset,
+                INIT_USERS,
+                INIT_ITEMS,
+                "MLP",
+                hidden_dim=INIT_DIM,
+                depth=0,
+                user_mag=user_mag,
+                item_mag=item_mag,
+            )
             out[f"alpha_{alpha}"] = {
-                "user_mag": user_mag.tolist(), "item_mag": item_mag.tolist(),
+                "user_mag": user_mag.tolist(),
+                "item_mag": item_mag.tolist(),
                 "user_row_norms": model.user_embedding.weight.detach().norm(dim=1).tolist(),
-                "item_row_norms": model.item_embedding.weight.detach().norm(dim=1).tolist()}
+                "item_row_norms": model.item_embedding.weight.detach().norm(dim=1).tolist(),
+            }
     finally:
         torch.load = real_load
     return out
@@ -199,22 +228,28 @@ def _recbole_case(module, cls_name: str, inputs: dict, **params) -> dict:
     with torch.no_grad():
         encoder.user_embedding.weight.copy_(inputs["user_table"])
         encoder.item_embedding.weight.copy_(inputs["item_table"])
-    me = types.SimpleNamespace(restore_user_e=None, restore_item_e=None, USER_ID="user_id", ITEM_ID="item_id",
-                               encoder=encoder, **params)
+    me = types.SimpleNamespace(
+        restore_user_e=None, restore_item_e=None, USER_ID="user_id", ITEM_ID="item_id", encoder=encoder, **params
+    )
     for name in ("alignment", "uniformity", "alignment_margin", "uniformity_dot"):
         if hasattr(cls, name):
             setattr(me, name, getattr(cls, name))
     me.forward = lambda u, i: cls.forward(me, u, i)
     tables = {"user_table": encoder.user_embedding.weight, "item_table": encoder.item_embedding.weight}
     if cls_name == "MAWU":
-        me.user_margin, me.item_margin = torch.nn.Embedding(N_USERS, 1).double(), torch.nn.Embedding(N_ITEMS, 1).double()
+        me.user_margin, me.item_margin = (
+            torch.nn.Embedding(N_USERS, 1).double(),
+            torch.nn.Embedding(N_ITEMS, 1).double(),
+        )
         with torch.no_grad():
             me.user_margin.weight.copy_(inputs["user_margin"][:, None])
             me.item_margin.weight.copy_(inputs["item_margin"][:, None])
         tables |= {"user_margin": me.user_margin.weight, "item_margin": me.item_margin.weight}
     loss = cls.calculate_loss(me, {"user_id": torch.tensor(USERS), "item_id": torch.tensor(ITEMS)})
-    return {"function": f"recbole/model/general_recommender/{cls_name.lower()}.py:{cls_name}.calculate_loss",
-            **_figures(loss, tables)}
+    return {
+        "function": f"recbole/model/general_recommender/{cls_name.lower()}.py:{cls_name}.calculate_loss",
+        **_figures(loss, tables),
+    }
 
 
 def main(argv=None) -> None:
@@ -230,23 +265,35 @@ def main(argv=None) -> None:
     root, commit = _source(args.repo, keep)
     repositories = {"snap-research/PRISM": commit}
     cases = _prism_cases(root, inputs)
-    for option, repo, wanted in ((args.directau, "THUwangcy/DirectAU", [("directau", "DirectAU")]),
-                                 (args.mawu, "psm1206/MAWU", [("mawu_directau", "DirectAU"), ("mawu", "MAWU")])):
+    for option, repo, wanted in (
+        (args.directau, "THUwangcy/DirectAU", [("directau", "DirectAU")]),
+        (args.mawu, "psm1206/MAWU", [("mawu_directau", "DirectAU"), ("mawu", "MAWU")]),
+    ):
         if option is None:
             continue
         root, repositories[repo] = _source(option, keep)
         for key, cls_name in wanted:
             module = _load(f"official_{key}", root / "recbole/model/general_recommender" / f"{cls_name.lower()}.py")
-            params = ({"gamma": GAMMA_DIRECTAU} if cls_name == "DirectAU"
-                      else {"gamma1": GAMMA_USER, "gamma2": GAMMA_ITEM})
+            params = (
+                {"gamma": GAMMA_DIRECTAU} if cls_name == "DirectAU" else {"gamma1": GAMMA_USER, "gamma2": GAMMA_ITEM}
+            )
             cases[key] = {"repository": repo, **_recbole_case(module, cls_name, inputs, **params)}
     document = {
-        "repository": "snap-research/PRISM", "commit": commit, "repositories": repositories,
+        "repository": "snap-research/PRISM",
+        "commit": commit,
+        "repositories": repositories,
         "command": "python3 bench/official/prism.py " + shlex.join(sys.argv[1:] if argv is None else argv),
         "function": "train.py:Trainer.forward_and_get_loss; dataloader.py:Data.get_dataloaders; models.py:RecModel",
-        "inputs": {"users": USERS, "items": ITEMS, "gamma": GAMMA_DIRECTAU, "gamma_user": GAMMA_USER,
-                   "gamma_item": GAMMA_ITEM, **{k: v.tolist() for k, v in inputs.items()}},
-        "cases": cases}
+        "inputs": {
+            "users": USERS,
+            "items": ITEMS,
+            "gamma": GAMMA_DIRECTAU,
+            "gamma_user": GAMMA_USER,
+            "gamma_item": GAMMA_ITEM,
+            **{k: v.tolist() for k, v in inputs.items()},
+        },
+        "cases": cases,
+    }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(document, indent=1) + "\n")
 

@@ -21,6 +21,7 @@ What is stubbed or forced (nothing that those functions compute):
 The input (7 users × 5 items, d 3, α, β, λ, the interaction pairs and the float64 initial factors) is stored in the
 JSON with the figures: the factors after the user half-step and after the following item half-step.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,8 +38,7 @@ OUT = Path(__file__).resolve().parents[2] / "tests" / "golden" / "official" / "r
 N_USERS, N_ITEMS, DIM = 7, 5, 3
 ALPHA, BETA, LAMBDA = 0.3, 0.2, 0.5
 # (user, item), 0-based; every user and every item has an interaction
-PAIRS = [(0, 0), (0, 2), (1, 1), (2, 0), (2, 3), (2, 4), (3, 2), (4, 1), (4, 3), (5, 4), (6, 0), (6, 1),
-         (6, 2), (6, 3)]
+PAIRS = [(0, 0), (0, 2), (1, 1), (2, 0), (2, 3), (2, 4), (3, 2), (4, 1), (4, 3), (5, 4), (6, 0), (6, 1), (6, 2), (6, 3)]
 
 
 def stub_recstudio() -> None:
@@ -71,8 +71,14 @@ def stub_recstudio() -> None:
     data = types.ModuleType("recstudio.data")
     advance = types.ModuleType("recstudio.data.advance_dataset")
     advance.ALSDataset = object
-    sys.modules.update({"recstudio": package, "recstudio.model": model, "recstudio.data": data,
-                        "recstudio.data.advance_dataset": advance})
+    sys.modules.update(
+        {
+            "recstudio": package,
+            "recstudio.model": model,
+            "recstudio.data": data,
+            "recstudio.data.advance_dataset": advance,
+        }
+    )
 
 
 def initial_factors() -> tuple[torch.Tensor, torch.Tensor]:
@@ -110,15 +116,15 @@ def one_iteration(model_class, users: torch.Tensor, items: torch.Tensor) -> dict
     by_item = [[u for u, i in PAIRS if i == item] for item in range(N_ITEMS)]
     user_items = padded(by_user)
     model.training_epoch(0)
-    model.training_step({"user": torch.arange(1, N_USERS + 1), "item": user_items,
-                         "rating": (user_items > 0).double()})
+    model.training_step({"user": torch.arange(1, N_USERS + 1), "item": user_items, "rating": (user_items > 0).double()})
     after_users = model.query_encoder.weight[1:].clone()
     item_users = padded(by_item)
     model.training_epoch(1)
-    model.training_step({"user": item_users, "item": torch.arange(1, N_ITEMS + 1),
-                         "rating": (item_users > 0).double()})
-    return {"users_after_user_step": after_users.tolist(),
-            "items_after_item_step": model.item_encoder.weight[1:].tolist()}
+    model.training_step({"user": item_users, "item": torch.arange(1, N_ITEMS + 1), "rating": (item_users > 0).double()})
+    return {
+        "users_after_user_step": after_users.tolist(),
+        "items_after_item_step": model.item_encoder.weight[1:].tolist(),
+    }
 
 
 def main() -> None:
@@ -132,17 +138,28 @@ def main() -> None:
     from rg2 import RG2
     from rgx import RGX
 
-    commit = subprocess.run(["git", "-C", str(args.repo), "rev-parse", "HEAD"], check=True, capture_output=True,
-                            text=True).stdout.strip()
+    commit = subprocess.run(
+        ["git", "-C", str(args.repo), "rev-parse", "HEAD"], check=True, capture_output=True, text=True
+    ).stdout.strip()
     users, items = initial_factors()
     golden = {
-        "repository": "https://github.com/yuanhao53/RG2", "commit": commit,
-        "command": "python3 bench/official/rg.py --repo PATH" + ("" if args.out == OUT else
-                                                                   f" --out {shlex.quote(str(args.out))}"),
+        "repository": "https://github.com/yuanhao53/RG2",
+        "commit": commit,
+        "command": "python3 bench/official/rg.py --repo PATH"
+        + ("" if args.out == OUT else f" --out {shlex.quote(str(args.out))}"),
         "function": "rg2.py:RG2.training_step, rgx.py:RGX.training_step (with their _init_model, _init_parameter, "
-                    "training_epoch)",
-        "input": {"n_users": N_USERS, "n_items": N_ITEMS, "dim": DIM, "alpha": ALPHA, "beta": BETA,
-                  "lambda": LAMBDA, "pairs": PAIRS, "user_factors": users.tolist(), "item_factors": items.tolist()},
+        "training_epoch)",
+        "input": {
+            "n_users": N_USERS,
+            "n_items": N_ITEMS,
+            "dim": DIM,
+            "alpha": ALPHA,
+            "beta": BETA,
+            "lambda": LAMBDA,
+            "pairs": PAIRS,
+            "user_factors": users.tolist(),
+            "item_factors": items.tolist(),
+        },
         "rg2": one_iteration(RG2, users, items),
         "rgx": one_iteration(RGX, users, items),
     }

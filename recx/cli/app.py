@@ -8,6 +8,7 @@ A user error (RecxError) prints one line and exits 1; Ctrl-C prints what was int
 exits 130; an unexpected internal error prints one line and where its full traceback was saved (`--debug`
 anywhere on the command line shows the traceback instead).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -32,16 +33,24 @@ from recx.core.errors import RecxError
 
 # Plain (click) help, not Typer's rich panels: rich's help renderer and the Markdown parser it loads cost ~0.15 s of
 # every `--help` (bench/cli_latency.py), and help text is read as often as it is piped or grepped.
-app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False, rich_markup_mode=None,
-                  help="Experiment runner for negative sampling, softmax approximation and losses in "
-                       "implicit-feedback recommendation. `recx list` shows every sampler, loss, model, metric, "
-                       "format and experiment by name.")
+app = typer.Typer(
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    help="Experiment runner for negative sampling, softmax approximation and losses in "
+    "implicit-feedback recommendation. `recx list` shows every sampler, loss, model, metric, "
+    "format and experiment by name.",
+)
 # Piped output is not wrapped at 80 columns: tables stay one row per line.
 console = Console() if Console().is_terminal else Console(width=10_000)
 DATA_ROOT_HELP = "Folder of prepared datasets (default: $RECX_DATA, else ./data)."
-TRACK_HELP = ("Log each completed run to MLflow (the track extra): config, per-epoch loss and validation metric, "
-              "final metrics, run files.")
-TRACK_URI_HELP = "MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else mlflow.db and mlartifacts/ under the output)."
+TRACK_HELP = (
+    "Log each completed run to MLflow (the track extra): config, per-epoch loss and validation metric, "
+    "final metrics, run files."
+)
+TRACK_URI_HELP = (
+    "MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else mlflow.db and mlartifacts/ under the output)."
+)
 COMPLETE_VAR = "_RECX_COMPLETE"
 
 
@@ -67,16 +76,20 @@ def _loading():
 
 def _handles_interrupts(command):
     """Ctrl-C inside a command: say what was interrupted and what was kept, exit 130."""
+
     @functools.wraps(command)
     def run(*args, **kwargs):
         try:
             return command(*args, **kwargs)
         except KeyboardInterrupt as interrupt:
             name = {"evaluate_run": "eval"}.get(command.__name__, command.__name__)
-            what = str(interrupt) or (f"recx {name}; nothing half-written was kept (datasets and run folders are "
-                                      "swapped in only when complete)")
+            what = str(interrupt) or (
+                f"recx {name}; nothing half-written was kept (datasets and run folders are "
+                "swapped in only when complete)"
+            )
             Console(stderr=True).print(f"interrupted: {what}", highlight=False, soft_wrap=True)
             raise typer.Exit(130) from None
+
     return run
 
 
@@ -149,8 +162,9 @@ def options(
     ctx: typer.Context,
     version: bool = typer.Option(False, "--version", help="Show recx's version and exit."),
     verbose: bool = typer.Option(False, "--verbose", help="With --version: also torch, CUDA and CuPy."),
-    debug: bool = typer.Option(False, "--debug", help="Show the full traceback of an internal error "
-                                                      "(accepted anywhere on the command line)."),
+    debug: bool = typer.Option(
+        False, "--debug", help="Show the full traceback of an internal error (accepted anywhere on the command line)."
+    ),
 ):
     """Experiment runner for implicit-feedback recommendation."""
     if version:
@@ -168,93 +182,160 @@ def options(
 @app.command()
 @_handles_interrupts
 def prepare(
-    name: str = typer.Argument(..., help="Name of the prepared dataset, a folder under the data root (letters, "
-                                         "digits, '.', '_', '-'); a known name (ml1m, ml10m, ml20m, ml25m, "
-                                         "gowalla-snap, ...) is downloaded.",
-                              autocompletion=completion.downloadable),
-    format: Optional[str] = typer.Option(None, "--format", "-f", help=f"Source format: {_names('formats')}.",
-                                         autocompletion=completion.registered("formats")),
+    name: str = typer.Argument(
+        ...,
+        help="Name of the prepared dataset, a folder under the data root (letters, "
+        "digits, '.', '_', '-'); a known name (ml1m, ml10m, ml20m, ml25m, "
+        "gowalla-snap, ...) is downloaded.",
+        autocompletion=completion.downloadable,
+    ),
+    format: Optional[str] = typer.Option(
+        None,
+        "--format",
+        "-f",
+        help=f"Source format: {_names('formats')}.",
+        autocompletion=completion.registered("formats"),
+    ),
     source: Optional[Path] = typer.Option(None, help="Source file or folder already on disk (skips the download)."),
     data_root: Optional[Path] = typer.Option(None, help=DATA_ROOT_HELP),
-    preset: Optional[str] = typer.Option(None, help="A paper's protocol: fastvae, rg, prism (options below override).",
-                                         autocompletion=completion.presets),
+    preset: Optional[str] = typer.Option(
+        None, help="A paper's protocol: fastvae, rg, prism (options below override).", autocompletion=completion.presets
+    ),
     rating: Optional[str] = typer.Option(None, help="Which ratings are positives: all, >=4, >3.5 ... (default: all)"),
     min_rating: Optional[float] = typer.Option(None, help="Same as --rating '>=X'."),
     kcore: Optional[int] = typer.Option(None, help="Iterative k-core on users and items (0: off). (default: 0)"),
-    split: Optional[str] = typer.Option(None, help="per-user-random, per-user-temporal, global-random, "
-                                                   "leave-one-out-random or leave-one-out-latest. "
-                                                   "(default: per-user-random)"),
-    ratios: Optional[str] = typer.Option(None, help="Split ratios summing to 100 (or 1), train/test or "
-                                                    "train/valid/test. (default: 80/20)"),
+    split: Optional[str] = typer.Option(
+        None,
+        help="per-user-random, per-user-temporal, global-random, "
+        "leave-one-out-random or leave-one-out-latest. "
+        "(default: per-user-random)",
+    ),
+    ratios: Optional[str] = typer.Option(
+        None, help="Split ratios summing to 100 (or 1), train/test or train/valid/test. (default: 80/20)"
+    ),
     seed: int = typer.Option(0, help="Seed of the split (and of the synthetic generator)."),
     skip_bad_lines: bool = typer.Option(False, help="Count malformed lines in the card instead of failing."),
     dataset: Optional[str] = typer.Option(None, help="Download spec to use (default: NAME)."),
-    force: bool = typer.Option(False, "--force", help="Replace an existing dataset of that name (the new one is "
-                                                      "written aside and swapped in when complete)."),
+    force: bool = typer.Option(
+        False,
+        "--force",
+        help="Replace an existing dataset of that name (the new one is written aside and swapped in when complete).",
+    ),
 ):
     """Turn a source into a prepared dataset: Parquet splits, id maps and card.json (refuses an existing name)."""
     with _loading():
-        from recx.data.prepare import PrepareOptions, prepare as run_prepare
+        from recx.data.prepare import PrepareOptions
+        from recx.data.prepare import prepare as run_prepare
     from recx.core.names import check_name
 
     check_name(name, "dataset name")
-    options = PrepareOptions(format=format, source=source, ratios=ratios, seed=seed, min_rating=min_rating,
-                             rating=rating, kcore=kcore, split=split, preset=preset, skip_bad_lines=skip_bad_lines,
-                             dataset=dataset)
+    options = PrepareOptions(
+        format=format,
+        source=source,
+        ratios=ratios,
+        seed=seed,
+        min_rating=min_rating,
+        rating=rating,
+        kcore=kcore,
+        split=split,
+        preset=preset,
+        skip_bad_lines=skip_bad_lines,
+        dataset=dataset,
+    )
     folder = run_prepare(name, options, _data_root(data_root), force)
     card = json.loads((folder / "card.json").read_text())
-    counts = " / ".join(f"{part} {card['counts'][part]:,}" for part in ("train", "valid", "test") if part in card["counts"])
-    console.print(f"prepared [bold]{name}[/] in {folder}: {card['n_users']:,} users, {card['n_items']:,} items, "
-                  f"{counts} interactions", soft_wrap=True)
+    counts = " / ".join(
+        f"{part} {card['counts'][part]:,}" for part in ("train", "valid", "test") if part in card["counts"]
+    )
+    console.print(
+        f"prepared [bold]{name}[/] in {folder}: {card['n_users']:,} users, {card['n_items']:,} items, "
+        f"{counts} interactions",
+        soft_wrap=True,
+    )
 
 
 @app.command()
 @_handles_interrupts
 def train(
     config_file: Optional[Path] = typer.Option(None, "--config", help="YAML run config; options below override it."),
-    dataset: Optional[str] = typer.Option(None, help=f"Prepared dataset name. {_default('dataset')}",
-                                          autocompletion=completion.datasets),
-    model: Optional[str] = typer.Option(None, help=f"Model: {_names('models')}. {_default('model')}",
-                                        autocompletion=completion.registered("models")),
-    loss: Optional[str] = typer.Option(None, help=f"Loss: {_names('losses')}. {_default('loss')}",
-                                       autocompletion=completion.registered("losses")),
-    sampler: Optional[str] = typer.Option(None, help=f"Negative sampler: {_names('samplers')}. {_default('sampler')}",
-                                          autocompletion=completion.registered("samplers")),
+    dataset: Optional[str] = typer.Option(
+        None, help=f"Prepared dataset name. {_default('dataset')}", autocompletion=completion.datasets
+    ),
+    model: Optional[str] = typer.Option(
+        None, help=f"Model: {_names('models')}. {_default('model')}", autocompletion=completion.registered("models")
+    ),
+    loss: Optional[str] = typer.Option(
+        None, help=f"Loss: {_names('losses')}. {_default('loss')}", autocompletion=completion.registered("losses")
+    ),
+    sampler: Optional[str] = typer.Option(
+        None,
+        help=f"Negative sampler: {_names('samplers')}. {_default('sampler')}",
+        autocompletion=completion.registered("samplers"),
+    ),
     dim: Optional[int] = typer.Option(None, help=f"Embedding dimension (key dim). {_default('dim')}"),
     epochs: Optional[int] = typer.Option(None, help=f"Maximum number of epochs. {_default('epochs')}"),
     batch_size: Optional[int] = typer.Option(None, help=f"Training interactions per step. {_default('batch_size')}"),
-    n_negatives: Optional[int] = typer.Option(None, "--n-negatives", "--negatives",
-                                              help="Negatives per query (or shared per batch), key n_negatives. "
-                                                   f"{_default('n_negatives')}"),
+    n_negatives: Optional[int] = typer.Option(
+        None,
+        "--n-negatives",
+        "--negatives",
+        help=f"Negatives per query (or shared per batch), key n_negatives. {_default('n_negatives')}",
+    ),
     lr: Optional[float] = typer.Option(None, help=f"Learning rate, > 0. {_default('lr')}"),
     weight_decay: Optional[float] = typer.Option(None, help=f"Weight decay strength, >= 0. {_default('weight_decay')}"),
-    weight_decay_mode: Optional[str] = typer.Option(None, help="none, full (every row, every step) or batch. "
-                                                               f"{_default('weight_decay_mode')}"),
-    seed: Optional[int] = typer.Option(None, help=f"Seed of initialisation, shuffling and sampling. {_default('seed')}"),
-    device: Optional[str] = typer.Option(None, help=f"auto, cpu or cuda. {_default('device')}",
-                                         autocompletion=completion.choices("auto", "cpu", "cuda")),
-    kernels: Optional[str] = typer.Option(None, help="Sampler kernels: auto (CuPy on CUDA when installed), torch or "
-                                                     f"cupy. {_default('kernels')}"),
-    patience: Optional[int] = typer.Option(None, help="Validations without improvement before stopping, >= 1. "
-                                                      f"{_default('patience')}"),
-    set_: list[str] = typer.Option([], "--set", help="Any config key, KEY=VALUE; nested: sampler_args.variant=log "
-                                                     "(`recx list samplers` shows each one's arguments)."),
+    weight_decay_mode: Optional[str] = typer.Option(
+        None, help=f"none, full (every row, every step) or batch. {_default('weight_decay_mode')}"
+    ),
+    seed: Optional[int] = typer.Option(
+        None, help=f"Seed of initialisation, shuffling and sampling. {_default('seed')}"
+    ),
+    device: Optional[str] = typer.Option(
+        None, help=f"auto, cpu or cuda. {_default('device')}", autocompletion=completion.choices("auto", "cpu", "cuda")
+    ),
+    kernels: Optional[str] = typer.Option(
+        None, help=f"Sampler kernels: auto (CuPy on CUDA when installed), torch or cupy. {_default('kernels')}"
+    ),
+    patience: Optional[int] = typer.Option(
+        None, help=f"Validations without improvement before stopping, >= 1. {_default('patience')}"
+    ),
+    set_: list[str] = typer.Option(
+        [],
+        "--set",
+        help="Any config key, KEY=VALUE; nested: sampler_args.variant=log "
+        "(`recx list samplers` shows each one's arguments).",
+    ),
     run_dir: Optional[Path] = typer.Option(None, help="Run folder (default: runs/<run id>)."),
     data_root: Optional[Path] = typer.Option(None, help=DATA_ROOT_HELP),
-    force: bool = typer.Option(False, "--force", help="Train again over a completed run (or an unfinished run of "
-                                                      "another configuration); the old one is replaced only when "
-                                                      "the new one is complete."),
-    diagnostics: bool = typer.Option(False, "--diagnostics", help="Also write diagnostics.json (item-norm/popularity "
-                                                                  "correlation, NDCG by dot vs cosine: four more "
-                                                                  "full evaluations)."),
+    force: bool = typer.Option(
+        False,
+        "--force",
+        help="Train again over a completed run (or an unfinished run of "
+        "another configuration); the old one is replaced only when "
+        "the new one is complete.",
+    ),
+    diagnostics: bool = typer.Option(
+        False,
+        "--diagnostics",
+        help="Also write diagnostics.json (item-norm/popularity "
+        "correlation, NDCG by dot vs cosine: four more "
+        "full evaluations).",
+    ),
     quiet: bool = typer.Option(False, help="No progress bar and no per-epoch lines."),
-    checkpoint_every: Optional[int] = typer.Option(None, min=0, help="Write the training state every N epochs "
-                                                   "(0: never); default: after each epoch that ends at least 60 s "
-                                                   "after the last checkpoint."),
+    checkpoint_every: Optional[int] = typer.Option(
+        None,
+        min=0,
+        help="Write the training state every N epochs "
+        "(0: never); default: after each epoch that ends at least 60 s "
+        "after the last checkpoint.",
+    ),
     track: Optional[str] = typer.Option(None, help=TRACK_HELP, autocompletion=completion.choices("mlflow")),
     track_uri: Optional[str] = typer.Option(None, help=TRACK_URI_HELP),
-    k: str = typer.Option("10,20,50", "--k", help="Cut-offs of the final evaluation, comma separated (each at most "
-                                                  "the number of items; valid_metric's is added)."),
+    k: str = typer.Option(
+        "10,20,50",
+        "--k",
+        help="Cut-offs of the final evaluation, comma separated (each at most "
+        "the number of items; valid_metric's is added).",
+    ),
 ):
     """Train one run and evaluate it; the run folder holds config, per-epoch metrics, results and weights.
 
@@ -263,21 +344,34 @@ def train(
     with _loading():
         from recx.config.run_config import RunConfig, deep_merge, load_config_file, resolve
         from recx.config.schema import check_values
-        from recx.data.dataset import load_dataset
         from recx.core.progress import make_progress
+        from recx.data.dataset import load_dataset
         from recx.runs.train_run import train_run
-    from recx.runs import tracking
     from recx.core.names import check_name
+    from recx.runs import tracking
 
     tracker = tracking.choose(track, track_uri)
     defaults = RunConfig()
     ks = _parse_ks(k)
     raw = load_config_file(config_file) if config_file else {}
     check_values(raw, defaults, str(config_file))
-    options = {"dataset": dataset, "model": model, "loss": loss, "sampler": sampler, "dim": dim, "epochs": epochs,
-               "batch_size": batch_size, "n_negatives": n_negatives, "lr": lr, "weight_decay": weight_decay,
-               "weight_decay_mode": weight_decay_mode, "seed": seed, "device": device, "kernels": kernels,
-               "patience": patience}
+    options = {
+        "dataset": dataset,
+        "model": model,
+        "loss": loss,
+        "sampler": sampler,
+        "dim": dim,
+        "epochs": epochs,
+        "batch_size": batch_size,
+        "n_negatives": n_negatives,
+        "lr": lr,
+        "weight_decay": weight_decay,
+        "weight_decay_mode": weight_decay_mode,
+        "seed": seed,
+        "device": device,
+        "kernels": kernels,
+        "patience": patience,
+    }
     given = deep_merge({k: v for k, v in options.items() if v is not None}, _parse_assignments(set_))
     check_values(given, defaults, "command line")
     config = resolve(deep_merge(raw, given), where=str(config_file) if config_file else "command line")
@@ -286,8 +380,16 @@ def train(
     with console.status(f"loading dataset {config.dataset}"):
         data = load_dataset(_data_root(data_root), config.dataset)
     with make_progress(quiet) as progress:
-        outcome = train_run(config, data, folder, progress=progress, ks=ks, force=force, diagnostics=diagnostics,
-                            checkpoint_every=checkpoint_every)
+        outcome = train_run(
+            config,
+            data,
+            folder,
+            progress=progress,
+            ks=ks,
+            force=force,
+            diagnostics=diagnostics,
+            checkpoint_every=checkpoint_every,
+        )
     test = outcome.results[outcome.results.split == "test"]
     values = {(r.metric, r.k, r.stratum): r.value for r in test.itertuples()}
     print_metrics(values, f"{config.dataset} test (epoch {outcome.best_epoch}) — {folder}")
@@ -307,8 +409,9 @@ def evaluate_run(
     data_root: Optional[Path] = typer.Option(None, help=DATA_ROOT_HELP + " Default: where the run's data was."),
     auc: bool = typer.Option(False, "--auc", help="Also AUC and OPAUC(beta) over each user's full ranking."),
     opauc_beta: float = typer.Option(0.1, help="beta of OPAUC: positives against the top beta-fraction of negatives."),
-    show_diagnostics: bool = typer.Option(False, "--diagnostics",
-                                          help="Also item-norm/popularity correlation and NDCG by dot vs cosine."),
+    show_diagnostics: bool = typer.Option(
+        False, "--diagnostics", help="Also item-norm/popularity correlation and NDCG by dot vs cosine."
+    ),
     quiet: bool = typer.Option(False, help="No progress bar."),
     force: bool = typer.Option(False, "--force", help="Let --dump-topk replace a file recx did not write."),
 ):
@@ -323,13 +426,27 @@ def evaluate_run(
     if batch_size < 1:
         raise RecxError(f"--batch-size {batch_size}: expected an integer >= 1")
     ks = _parse_ks(k)
-    values, found = evaluate_saved_run(run_dir, split, ks, batch_size, device, data_root, dump_topk,
-                                       opauc_beta if auc else None, show_diagnostics, quiet, force)
+    values, found = evaluate_saved_run(
+        run_dir,
+        split,
+        ks,
+        batch_size,
+        device,
+        data_root,
+        dump_topk,
+        opauc_beta if auc else None,
+        show_diagnostics,
+        quiet,
+        force,
+    )
     print_metrics(values, f"{run_dir} — {split}")
     console.print(f"results: {run_dir / f'eval_{split}.parquet'}", soft_wrap=True, highlight=False)
     if dump_topk is not None:
-        console.print(f"top-{max(ks)} lists (user, rank, item) of every user with a {split} item: {dump_topk}",
-                      soft_wrap=True, highlight=False)
+        console.print(
+            f"top-{max(ks)} lists (user, rank, item) of every user with a {split} item: {dump_topk}",
+            soft_wrap=True,
+            highlight=False,
+        )
     if found is not None:
         console.print_json(data=found, sort_keys=True)
 
@@ -338,29 +455,50 @@ def evaluate_run(
 @_handles_interrupts
 def sweep(
     experiments_file: Path = typer.Argument(..., help="experiments.yaml"),
-    experiment: str = typer.Option(..., "--experiment", "-e", help="Name of the experiment to run "
-                                                                   "(`recx list experiments`).",
-                                   autocompletion=completion.experiments),
+    experiment: str = typer.Option(
+        ...,
+        "--experiment",
+        "-e",
+        help="Name of the experiment to run (`recx list experiments`).",
+        autocompletion=completion.experiments,
+    ),
     out: Optional[Path] = typer.Option(None, help="Output folder (default: results/<experiment>)."),
     data_root: Optional[Path] = typer.Option(None, help=DATA_ROOT_HELP),
     dry_run: bool = typer.Option(False, help="List the runs and exit."),
-    dataset: list[str] = typer.Option([], "--dataset", help="Run on these datasets instead of the experiment's.",
-                                      autocompletion=completion.datasets),
+    dataset: list[str] = typer.Option(
+        [], "--dataset", help="Run on these datasets instead of the experiment's.", autocompletion=completion.datasets
+    ),
     seeds: Optional[str] = typer.Option(None, help="Comma-separated seeds instead of the experiment's."),
-    methods: Optional[str] = typer.Option(None, help="Comma-separated methods of the experiment to run (default: "
-                                                    "all); the tables keep the experiment's runs already complete "
-                                                    "in --out."),
-    set_: list[str] = typer.Option([], "--set", help="Force a config key in every run, KEY=VALUE (e.g. epochs=5); "
-                                                     "wins over the experiment's defaults and methods."),
-    backend: str = typer.Option("local", help="local (this machine) or ray (a Ray cluster; needs the dist extra).",
-                                autocompletion=completion.choices("local", "ray")),
-    jobs: int = typer.Option(1, help="Runs at once: local worker processes (each pinned to one GPU, else given a "
-                                     "share of the CPU threads) or Ray tasks in flight."),
-    address: Optional[str] = typer.Option(None, help="Address of an existing Ray cluster (default: start a local "
-                                                     "one with --jobs CPUs)."),
-    track: Optional[str] = typer.Option(None, help=TRACK_HELP + " One MLflow experiment per sweep (default: the "
-                                                   "experiment's `track`, else none).",
-                                        autocompletion=completion.choices("mlflow")),
+    methods: Optional[str] = typer.Option(
+        None,
+        help="Comma-separated methods of the experiment to run (default: "
+        "all); the tables keep the experiment's runs already complete "
+        "in --out.",
+    ),
+    set_: list[str] = typer.Option(
+        [],
+        "--set",
+        help="Force a config key in every run, KEY=VALUE (e.g. epochs=5); "
+        "wins over the experiment's defaults and methods.",
+    ),
+    backend: str = typer.Option(
+        "local",
+        help="local (this machine) or ray (a Ray cluster; needs the dist extra).",
+        autocompletion=completion.choices("local", "ray"),
+    ),
+    jobs: int = typer.Option(
+        1,
+        help="Runs at once: local worker processes (each pinned to one GPU, else given a "
+        "share of the CPU threads) or Ray tasks in flight.",
+    ),
+    address: Optional[str] = typer.Option(
+        None, help="Address of an existing Ray cluster (default: start a local one with --jobs CPUs)."
+    ),
+    track: Optional[str] = typer.Option(
+        None,
+        help=TRACK_HELP + " One MLflow experiment per sweep (default: the experiment's `track`, else none).",
+        autocompletion=completion.choices("mlflow"),
+    ),
     track_uri: Optional[str] = typer.Option(None, help=TRACK_URI_HELP),
 ):
     """Run every (dataset, method, grid point, seed) of an experiment, skipping completed runs; write tables.
@@ -378,11 +516,26 @@ def sweep(
         seed_list = [int(s) for s in seeds.split(",")] if seeds else None
     except ValueError:
         raise RecxError(f"--seeds {seeds!r}: expected comma-separated integers such as 0,1,2") from None
-    overrides = SweepOverrides(datasets=dataset or None, seeds=seed_list, settings=_parse_assignments(set_),
-                               methods=[m.strip() for m in methods.split(",") if m.strip()] if methods else None)
-    report_sweep(run_sweep(experiments_file, experiment, out or Path("results") / experiment, _data_root(data_root),
-                           dry_run, console, overrides, Execution(backend, jobs, address), Tracking(track, track_uri)),
-                 console)
+    overrides = SweepOverrides(
+        datasets=dataset or None,
+        seeds=seed_list,
+        settings=_parse_assignments(set_),
+        methods=[m.strip() for m in methods.split(",") if m.strip()] if methods else None,
+    )
+    report_sweep(
+        run_sweep(
+            experiments_file,
+            experiment,
+            out or Path("results") / experiment,
+            _data_root(data_root),
+            dry_run,
+            console,
+            overrides,
+            Execution(backend, jobs, address),
+            Tracking(track, track_uri),
+        ),
+        console,
+    )
 
 
 @app.command()
@@ -398,8 +551,12 @@ def report(
     correction: str = typer.Option("holm", help="Multiple-comparison correction: holm or bonferroni."),
     resamples: int = typer.Option(10_000, help="Sign flips of the randomisation test."),
     alpha: float = typer.Option(0.05, help="Significance level of the † marks."),
-    param: list[str] = typer.Option([], "--param", help="Config key to plot the metric against, e.g. batch_size or "
-                                                        "sampler_args.m (default: every numeric key swept)."),
+    param: list[str] = typer.Option(
+        [],
+        "--param",
+        help="Config key to plot the metric against, e.g. batch_size or "
+        "sampler_args.m (default: every numeric key swept).",
+    ),
     force: bool = typer.Option(False, "--force", help="Replace report files in --out that recx did not write."),
 ):
     """Tables (mean ± std, best in bold), paired significance tests against a baseline, and plots."""
@@ -411,8 +568,18 @@ def report(
         raise RecxError(f"--resamples {resamples} / --alpha {alpha}: expected at least 1 resample and 0 < alpha < 1")
     frame, folders = load_results(results, runs)
     split_list = lambda text: tuple(part.strip() for part in text.split(",") if part.strip())  # noqa: E731
-    options = ReportOptions(baseline, split_list(metrics), tuple(_parse_ks(k)) if k else None, split_list(stratified),
-                            split, correction, resamples, alpha, tuple(param), sources=list(results))
+    options = ReportOptions(
+        baseline,
+        split_list(metrics),
+        tuple(_parse_ks(k)) if k else None,
+        split_list(stratified),
+        split,
+        correction,
+        resamples,
+        alpha,
+        tuple(param),
+        sources=list(results),
+    )
     write_report(frame, folders, out, options, force)
     console.print((out / "table.md").read_text(), soft_wrap=True, markup=False, highlight=False)
     console.print(f"report: {out / 'report.md'}")
@@ -423,10 +590,12 @@ LIST_KINDS = catalog.KINDS + ("versions",)
 
 @app.command("list")
 def list_names(
-    kind: Optional[str] = typer.Argument(None, help=f"One of {', '.join(LIST_KINDS)} (default: all).",
-                                         autocompletion=completion.list_kinds),
-    experiments_file: Path = typer.Option(Path("experiments.yaml"), "--file",
-                                          help="The experiments file whose experiments are listed."),
+    kind: Optional[str] = typer.Argument(
+        None, help=f"One of {', '.join(LIST_KINDS)} (default: all).", autocompletion=completion.list_kinds
+    ),
+    experiments_file: Path = typer.Option(
+        Path("experiments.yaml"), "--file", help="The experiments file whose experiments are listed."
+    ),
 ):
     """Every name recx accepts, with its module, arguments (defaults) and summary, read from the registries.
 
@@ -457,9 +626,12 @@ app.add_typer(diagnose_app, name="diagnose")
 @diagnose_app.command("sampler")
 def diagnose_sampler(
     run_dir: Path = typer.Argument(..., help="A completed run folder."),
-    sampler: list[str] = typer.Option([], "--sampler", help="Sampler name (repeat the option for several); "
-                                                            "default: the FastVAE paper's Figure 2 set.",
-                                      autocompletion=completion.registered("samplers")),
+    sampler: list[str] = typer.Option(
+        [],
+        "--sampler",
+        help="Sampler name (repeat the option for several); default: the FastVAE paper's Figure 2 set.",
+        autocompletion=completion.registered("samplers"),
+    ),
     users: int = typer.Option(100, help="Users sampled for the KL / TV table."),
     draws: int = typer.Option(100_000, help="Draws per user where a law is estimated (Figure 2, DNS)."),
     codewords: int = typer.Option(64, help="Codewords per MIDX codebook (the paper's Figure 2: 64)."),
@@ -469,13 +641,17 @@ def diagnose_sampler(
 ):
     """KL(proposal || softmax) and total variation per user, for the run's random initialisation and trained model."""
     with _loading():
-        from recx.report.sampler_diagnostics import FIGURE_SAMPLERS, diagnose_run
         from recx.core.device import resolve_device
+        from recx.report.sampler_diagnostics import FIGURE_SAMPLERS, diagnose_run
 
-    table = diagnose_run(run_dir, sampler or FIGURE_SAMPLERS, users, draws, codewords, seed, resolve_device(device),
-                         plot)
-    summary = table.groupby(["model", "sampler"], sort=False).agg(kl=("kl", "mean"), tv=("tv", "mean"),
-                                                                   exact=("exact", "all")).reset_index()
+    table = diagnose_run(
+        run_dir, sampler or FIGURE_SAMPLERS, users, draws, codewords, seed, resolve_device(device), plot
+    )
+    summary = (
+        table.groupby(["model", "sampler"], sort=False)
+        .agg(kl=("kl", "mean"), tv=("tv", "mean"), exact=("exact", "all"))
+        .reset_index()
+    )
     shown = Table(title=f"{run_dir}: mean over {users} users (written to sampler_diagnostics.csv)")
     for column in ("model", "sampler", "KL(Q||P)", "TV", "Q"):
         shown.add_column(column)
@@ -493,8 +669,11 @@ def _internal_error(error: Exception) -> None:
         except OSError:
             log = None
     where = f"full traceback in {log}" if log else "the traceback could not be saved"
-    Console(stderr=True).print(f"[bold red]internal error:[/] {type(error).__name__}: {error} ({where}; rerun with "
-                               "--debug to show it)", highlight=False, soft_wrap=True)
+    Console(stderr=True).print(
+        f"[bold red]internal error:[/] {type(error).__name__}: {error} ({where}; rerun with --debug to show it)",
+        highlight=False,
+        soft_wrap=True,
+    )
 
 
 def main() -> None:

@@ -7,6 +7,7 @@ Reading the registries imports torch and every registered module (seconds), so `
 completion read `catalog.json` beside this file instead: the same entries and the run config's defaults, written by
 `python -m recx.cli.catalog --write` (`make catalog`) and checked against the live registries by tests/test_cli_catalog.py.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -46,16 +47,22 @@ def _summary(obj) -> str:
 def _dataclass_args(args_class) -> str:
     parts = []
     for spec in dataclasses.fields(args_class):
-        default = spec.default if spec.default is not dataclasses.MISSING else (
-            spec.default_factory() if spec.default_factory is not dataclasses.MISSING else "required")
+        default = (
+            spec.default
+            if spec.default is not dataclasses.MISSING
+            else (spec.default_factory() if spec.default_factory is not dataclasses.MISSING else "required")
+        )
         parts.append(f"{spec.name}={default!r}" if default != "required" else f"{spec.name} (required)")
     return ", ".join(parts)
 
 
 def _function_args(function) -> str:
     skip = {"source", "seed", "skip_bad_lines", "report"}
-    return ", ".join(f"{p.name}={p.default!r}" for p in inspect.signature(function).parameters.values()
-                     if p.default is not inspect.Parameter.empty and p.name not in skip)
+    return ", ".join(
+        f"{p.name}={p.default!r}"
+        for p in inspect.signature(function).parameters.values()
+        if p.default is not inspect.Parameter.empty and p.name not in skip
+    )
 
 
 def _registered(registry, args) -> list[Entry]:
@@ -66,26 +73,30 @@ def _registered(registry, args) -> list[Entry]:
     return entries
 
 
-
 def entries(kind: str, experiments_file: Path | None = None) -> list[Entry]:
     """The entries of one kind (one of KINDS)."""
     if kind == "samplers":
         from recx.samplers import SAMPLERS
+
         return _registered(SAMPLERS, lambda c: _dataclass_args(c.Args))
     if kind == "losses":
         from recx.losses import LOSSES
+
         return _registered(LOSSES, lambda c: _dataclass_args(c.Args))
     if kind == "models":
         from recx.models import MODELS
+
         return _registered(MODELS, lambda c: _dataclass_args(c.Args) + f"; training kind {c.training_kind}")
     if kind == "formats":
         from recx.data.formats import FORMATS
+
         return _registered(FORMATS, _function_args)
     if kind == "metrics":
         return _metrics()
     if kind == "experiments":
         return _experiments(experiments_file or Path("experiments.yaml"))
     from recx.core.errors import RecxError
+
     raise RecxError(f"recx list {kind!r}: expected one of {', '.join(KINDS)}")
 
 
@@ -94,9 +105,15 @@ def _metrics() -> list[Entry]:
 
     parts = [part.strip(" -;") for part in re.split(r";\s+|\n", inspect.getdoc(metrics) or "")]
     described = {name: next((part for part in parts if part.lower().startswith(name)), "") for name in metrics.METRICS}
-    found = [Entry(name, metrics.__name__, "k (cut-off: @k)", described[name]
-                   + ("; also per popularity stratum" if name in metrics.STRATIFIED else ""))
-             for name in metrics.METRICS]
+    found = [
+        Entry(
+            name,
+            metrics.__name__,
+            "k (cut-off: @k)",
+            described[name] + ("; also per popularity stratum" if name in metrics.STRATIFIED else ""),
+        )
+        for name in metrics.METRICS
+    ]
     found.append(Entry("auc, opauc(beta)", auc.__name__, "beta (recx eval --auc --opauc-beta)", _summary(auc)))
     return found
 
@@ -106,10 +123,17 @@ def _experiments(path: Path) -> list[Entry]:
 
     content = read_yaml_mapping(path, "experiments file")
     experiments = content.get("experiments") or {}
-    return [Entry(name, str(path), f"datasets {', '.join(map(str, spec.get('datasets', [])))}; "
-                                   f"methods {', '.join(map(str, spec.get('methods') or {}))}",
-                  str(spec.get("description") or "").split(". ")[0].strip())
-            for name, spec in experiments.items() if isinstance(spec, dict)]
+    return [
+        Entry(
+            name,
+            str(path),
+            f"datasets {', '.join(map(str, spec.get('datasets', [])))}; "
+            f"methods {', '.join(map(str, spec.get('methods') or {}))}",
+            str(spec.get("description") or "").split(". ")[0].strip(),
+        )
+        for name, spec in experiments.items()
+        if isinstance(spec, dict)
+    ]
 
 
 def build() -> dict:
@@ -117,8 +141,10 @@ def build() -> dict:
     from recx.config.run_config import RunConfig
 
     defaults = {key: value for key, value in RunConfig().to_dict().items() if not isinstance(value, dict)}
-    return {"entries": {kind: [dataclasses.asdict(entry) for entry in entries(kind)] for kind in STORED_KINDS},
-            "defaults": defaults}
+    return {
+        "entries": {kind: [dataclasses.asdict(entry) for entry in entries(kind)] for kind in STORED_KINDS},
+        "defaults": defaults,
+    }
 
 
 def render(content: dict) -> str:
@@ -141,7 +167,9 @@ def stored_default(key: str):
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m recx.cli.catalog", description="Write or check recx/cli/catalog.json.")
+    parser = argparse.ArgumentParser(
+        prog="python -m recx.cli.catalog", description="Write or check recx/cli/catalog.json."
+    )
     parser.add_argument("--write", action="store_true", help="rewrite catalog.json from the live registries")
     wanted = render(build())
     if parser.parse_args(argv).write:

@@ -4,6 +4,7 @@ Commands and options complete from the command line's own definition; these call
 names from the stored catalogue (recx.cli.catalog), prepared datasets under the data root, experiments of the
 sweep's experiments file, presets and known downloads. Nothing here imports torch, pandas or a registry.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -21,14 +22,17 @@ def _starting(names, incomplete: str) -> list[str]:
 
 def registered(kind: str):
     """Completion of the registered names of one catalogue kind (samplers, losses, models, formats)."""
+
     def complete(incomplete: str) -> list[str]:
         return _starting(catalog.stored_names(kind), incomplete)
+
     return complete
 
 
 def choices(*values: str):
     def complete(incomplete: str) -> list[str]:
         return _starting(values, incomplete)
+
     return complete
 
 
@@ -60,8 +64,10 @@ def _experiments_file(ctx: typer.Context) -> Path:
     (completing `-e`, the line ends in an option without its value), else ./experiments.yaml."""
     if ctx.params.get("experiments_file"):
         return Path(ctx.params["experiments_file"])
-    return next((Path(word) for word in ctx.args if word.endswith((".yaml", ".yml")) and Path(word).is_file()),
-                Path("experiments.yaml"))
+    return next(
+        (Path(word) for word in ctx.args if word.endswith((".yaml", ".yml")) and Path(word).is_file()),
+        Path("experiments.yaml"),
+    )
 
 
 def experiments(ctx: typer.Context, incomplete: str) -> list[str]:

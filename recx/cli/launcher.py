@@ -4,6 +4,7 @@ freed memory in the process (recx.core.memory), then the command line of recx.cl
 recx.cli.app is cheap to import: `--help` and shell completion answer without torch; a command that needs torch loads
 it behind a spinner on a terminal (recx.cli.app._loading). `recx --version` alone answers before the command line is
 even built (no Typer, no rich)."""
+
 from __future__ import annotations
 
 import sys

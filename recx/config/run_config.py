@@ -1,12 +1,13 @@
 """Run configuration: defaults, validation against the registries, and the run id (hash of the resolved config)."""
+
 from __future__ import annotations
 
 import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass, field, fields
-from typing import NamedTuple
 from pathlib import Path
+from typing import NamedTuple
 
 import yaml
 
@@ -15,9 +16,9 @@ from recx.core import yaml_values
 from recx.core.errors import RecxError
 from recx.losses import LOSSES
 from recx.models import MODELS
+from recx.optim.optimizers import OPTIMIZERS
 from recx.samplers import SAMPLERS
 from recx.samplers.kernels.choice import KERNELS
-from recx.optim.optimizers import OPTIMIZERS
 
 WEIGHT_DECAY_MODES = ("none", "full", "batch")
 DEVICES = ("auto", "cpu", "cuda")
@@ -74,7 +75,9 @@ def _fill_args(kind: str, args_class, given: dict, where: str) -> dict:
     known = {f.name for f in fields(args_class)}
     unknown = sorted(set(given) - known)
     if unknown:
-        raise RecxError(f"{where}: unknown key {unknown[0]!r} for {kind}; valid: {', '.join(sorted(known)) or '(none)'}")
+        raise RecxError(
+            f"{where}: unknown key {unknown[0]!r} for {kind}; valid: {', '.join(sorted(known)) or '(none)'}"
+        )
     config_schema.check_args(args_class, given, where)
     try:
         return dataclasses.asdict(args_class(**given))
@@ -96,23 +99,31 @@ def resolve(raw: dict, where: str = "config") -> RunConfig:
     loss_class = LOSSES.get(config.loss)
     if loss_class.required_sampler is not None:
         if "sampler" in raw and raw["sampler"] != loss_class.required_sampler:
-            raise RecxError(f"{where}: loss {config.loss!r} is defined with sampler {loss_class.required_sampler!r}, "
-                            f"not {raw['sampler']!r}")
+            raise RecxError(
+                f"{where}: loss {config.loss!r} is defined with sampler {loss_class.required_sampler!r}, "
+                f"not {raw['sampler']!r}"
+            )
         config.sampler = loss_class.required_sampler
-    config.model_args = _fill_args(f"model {config.model!r}", MODELS.get(config.model).Args, config.model_args,
-                                   f"{where}: model_args")
+    config.model_args = _fill_args(
+        f"model {config.model!r}", MODELS.get(config.model).Args, config.model_args, f"{where}: model_args"
+    )
     config.loss_args = _fill_args(f"loss {config.loss!r}", loss_class.Args, config.loss_args, f"{where}: loss_args")
-    config.sampler_args = _fill_args(f"sampler {config.sampler!r}", SAMPLERS.get(config.sampler).Args,
-                                     config.sampler_args, f"{where}: sampler_args")
+    config.sampler_args = _fill_args(
+        f"sampler {config.sampler!r}", SAMPLERS.get(config.sampler).Args, config.sampler_args, f"{where}: sampler_args"
+    )
     if config.weight_decay_mode not in WEIGHT_DECAY_MODES:
-        raise RecxError(f"{where}: weight_decay_mode {config.weight_decay_mode!r}; valid: {', '.join(WEIGHT_DECAY_MODES)}")
+        raise RecxError(
+            f"{where}: weight_decay_mode {config.weight_decay_mode!r}; valid: {', '.join(WEIGHT_DECAY_MODES)}"
+        )
     if config.optimizer not in ("auto",) + OPTIMIZERS:
         raise RecxError(f"{where}: optimizer {config.optimizer!r}; valid: auto, {', '.join(OPTIMIZERS)}")
     config.optimizer = resolve_optimizer(config)
     if config.optimizer != "adam" and config.weight_decay_mode == "full" and config.weight_decay > 0:
-        raise RecxError(f"{where}: optimizer {config.optimizer!r} updates only the rows a step touches, so it cannot "
-                        f"apply weight_decay_mode 'full' (every row, every step); use optimizer 'adam' or "
-                        f"weight_decay_mode 'batch'")
+        raise RecxError(
+            f"{where}: optimizer {config.optimizer!r} updates only the rows a step touches, so it cannot "
+            f"apply weight_decay_mode 'full' (every row, every step); use optimizer 'adam' or "
+            f"weight_decay_mode 'batch'"
+        )
     check_lr_schedule(config, where)
     if config.device not in DEVICES:
         raise RecxError(f"{where}: device {config.device!r}; valid: {', '.join(DEVICES)}")
@@ -129,12 +140,16 @@ def check_lr_schedule(config: RunConfig, where: str) -> None:
     gradient steps (the alternating solvers and MostPop have no learning rate)."""
     gamma_default = next(f.default for f in fields(RunConfig) if f.name == "lr_step_gamma")
     if not config.lr_step_epochs and config.lr_step_gamma != gamma_default:
-        raise RecxError(f"{where}: lr_step_gamma = {config.lr_step_gamma} applies only with a schedule "
-                        f"(lr_step_epochs > 0; here 0); set lr_step_epochs as well, or leave lr_step_gamma out")
+        raise RecxError(
+            f"{where}: lr_step_gamma = {config.lr_step_gamma} applies only with a schedule "
+            f"(lr_step_epochs > 0; here 0); set lr_step_epochs as well, or leave lr_step_gamma out"
+        )
     kind = MODELS.get(config.model).training_kind
     if config.lr_step_epochs and kind in ("alternating", "none"):
-        raise RecxError(f"{where}: lr_step_epochs = {config.lr_step_epochs}: model {config.model!r} is not trained by "
-                        f"gradient steps (training kind {kind!r}: no learning rate); leave lr_step_epochs out")
+        raise RecxError(
+            f"{where}: lr_step_epochs = {config.lr_step_epochs}: model {config.model!r} is not trained by "
+            f"gradient steps (training kind {kind!r}: no learning rate); leave lr_step_epochs out"
+        )
 
 
 # Per-loss defaults: bundles of settings that go together, applied to a run that sets none of a bundle's keys nor
@@ -155,15 +170,32 @@ class Bundle(NamedTuple):
 # any other model, sampler, candidate set or score leaves the optimizer to `auto`.
 DECAY = ("weight_decay", "weight_decay_mode")
 LOSS_DEFAULTS: dict[str, list[Bundle]] = {
-    "bpr": [Bundle({"n_negatives": 1}),
-            Bundle({"optimizer": "rowwise_adagrad", "lr": 0.05}, DECAY,
-                   {"model": "mf", "sampler": "uniform", "n_negatives": 1})],
-    "softmax": [Bundle({"n_negatives": 2000, "sampler_args.shared": True}),
-                Bundle({"model_args.scoring": "cosine", "model_args.temperature": 0.1}, ("loss_args.temperature",)),
-                Bundle({"optimizer": "rowwise_adagrad", "lr": 0.02}, DECAY,
-                       {"model": "mf", "sampler": "uniform", "n_negatives": 2000, "sampler_args.shared": True,
-                        "model_args.scoring": "cosine", "model_args.temperature": 0.1, "loss_args.temperature": 1.0})],
-    "full_softmax": [Bundle({"model_args.scoring": "cosine", "model_args.temperature": 0.1}, ("loss_args.temperature",))],
+    "bpr": [
+        Bundle({"n_negatives": 1}),
+        Bundle(
+            {"optimizer": "rowwise_adagrad", "lr": 0.05}, DECAY, {"model": "mf", "sampler": "uniform", "n_negatives": 1}
+        ),
+    ],
+    "softmax": [
+        Bundle({"n_negatives": 2000, "sampler_args.shared": True}),
+        Bundle({"model_args.scoring": "cosine", "model_args.temperature": 0.1}, ("loss_args.temperature",)),
+        Bundle(
+            {"optimizer": "rowwise_adagrad", "lr": 0.02},
+            DECAY,
+            {
+                "model": "mf",
+                "sampler": "uniform",
+                "n_negatives": 2000,
+                "sampler_args.shared": True,
+                "model_args.scoring": "cosine",
+                "model_args.temperature": 0.1,
+                "loss_args.temperature": 1.0,
+            },
+        ),
+    ],
+    "full_softmax": [
+        Bundle({"model_args.scoring": "cosine", "model_args.temperature": 0.1}, ("loss_args.temperature",))
+    ],
 }
 # Optimizers by measurement on Gowalla (MF dim 64, batch 2048, seed 0, 10 epochs, 1 thread; README "Defaults").
 # Sampled softmax (2000 shared negatives, cosine / 0.1): row-wise Adagrad at lr 0.02 reaches best valid NDCG@20
@@ -255,7 +287,7 @@ def non_default_settings(config: RunConfig) -> str:
     for f in fields(RunConfig):
         value = getattr(config, f.name)
         if f.name.endswith("_args"):
-            reference = dataclasses.asdict(_args_class(f.name, getattr(config, f.name[:-len("_args")]))())
+            reference = dataclasses.asdict(_args_class(f.name, getattr(config, f.name[: -len("_args")]))())
             changed += [(f"{f.name}.{k}", v) for k, v in value.items() if reference.get(k) != v]
         elif f.name != "optimizer" and value != getattr(plain, f.name):
             changed.append((f.name, value))
@@ -264,8 +296,10 @@ def non_default_settings(config: RunConfig) -> str:
     if applied:
         parts.append(f"defaults for {config.loss}: " + ", ".join(f"{k}={v}" for k, v in changed if k in applied))
     kind = MODELS.get(config.model).training_kind
-    trainer = {"alternating": "closed-form alternating solves (no optimizer, no sampler)",
-               "none": "nothing to train"}.get(kind, f"optimizer {config.optimizer}")
+    trainer = {
+        "alternating": "closed-form alternating solves (no optimizer, no sampler)",
+        "none": "nothing to train",
+    }.get(kind, f"optimizer {config.optimizer}")
     return "; ".join(parts + [trainer])
 
 
@@ -298,9 +332,13 @@ def check_against_dataset(config, n_items: int, ks: list[int], default_negatives
     """Settings that depend on the data: cut-offs, and an n_negatives the user set (not a default, nor a loss's
     default bundle) within the catalogue."""
     if max(ks) > n_items:
-        raise RecxError(f"{where}: K={max(ks)} is larger than the number of items ({n_items}); choose cut-offs of "
-                        f"at most {n_items} (recx train --k 5,10 and --set valid_metric=ndcg@10; an experiment's ks)")
+        raise RecxError(
+            f"{where}: K={max(ks)} is larger than the number of items ({n_items}); choose cut-offs of "
+            f"at most {n_items} (recx train --k 5,10 and --set valid_metric=ndcg@10; an experiment's ks)"
+        )
     explicit = config.n_negatives not in (default_negatives, loss_default(config.loss, "n_negatives"))
     if config.n_negatives > n_items and explicit:
-        raise RecxError(f"{where}: n_negatives = {config.n_negatives} is larger than the catalogue of dataset "
-                        f"{config.dataset!r} ({n_items} items); expected at most {n_items}")
+        raise RecxError(
+            f"{where}: n_negatives = {config.n_negatives} is larger than the catalogue of dataset "
+            f"{config.dataset!r} ({n_items} items); expected at most {n_items}"
+        )

@@ -5,6 +5,7 @@ module (and the run id hash) already uses, no dependency is added, and a key wit
 still gets the type check of its default. Method arguments (`model_args`, `loss_args`, `sampler_args`) are checked
 against the types of their dataclass defaults; their values are not converted, so run ids do not change.
 """
+
 from __future__ import annotations
 
 import math
@@ -31,8 +32,10 @@ class Range:
         show = (lambda x: f"{int(x):,}") if self.kind is int else (lambda x: f"{x:g}")
         if self.high == math.inf:
             return f"{noun} {'>' if self.low_open else '>='} {show(self.low)}"
-        return (f"{noun} in {'(' if self.low_open else '['}{show(self.low)}, {show(self.high)}"
-                f"{')' if self.high_open else ']'}")
+        return (
+            f"{noun} in {'(' if self.low_open else '['}{show(self.low)}, {show(self.high)}"
+            f"{')' if self.high_open else ']'}"
+        )
 
     def coerce(self, value):
         """The value as `kind`, or None when it is not one (bool, non-integral, non-finite, out of range)."""
@@ -157,8 +160,10 @@ def check_args(args_class, given: dict, where: str) -> None:
     {key: (other key, value)}) comes with it."""
     for spec in fields(args_class):
         if spec.name in given and spec.default is not MISSING and not _type_ok(given[spec.name], spec.default):
-            raise RecxError(f"{where}.{spec.name} = {given[spec.name]!r}: expected "
-                            f"{type(spec.default).__name__} like the default {spec.default!r}")
+            raise RecxError(
+                f"{where}.{spec.name} = {given[spec.name]!r}: expected "
+                f"{type(spec.default).__name__} like the default {spec.default!r}"
+            )
         limits = ARG_RANGES.get(spec.name)
         if spec.name in given and limits is not None and limits.coerce(given[spec.name]) is None:
             raise RecxError(f"{where}.{spec.name} = {given[spec.name]!r}: expected {limits.describe()}")
@@ -166,5 +171,7 @@ def check_args(args_class, given: dict, where: str) -> None:
     for key, (other, needed) in getattr(args_class, "applies_with", {}).items():
         actual = given.get(other, defaults.get(other))
         if key in given and given[key] != defaults.get(key) and actual != needed:  # a resolved config keeps defaults
-            raise RecxError(f"{where}.{key} = {given[key]!r} applies only with {other}: {needed} (here {other}: "
-                            f"{actual}); set {other}: {needed} as well, or leave {key} out")
+            raise RecxError(
+                f"{where}.{key} = {given[key]!r} applies only with {other}: {needed} (here {other}: "
+                f"{actual}); set {other}: {needed} as well, or leave {key} out"
+            )

@@ -1,4 +1,5 @@
 """Device choice: `auto` takes CUDA when available, else the CPU."""
+
 from __future__ import annotations
 
 import torch

@@ -10,6 +10,7 @@ compares it with the host branch (tests/test_device_paths.py, `make gpu-check`'s
 Branches that need the CUDA runtime itself (CuPy kernels, pinned-memory copies with CUDA events) cannot be forced;
 docs/design.md lists them.
 """
+
 from __future__ import annotations
 
 import os

@@ -5,6 +5,7 @@ replacement (`--force`), deleted once the new one is in place. The caller holds 
 (recx.core.lock), so siblings left by a dead process are stale: `clean_stale` deletes them, and puts an `.old`
 back when a crash came between the two renames of a replacement. Nothing else in the parent is ever touched.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -78,8 +79,10 @@ def write_failed(path: Path, exc: OSError, kept: str) -> RecxError:
     """The one message of a failed write (disk full, name too long, permission): what failed, what was kept, what
     to do."""
     reason = exc.strerror or str(exc)
-    return RecxError(f"writing {path} failed ({reason}); {kept}. Free some space or fix the folder's permissions, "
-                     "then run the same command again")
+    return RecxError(
+        f"writing {path} failed ({reason}); {kept}. Free some space or fix the folder's permissions, "
+        "then run the same command again"
+    )
 
 
 @contextlib.contextmanager

@@ -1,5 +1,6 @@
 """An OS file lock (fcntl.flock) around work on a run folder or a dataset: the kernel releases it when its holder
 dies, even by kill -9, so a crashed holder never blocks the next process."""
+
 from __future__ import annotations
 
 import contextlib

@@ -5,6 +5,7 @@ could point anywhere else (`..`, `a/b`, an empty string) is refused before anyth
 longer than MAX_LENGTH: with the temporary siblings' suffixes (`.NAME.tmp-PID-HEX`) it must stay under the 255-byte
 limit of a file name, and a long name would otherwise fail only after the work was done.
 """
+
 from __future__ import annotations
 
 import re
@@ -18,8 +19,9 @@ MAX_LENGTH = 200
 def check_name(name: str, what: str) -> str:
     """`name` itself, or RecxError naming `what` (e.g. "dataset name") and the rule."""
     if not isinstance(name, str) or not NAME.fullmatch(name) or name in (".", ".."):
-        raise RecxError(f"{what} {name!r}: expected letters, digits, '.', '_' or '-' (one folder name, "
-                        "not '.' or '..')")
+        raise RecxError(
+            f"{what} {name!r}: expected letters, digits, '.', '_' or '-' (one folder name, not '.' or '..')"
+        )
     if len(name) > MAX_LENGTH:
         raise RecxError(f"{what} {name[:40]}... is {len(name)} characters long; expected at most {MAX_LENGTH}")
     return name

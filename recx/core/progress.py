@@ -1,4 +1,5 @@
 """What a user sees while recx works: rich progress bars on a terminal, one plain line per epoch on a pipe."""
+
 from __future__ import annotations
 
 import contextlib
@@ -14,9 +15,17 @@ class RunProgress(Progress):
     def __init__(self, quiet: bool = False, console: Console | None = None):
         console = console or Console(stderr=False)
         self.plain = not quiet and not console.is_terminal
-        super().__init__(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                         TextColumn("{task.fields[status]}"), TimeElapsedColumn(), TimeRemainingColumn(),
-                         console=console, disable=quiet or self.plain, transient=False)
+        super().__init__(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            TextColumn("{task.completed}/{task.total}"),
+            TextColumn("{task.fields[status]}"),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            console=console,
+            disable=quiet or self.plain,
+            transient=False,
+        )
 
     def line(self, text: str) -> None:
         if self.plain:

@@ -1,4 +1,5 @@
 """Name -> class registries: samplers, losses and models are looked up by the names configs use."""
+
 from __future__ import annotations
 
 from typing import Callable, Generic, TypeVar

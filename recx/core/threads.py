@@ -10,6 +10,7 @@ Idle OpenMP threads spin by default, which is fastest alone but costly when seve
 with OMP_WAIT_POLICY=PASSIVE; but PASSIVE makes a lone Gowalla BPR epoch ~30% slower, and one thread ~15%), so the
 wait policy is left to the user: the README says when to set it.
 """
+
 from __future__ import annotations
 
 import math

@@ -2,6 +2,7 @@
 
 torch is imported (seconds), CuPy only when installed; nothing here is needed by `recx --version` alone.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -32,5 +33,4 @@ def _cuda() -> str:
 
 def versions() -> dict[str, str]:
     """recx, torch, CUDA (the version torch was built with, and the GPUs it sees) and CuPy."""
-    return {"recx": __version__, "torch": _module_version("torch"), "CUDA": _cuda(),
-            "CuPy": _module_version("cupy")}
+    return {"recx": __version__, "torch": _module_version("torch"), "CUDA": _cuda(), "CuPy": _module_version("cupy")}

@@ -1,4 +1,5 @@
 """CSR interaction matrices as torch tensors, and vectorised membership tests on them."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -1,4 +1,5 @@
 """A prepared dataset in memory: CSR splits on the run's device and training popularity."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -6,14 +7,15 @@ from pathlib import Path
 
 import torch
 
+from recx.core.errors import RecxError
 from recx.data.csr import CSR
 from recx.data.dataset_folder import Interactions, dataset_hash, read_card, read_split
-from recx.core.errors import RecxError
 
 
 def _csr(inter: Interactions, n_users: int, n_items: int) -> CSR:
-    return CSR.from_pairs(torch.from_numpy(inter.user.astype("int64")), torch.from_numpy(inter.item.astype("int64")),
-                          n_users, n_items)
+    return CSR.from_pairs(
+        torch.from_numpy(inter.user.astype("int64")), torch.from_numpy(inter.item.astype("int64")), n_users, n_items
+    )
 
 
 @dataclass
@@ -41,8 +43,17 @@ class Dataset:
 
     def to(self, device: torch.device) -> "Dataset":
         move = lambda c: None if c is None else c.to(device)  # noqa: E731
-        return Dataset(self.name, self.n_users, self.n_items, self.train.to(device), move(self.valid),
-                       self.test.to(device), self.card, self.data_hash, self.folder)
+        return Dataset(
+            self.name,
+            self.n_users,
+            self.n_items,
+            self.train.to(device),
+            move(self.valid),
+            self.test.to(device),
+            self.card,
+            self.data_hash,
+            self.folder,
+        )
 
 
 def load_dataset(root: Path, name: str) -> Dataset:
@@ -56,4 +67,6 @@ def load_dataset(root: Path, name: str) -> Dataset:
     if splits["train"] is None or splits["test"] is None:
         raise RecxError(f"{folder} lacks train.parquet or test.parquet")
     csrs = {s: None if v is None else _csr(v, n_users, n_items) for s, v in splits.items()}
-    return Dataset(name, n_users, n_items, csrs["train"], csrs["valid"], csrs["test"], card, data_hash, folder.resolve())
+    return Dataset(
+        name, n_users, n_items, csrs["train"], csrs["valid"], csrs["test"], card, data_hash, folder.resolve()
+    )

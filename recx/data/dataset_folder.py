@@ -3,6 +3,7 @@
 card.json's `files` maps each Parquet file to its sha256, recorded when the dataset is complete and checked when a
 split is read; a dataset prepared by an older recx (no `files`) is read unchecked, with one note saying so.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -52,8 +53,10 @@ class Interactions:
         return Interactions(self.user[index], self.item[index], pick(self.rating), pick(self.timestamp))
 
     def table(self) -> pa.Table:
-        columns = {"user": pa.array(self.user.astype(np.int32, copy=False)),
-                   "item": pa.array(self.item.astype(np.int32, copy=False))}
+        columns = {
+            "user": pa.array(self.user.astype(np.int32, copy=False)),
+            "item": pa.array(self.item.astype(np.int32, copy=False)),
+        }
         if self.rating is not None:
             columns["rating"] = pa.array(self.rating.astype(np.float32, copy=False))
         if self.timestamp is not None:
@@ -82,11 +85,15 @@ def check_target(root: Path, name: str, force: bool) -> Path:
         raise RecxError(f"{final}: a file of that name exists; recx does not replace it, choose another name")
     if final.exists() and not (final / "card.json").is_file():
         if not is_own_folder(final):
-            raise RecxError(f"{final}: a folder (not a prepared dataset) of that name exists; recx does not replace "
-                            "it, choose another name")
+            raise RecxError(
+                f"{final}: a folder (not a prepared dataset) of that name exists; recx does not replace "
+                "it, choose another name"
+            )
         if not force:
-            raise RecxError(f"{final}: a damaged dataset of that name exists (its card.json is missing); pass --force "
-                            "to replace it, or choose another name")
+            raise RecxError(
+                f"{final}: a damaged dataset of that name exists (its card.json is missing); pass --force "
+                "to replace it, or choose another name"
+            )
     if final.exists() and not force:
         raise RecxError(f"{final}: a dataset of that name exists; pass --force to replace it, or choose another name")
     return final
@@ -140,8 +147,10 @@ def write_dataset(
 def read_card(folder: Path) -> dict:
     card_path = folder / "card.json"
     if not card_path.is_file():
-        raise RecxError(f"{folder} is not a prepared dataset (no card.json); run `recx prepare` first"
-                        + (f" ({REPAIR})" if is_own_folder(folder) else ""))
+        raise RecxError(
+            f"{folder} is not a prepared dataset (no card.json); run `recx prepare` first"
+            + (f" ({REPAIR})" if is_own_folder(folder) else "")
+        )
     try:
         card = json.loads(card_path.read_text())
     except (OSError, ValueError) as exc:
@@ -169,16 +178,21 @@ def dataset_hash(folder: Path, card: dict | None = None) -> str:
     recorded = (card or {}).get("files")
     if card is not None and not recorded and str(folder) not in _NOTED:
         _NOTED.add(str(folder))
-        print(f"note: {folder}/card.json records no checksums (prepared by an older recx): its files are read "
-              "without a damage check", file=sys.stderr)
+        print(
+            f"note: {folder}/card.json records no checksums (prepared by an older recx): its files are read "
+            "without a damage check",
+            file=sys.stderr,
+        )
     digest = hashlib.sha256()
     for split in SPLITS:
         path = folder / f"{split}.parquet"
         if path.is_file():
             actual = sha256_of(path)
             if recorded and recorded.get(path.name) not in (None, actual):
-                raise RecxError(f"{path}: changed or damaged since recx wrote it (its sha256 differs from the one in "
-                                f"card.json); {REPAIR}")
+                raise RecxError(
+                    f"{path}: changed or damaged since recx wrote it (its sha256 differs from the one in "
+                    f"card.json); {REPAIR}"
+                )
             digest.update(split.encode())
             digest.update(actual.encode())
     return digest.hexdigest()

@@ -1,4 +1,5 @@
 """Repeated (user, item) pairs become one interaction: the earliest by timestamp, then the first in the source."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -5,6 +5,7 @@ range (status 200) restarts it. The complete file is checked against the pinned 
 it is renamed into place; zip archives are extracted into a folder written under a temporary name, so an
 interrupted extraction leaves nothing that looks complete. `.gz` files stay compressed (the readers stream them).
 """
+
 from __future__ import annotations
 
 import os
@@ -18,8 +19,8 @@ from dataclasses import dataclass
 from http.client import HTTPException
 from pathlib import Path
 
-from recx.data.dataset_folder import sha256_of
 from recx.core.errors import RecxError
+from recx.data.dataset_folder import sha256_of
 
 CHUNK = 1 << 20
 TIMEOUT_S = 60
@@ -61,13 +62,18 @@ def _fetch(url: str, target: Path) -> None:
             return
         raise RecxError(f"downloading {url}: HTTP {exc.code} {exc.reason}") from None
     except (urllib.error.URLError, HTTPException, OSError) as exc:
-        kept = (f"to resume ({part} is kept, {part.stat().st_size:,} bytes)" if part.is_file()
-                else "(nothing was downloaded; check the network connection)")
+        kept = (
+            f"to resume ({part} is kept, {part.stat().st_size:,} bytes)"
+            if part.is_file()
+            else "(nothing was downloaded; check the network connection)"
+        )
         raise RecxError(f"downloading {url} failed ({exc}); run the same command again {kept}") from None
     size = part.stat().st_size
     if expected_total is not None and size < expected_total:
-        raise RecxError(f"downloading {url} stopped at {size} of {expected_total} bytes; run the same command again "
-                        f"to resume ({part} is kept)")
+        raise RecxError(
+            f"downloading {url} stopped at {size} of {expected_total} bytes; run the same command again "
+            f"to resume ({part} is kept)"
+        )
     part.replace(target)
 
 
@@ -75,8 +81,10 @@ def _verify(path: Path, url: str, sha256: str | None) -> str:
     actual = sha256_of(path)
     if sha256 is not None and actual != sha256.lower():
         path.unlink()
-        raise RecxError(f"{url}: checksum mismatch (sha256 {actual}, expected {sha256}); the file was deleted, "
-                        "run again to download it afresh")
+        raise RecxError(
+            f"{url}: checksum mismatch (sha256 {actual}, expected {sha256}); the file was deleted, "
+            "run again to download it afresh"
+        )
     return actual
 
 
@@ -88,8 +96,9 @@ def _extract(archive: Path, folder: Path) -> None:
     except (zipfile.BadZipFile, EOFError, OSError, zlib.error) as exc:
         shutil.rmtree(tmp, ignore_errors=True)
         archive.unlink(missing_ok=True)
-        raise RecxError(f"{archive}: truncated or corrupt zip archive ({exc}); it was deleted, run again to "
-                        "download it afresh") from None
+        raise RecxError(
+            f"{archive}: truncated or corrupt zip archive ({exc}); it was deleted, run again to download it afresh"
+        ) from None
     if folder.exists():
         shutil.rmtree(folder)
     os.replace(tmp, folder)

@@ -1,4 +1,5 @@
 """Original ids -> contiguous codes that keep the ids' ascending order (so the final ids are reproducible)."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -1,4 +1,5 @@
 """Iterative k-core: drop interactions of users or items with fewer than k interactions, until none is dropped."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -23,10 +24,12 @@ def kcore(user: np.ndarray, item: np.ndarray, n_users: int, n_items: int, k: int
         alive, u, i = alive[keep], u[keep], i[keep]
         new_user_degree = np.bincount(u, minlength=n_users)
         new_item_degree = np.bincount(i, minlength=n_items)
-        rounds.append({
-            "round": len(rounds) + 1,
-            "interactions": removed,
-            "users": int(np.count_nonzero((user_degree > 0) & (new_user_degree == 0))),
-            "items": int(np.count_nonzero((item_degree > 0) & (new_item_degree == 0))),
-        })
+        rounds.append(
+            {
+                "round": len(rounds) + 1,
+                "interactions": removed,
+                "users": int(np.count_nonzero((user_degree > 0) & (new_user_degree == 0))),
+                "items": int(np.count_nonzero((item_degree > 0) & (new_item_degree == 0))),
+            }
+        )
         user_degree, item_degree = new_user_degree, new_item_degree

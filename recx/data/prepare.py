@@ -1,4 +1,5 @@
 """`recx prepare`: locate or download a source, read it, keep the positives, split, and write a prepared dataset."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -6,6 +7,11 @@ from pathlib import Path
 
 import numpy as np
 
+from recx.core.errors import RecxError
+from recx.core.folders import writable_folder
+from recx.core.lock import exclusive
+from recx.core.names import check_name
+from recx.data.dataset_folder import Interactions, check_target, sha256_of, write_dataset
 from recx.data.download import fetch_dataset
 from recx.data.formats import FORMATS
 from recx.data.formats.lines import ReadReport
@@ -14,11 +20,6 @@ from recx.data.presets import dataset_spec, preset
 from recx.data.rating_filter import RatingRule
 from recx.data.raw import RawInteractions
 from recx.data.split import parse_ratios, split_rows
-from recx.data.dataset_folder import Interactions, check_target, sha256_of, write_dataset
-from recx.core.errors import RecxError
-from recx.core.folders import writable_folder
-from recx.core.names import check_name
-from recx.core.lock import exclusive
 
 DEFAULTS = {"rating": "all", "kcore": 0, "split": "per-user-random", "ratios": "80/20"}
 
@@ -63,8 +64,10 @@ def _check_ratio_total(text: str) -> None:
     except ValueError:
         return  # parse_ratios names the malformed part
     if not (abs(total - 100) < 1e-6 or abs(total - 1) < 1e-9):
-        raise RecxError(f"--ratios {text!r}: the parts sum to {total:g}; expected percentages summing to 100 "
-                        "(e.g. 80/10/10) or fractions summing to 1")
+        raise RecxError(
+            f"--ratios {text!r}: the parts sum to {total:g}; expected percentages summing to 100 "
+            "(e.g. 80/10/10) or fractions summing to 1"
+        )
 
 
 def _locate(name: str, options: PrepareOptions) -> tuple[str, Path | None, dict]:
@@ -84,8 +87,16 @@ def _locate(name: str, options: PrepareOptions) -> tuple[str, Path | None, dict]
     if "manual" in spec:
         raise RecxError(f"{options.dataset or name}: {spec['manual']}")
     fetched = fetch_dataset(options.dataset or name, spec)
-    return fmt, fetched.path, {"url": fetched.url, "archive": str(fetched.archive), "sha256": fetched.sha256,
-                               "sha256_pinned": fetched.pinned}
+    return (
+        fmt,
+        fetched.path,
+        {
+            "url": fetched.url,
+            "archive": str(fetched.archive),
+            "sha256": fetched.sha256,
+            "sha256_pinned": fetched.pinned,
+        },
+    )
 
 
 def _hashed_files(source: Path | None) -> list[dict]:
@@ -126,9 +137,12 @@ def _prepare_locked(name: str, options: PrepareOptions, data_root: Path, force: 
     report = ReadReport()
     raw = reader(source, seed=options.seed, skip_bad_lines=options.skip_bad_lines, report=report, **options.synthetic)
     label = str(source) if source is not None else fmt
-    card: dict = {"format": fmt, "preset": options.preset,
-                  "source_files": report.files or _hashed_files(source),
-                  "parameters": {"seed": options.seed}}
+    card: dict = {
+        "format": fmt,
+        "preset": options.preset,
+        "source_files": report.files or _hashed_files(source),
+        "parameters": {"seed": options.seed},
+    }
     if download:
         card["download"] = download
     if fmt == "synthetic":
@@ -145,9 +159,14 @@ def _prepare_locked(name: str, options: PrepareOptions, data_root: Path, force: 
         indices = split_rows(params["split"], inter.user, inter.timestamp, ratios, options.seed, label)
         splits = {split: inter.take(index) for split, index in indices.items()}
         user_ids, item_ids = kept.user_ids, kept.item_ids
-        card["parameters"].update({"rating": rule.describe(), "kcore": int(params["kcore"]),
-                                   "split": {"method": params["split"], "ratios": list(ratios)},
-                                   "duplicates": "one interaction per (user, item): the earliest"})
+        card["parameters"].update(
+            {
+                "rating": rule.describe(),
+                "kcore": int(params["kcore"]),
+                "split": {"method": params["split"], "ratios": list(ratios)},
+                "duplicates": "one interaction per (user, item): the earliest",
+            }
+        )
         card["rows"] = {"malformed_lines": report.malformed_lines, **kept.rows}
         if report.malformed_examples:
             card["rows"]["malformed_examples"] = report.malformed_examples

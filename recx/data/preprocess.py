@@ -1,18 +1,19 @@
 """Raw interactions -> positive interactions with contiguous ids: rating rule, duplicates, k-core; every dropped row
 is counted (the card's `rows` section: read = removed by rating + duplicates + every k-core round + kept)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
 
+from recx.core.errors import RecxError
+from recx.data.dataset_folder import Interactions
 from recx.data.dedupe import duplicate_rows
 from recx.data.ids import compact, encode
 from recx.data.kcore import kcore
 from recx.data.rating_filter import RatingRule
 from recx.data.raw import RawInteractions
-from recx.data.dataset_folder import Interactions
-from recx.core.errors import RecxError
 
 
 @dataclass

@@ -1,4 +1,5 @@
 """Named preparation presets and dataset download specs, from the packaged `presets.yaml`."""
+
 from __future__ import annotations
 
 from functools import lru_cache

@@ -1,4 +1,5 @@
 """Which ratings count as positive interactions: all of them, or those >= / > a threshold."""
+
 from __future__ import annotations
 
 import re

@@ -1,4 +1,5 @@
 """Interactions as read from a source, before ids are made contiguous."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -26,13 +27,22 @@ class RawInteractions:
 
     def take(self, index: np.ndarray) -> "RawInteractions":
         pick = lambda a: None if a is None else a[index]  # noqa: E731
-        return RawInteractions(self.user[index], self.item[index], pick(self.rating), pick(self.timestamp),
-                               self.user_vocab, self.item_vocab)
+        return RawInteractions(
+            self.user[index],
+            self.item[index],
+            pick(self.rating),
+            pick(self.timestamp),
+            self.user_vocab,
+            self.item_vocab,
+        )
 
     @staticmethod
     def concat(parts: list["RawInteractions"]) -> "RawInteractions":
         """Concatenate parts that hold ids themselves (no vocabularies)."""
         if any(p.user_vocab is not None or p.item_vocab is not None for p in parts):
             raise ValueError("concat needs parts without vocabularies")
-        join = lambda name: None if getattr(parts[0], name) is None else np.concatenate([getattr(p, name) for p in parts])  # noqa: E731
+
+        def join(name):
+            return None if getattr(parts[0], name) is None else np.concatenate([getattr(p, name) for p in parts])
+
         return RawInteractions(join("user"), join("item"), join("rating"), join("timestamp"))

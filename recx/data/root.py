@@ -1,4 +1,5 @@
 """Where prepared datasets live: $RECX_DATA, else ./data (a module of its own: shell completion reads it cheaply)."""
+
 from __future__ import annotations
 
 import os

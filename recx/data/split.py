@@ -3,6 +3,7 @@
 Every split returns, for each split name, the indices of its interactions in their original order. `ratios` are
 normalised fractions (train, [valid,] test) from `parse_ratios`.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -50,8 +51,9 @@ def _user_order(user: np.ndarray, seed: int, timestamp: np.ndarray | None = None
     return order, rank, sorted_user, counts
 
 
-def _ratio_buckets(rank: np.ndarray, sorted_user: np.ndarray, counts: np.ndarray,
-                   ratios: tuple[float, ...]) -> np.ndarray:
+def _ratio_buckets(
+    rank: np.ndarray, sorted_user: np.ndarray, counts: np.ndarray, ratios: tuple[float, ...]
+) -> np.ndarray:
     """The first max(round(n * train), 1) of a user's ordered rows train, the next round(n * valid) valid, rest test."""
     cut_train = np.maximum(np.floor(counts * ratios[0] + 0.5), 1).astype(np.int64)
     bucket = (rank >= cut_train[sorted_user]).astype(np.int8)
@@ -61,8 +63,9 @@ def _ratio_buckets(rank: np.ndarray, sorted_user: np.ndarray, counts: np.ndarray
     return bucket
 
 
-def per_user_ratio_split(user: np.ndarray, ratios: tuple[float, ...], seed: int,
-                         timestamp: np.ndarray | None = None) -> dict[str, np.ndarray]:
+def per_user_ratio_split(
+    user: np.ndarray, ratios: tuple[float, ...], seed: int, timestamp: np.ndarray | None = None
+) -> dict[str, np.ndarray]:
     """Each user's rows, shuffled (or ordered by time when `timestamp` is given), cut by the ratios.
 
     A user with n interactions gets round(n * train) in train (at least one), then round(n * valid) in valid, the
@@ -72,8 +75,9 @@ def per_user_ratio_split(user: np.ndarray, ratios: tuple[float, ...], seed: int,
     return _by_bucket(order, _ratio_buckets(rank, sorted_user, counts, ratios), len(ratios))
 
 
-def leave_one_out_split(user: np.ndarray, n_parts: int, seed: int,
-                        timestamp: np.ndarray | None = None) -> dict[str, np.ndarray]:
+def leave_one_out_split(
+    user: np.ndarray, n_parts: int, seed: int, timestamp: np.ndarray | None = None
+) -> dict[str, np.ndarray]:
     """Each user's last row (random, or latest by time) is test when the user has >= 2 rows; with three parts the one
     before it is valid when the user has >= 3 rows. Everything else is train, so every user keeps a train row."""
     order, rank, sorted_user, counts = _user_order(user, seed, timestamp)
@@ -95,8 +99,9 @@ def global_random_split(n_rows: int, ratios: tuple[float, ...], seed: int) -> di
     return _by_bucket(order, bucket, len(ratios))
 
 
-def split_rows(method: str, user: np.ndarray, timestamp: np.ndarray | None, ratios: tuple[float, ...],
-               seed: int, source: str) -> dict[str, np.ndarray]:
+def split_rows(
+    method: str, user: np.ndarray, timestamp: np.ndarray | None, ratios: tuple[float, ...], seed: int, source: str
+) -> dict[str, np.ndarray]:
     """Dispatch on the split method name (METHODS); temporal methods need timestamps."""
     if method not in METHODS:
         raise RecxError(f"--split {method!r}: expected one of {', '.join(METHODS)}")

@@ -9,6 +9,7 @@ Ties count one half (the slides' strict [r_i < r_j] would score a constant model
 users at once: the negatives of each row are sorted and every relevant score is located by `searchsorted`; with
 G_i negatives above r_i and E_i tied, the top-m set holds min(G_i, m) above and min(G_i + E_i, m) - min(G_i, m) tied.
 """
+
 from __future__ import annotations
 
 import torch
@@ -35,6 +36,8 @@ def per_user_auc(scores: torch.Tensor, relevant: torch.Tensor, beta: float) -> d
     wrong_top = ((top_above + 0.5 * (torch.minimum(at_or_above, top) - top_above)) * weight).sum(1)
     pairs = n_pos * n_neg.to(torch.float64)
     opauc, opauc_norm = auc_names(beta)
-    return {("auc", 0, "all"): 1 - wrong / pairs,
-            (opauc, 0, "all"): 1 - wrong_top / pairs,
-            (opauc_norm, 0, "all"): 1 - wrong_top / (n_pos * top[:, 0].to(torch.float64))}
+    return {
+        ("auc", 0, "all"): 1 - wrong / pairs,
+        (opauc, 0, "all"): 1 - wrong_top / pairs,
+        (opauc_norm, 0, "all"): 1 - wrong_top / (n_pos * top[:, 0].to(torch.float64)),
+    }

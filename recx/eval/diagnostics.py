@@ -6,6 +6,7 @@
   popularity stratum: cosine sees only the angles, dot product angles and magnitudes (the paper's Figure 6).
 Representations are the model's `encode` output (before its own scoring option) when it has one.
 """
+
 from __future__ import annotations
 
 import torch
@@ -60,13 +61,17 @@ def diagnostics(model, dataset: Dataset, splits: list[str], ks: list[int], batch
     out: dict = {
         "item_norm_popularity_spearman": _spearman(item_norms, dataset.item_popularity),
         "user_norm_degree_spearman": _spearman(user_norms, dataset.train.row_lengths()),
-        "item_norm_by_stratum": {name: float(item_norms[stratum == index].mean())
-                                 for index, name in enumerate(STRATA) if (stratum == index).any()},
+        "item_norm_by_stratum": {
+            name: float(item_norms[stratum == index].mean())
+            for index, name in enumerate(STRATA)
+            if (stratum == index).any()
+        },
         "ndcg": {},
     }
     for split in splits:
         for scoring in ("dot", "cosine"):
             values = evaluate(ScoringView(model, scoring == "cosine"), dataset, split, ks, batch_size).values
             out["ndcg"].setdefault(split, {})[scoring] = {
-                str(k): {s: values[("ndcg", k, s)] for s in ("all",) + STRATA} for k in ks}
+                str(k): {s: values[("ndcg", k, s)] for s in ("all",) + STRATA} for k in ks
+            }
     return out

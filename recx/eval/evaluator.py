@@ -3,6 +3,7 @@
 Every item is ranked; items seen in training are excluded (and validation items when testing). Per-user values are
 computed row by row and averaged in float64 at the end in user order, so results do not depend on the batch size.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -10,9 +11,9 @@ from typing import Callable
 
 import torch
 
+from recx.core.errors import RecxError
 from recx.data.csr import CSR
 from recx.data.dataset import Dataset
-from recx.core.errors import RecxError
 from recx.eval.auc import per_user_auc
 from recx.eval.metrics import per_user_metrics
 from recx.eval.strata import popularity_strata
@@ -42,7 +43,8 @@ def _mask_seen(scores: torch.Tensor, users: torch.Tensor, seen: list[CSR]) -> No
         starts, lengths = csr.indptr[users], csr.row_lengths()[users]
         local = torch.repeat_interleave(torch.arange(users.numel(), device=users.device), lengths)
         within = torch.arange(int(lengths.sum()), device=users.device) - torch.repeat_interleave(
-            torch.cumsum(lengths, 0) - lengths, lengths)
+            torch.cumsum(lengths, 0) - lengths, lengths
+        )
         scores[local, csr.indices[starts[local] + within]] = float("-inf")
 
 
@@ -55,9 +57,17 @@ def masked_scores(query: torch.Tensor, items: torch.Tensor, users: torch.Tensor,
 
 
 @torch.no_grad()
-def evaluate(model, dataset: Dataset, split: str, ks: list[int], batch_size: int = 1024,
-             keep_topk: bool = False, auc_beta: float | None = None, keep_per_user: bool = False,
-             after_batch: Callable[[int, int], None] | None = None) -> Evaluation:
+def evaluate(
+    model,
+    dataset: Dataset,
+    split: str,
+    ks: list[int],
+    batch_size: int = 1024,
+    keep_topk: bool = False,
+    auc_beta: float | None = None,
+    keep_per_user: bool = False,
+    after_batch: Callable[[int, int], None] | None = None,
+) -> Evaluation:
     """`auc_beta` given: also AUC and OPAUC(β) (recx.eval.auc), from each batch's full score matrix.
     `keep_per_user`: also each evaluated user's values (paired tests). `after_batch(users done, users in all)` is
     called after each batch (progress display)."""
@@ -75,7 +85,7 @@ def evaluate(model, dataset: Dataset, split: str, ks: list[int], batch_size: int
     parts: dict = {}
     tops = []
     for start in range(0, users_all.numel(), batch_size):
-        users = users_all[start:start + batch_size]
+        users = users_all[start : start + batch_size]
         scores = masked_scores(model.query(users), item_table, users, seen)
         topk = scores.topk(max_k, dim=1, sorted=True).indices
         hits = target.contains(users[:, None].expand_as(topk), topk)
@@ -90,6 +100,10 @@ def evaluate(model, dataset: Dataset, split: str, ks: list[int], batch_size: int
             after_batch(start + users.numel(), users_all.numel())
     per_user = {key: torch.cat(chunks) for key, chunks in parts.items()}
     averages = {key: float(values.mean()) for key, values in per_user.items()}
-    return Evaluation(averages, int(users_all.numel()), users_all if keep_topk or keep_per_user else None,
-                      torch.cat(tops) if keep_topk else None,
-                      {key: values.cpu() for key, values in per_user.items()} if keep_per_user else None)
+    return Evaluation(
+        averages,
+        int(users_all.numel()),
+        users_all if keep_topk or keep_per_user else None,
+        torch.cat(tops) if keep_topk else None,
+        {key: values.cpu() for key, values in per_user.items()} if keep_per_user else None,
+    )

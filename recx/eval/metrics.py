@@ -7,6 +7,7 @@
   strata sum exactly to the overall value.
 Every function returns per-user values; averages are taken over users with at least one test item.
 """
+
 from __future__ import annotations
 
 import torch
@@ -21,8 +22,9 @@ def discounts(k: int, device) -> torch.Tensor:
     return 1.0 / torch.log2(torch.arange(k, device=device, dtype=torch.float64) + 2.0)
 
 
-def per_user_metrics(hits: torch.Tensor, n_relevant: torch.Tensor, ks: list[int],
-                     hit_strata: torch.Tensor | None = None) -> dict[tuple[str, int, str], torch.Tensor]:
+def per_user_metrics(
+    hits: torch.Tensor, n_relevant: torch.Tensor, ks: list[int], hit_strata: torch.Tensor | None = None
+) -> dict[tuple[str, int, str], torch.Tensor]:
     """hits: bool [U, max(ks)] in rank order; n_relevant: [U] (> 0); hit_strata: stratum of each ranked item.
 
     Returns {(metric, k, stratum): float64 [U]} with stratum "all" for the overall values.

@@ -3,6 +3,7 @@
 Items are sorted by descending training popularity, ties broken by ascending item id; the first round(0.05 n)
 items are "popular", the rest of the first round(0.20 n) are "neutral", the remaining items are "unpopular".
 """
+
 from __future__ import annotations
 
 import numpy as np

@@ -1,4 +1,5 @@
 """Losses, found by name in `LOSSES`; each takes a `LossInput` (scores, log_q, weights, representations)."""
+
 from recx.core.registry import Registry
 
 LOSSES: Registry = Registry("loss")

@@ -18,6 +18,7 @@ DirectAU and MAWU) passes one row per distinct user and per distinct item of the
 DirectAU's and MAWU's own releases (THUwangcy/DirectAU, psm1206/MAWU) pass the batch's rows as they come, a user or
 item appearing once per interaction (rows `batch`): a duplicate adds pairs at distance 0, which raise the log-mean.
 """
+
 from __future__ import annotations
 
 import math

@@ -1,4 +1,5 @@
 """The loss contract (docs/design.md "Samplers and losses")."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -5,6 +5,7 @@ w_j = 1/n (the negatives' mean, so the positive/negative balance does not move w
 candidates (rows of `neg_weights` sum to 1). A query's own positive drawn as a candidate is masked (not a negative).
 Ignores log_q.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -5,6 +5,7 @@ candidates, with w_j = 1 unless the sampler weights them: the hard-negative-samp
 and Softmax(ρ, N), `reduction=False`). Adam's step does not depend on the loss's scale, but its coupled weight decay
 λθ does: with a sum, the decay is B·n times weaker against the data term than with a mean.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -8,6 +8,7 @@ takes every row, a user or item once per interaction, as DirectAU's own release 
 It reads LossInput.query and positive_repr (and users/positives for the distinct rows) only: negatives are
 ignored, so any sampler works and the cheapest (uniform, n_negatives 1) is the one to use.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -40,6 +41,7 @@ class DirectAU(Loss):
     def __call__(self, batch: LossInput):
         users, items = batch.query, batch.positive_repr
         which = self.args.uniformity_rows
-        spread = (uniformity(uniformity_rows(users, batch.users, which))
-                  + uniformity(uniformity_rows(items, batch.positives, which)))
+        spread = uniformity(uniformity_rows(users, batch.users, which)) + uniformity(
+            uniformity_rows(items, batch.positives, which)
+        )
         return alignment(users, items) + self.args.gamma * spread / 2

@@ -15,6 +15,7 @@ to ~1.9x harder (recx.losses.alignment). Its rows are the batch's distinct users
 unique`, the PRISM authors' code) or all the batch's rows (`uniformity_rows: batch`, psm1206/MAWU).
 Negatives are ignored, as in DirectAU: any sampler works (uniform with n_negatives 1 is the cheapest).
 """
+
 from __future__ import annotations
 
 import math
@@ -23,8 +24,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from recx.losses import LOSSES
 from recx.core.errors import RecxError
+from recx.losses import LOSSES
 from recx.losses.alignment import UNIFORMITY_FORMS, uniformity, uniformity_rows
 from recx.losses.base import Loss, LossInput
 from recx.losses.directau import check_uniformity_rows
@@ -64,8 +65,9 @@ def broadcast_mean_cosine(angle: torch.Tensor, margin: torch.Tensor) -> torch.Te
     return (inside.sum() - (n - k.sum())) / n
 
 
-def margin_alignment(users: torch.Tensor, items: torch.Tensor, margin: torch.Tensor,
-                     form: str = "broadcast") -> torch.Tensor:
+def margin_alignment(
+    users: torch.Tensor, items: torch.Tensor, margin: torch.Tensor, form: str = "broadcast"
+) -> torch.Tensor:
     """`pairs`: -mean_b cos(θ_b + m_b); `broadcast`: -mean_{a,b} cos(θ_b + m_a) (margins ≥ 0)."""
     cosine = (F.normalize(users, dim=-1) * F.normalize(items, dim=-1)).sum(-1)
     angle = torch.arccos(cosine.clamp(-1 + COS_CLIP, 1 - COS_CLIP))
@@ -104,5 +106,8 @@ class MAWU(Loss):
         align = margin_alignment(users, items, self.margins(batch.users, batch.positives), args.alignment)
         user_rows = uniformity_rows(users, batch.users, args.uniformity_rows)
         item_rows = uniformity_rows(items, batch.positives, args.uniformity_rows)
-        return (align + args.gamma_user * uniformity(user_rows, form=args.uniformity)
-                + args.gamma_item * uniformity(item_rows, form=args.uniformity))
+        return (
+            align
+            + args.gamma_user * uniformity(user_rows, form=args.uniformity)
+            + args.gamma_item * uniformity(item_rows, form=args.uniformity)
+        )

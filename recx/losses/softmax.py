@@ -7,6 +7,7 @@ itself (all corrected logits then equal log Z). Full softmax is the same loss ov
 When the sampler splits its candidates into segments with weights w_g (XIR), the loss is Σ_g w_g L_g, L_g the loss
 above over the positive and segment g's candidates.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -24,8 +25,9 @@ class SoftmaxArgs:
     logq_correction: bool = True
 
 
-def corrected_logits(pos_scores, neg_scores, pos_log_q, neg_log_q, temperature: float, correct: bool
-                     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | float]:
+def corrected_logits(
+    pos_scores, neg_scores, pos_log_q, neg_log_q, temperature: float, correct: bool
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | float]:
     """(positive logits [B], candidate logits [B or 1, n], row shift): o / τ - log q = candidate logits - shift.
 
     Where a row's log q is the same for all its candidates (uniform proposals) it is returned as the shift, to be
@@ -69,7 +71,7 @@ class RowLogSumExp(torch.autograd.Function):
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad):
-        probabilities, = ctx.saved_tensors
+        (probabilities,) = ctx.saved_tensors
         return probabilities * grad[:, None]
 
 
@@ -135,14 +137,27 @@ class SampledSoftmax(Loss):
     def __call__(self, batch: LossInput):
         """log(exp(o_pos) + Σ_j exp(o_j)) as logaddexp(o_pos, logsumexp_j o_j): the [B, 1 + n] logits are never
         concatenated, which saves two passes over the largest tensor of the step."""
-        pos, neg, shift = corrected_logits(batch.pos_scores, batch.neg_scores, batch.pos_log_q, batch.neg_log_q,
-                                           self.args.temperature, self.args.logq_correction)
+        pos, neg, shift = corrected_logits(
+            batch.pos_scores,
+            batch.neg_scores,
+            batch.pos_log_q,
+            batch.neg_log_q,
+            self.args.temperature,
+            self.args.logq_correction,
+        )
         if batch.neg_segments is None:
             return (torch.logaddexp(pos, RowLogSumExp.apply(neg) - shift) - pos).mean()
         return segmented_cross_entropy(pos, neg.expand(pos.shape[0], -1), shift, batch.neg_segments)
 
-    def over_shared_candidates(self, query: torch.Tensor, candidates: torch.Tensor, pos_scores: torch.Tensor,
-                               pos_log_q: torch.Tensor, neg_log_q: torch.Tensor, mask) -> torch.Tensor:
+    def over_shared_candidates(
+        self,
+        query: torch.Tensor,
+        candidates: torch.Tensor,
+        pos_scores: torch.Tensor,
+        pos_log_q: torch.Tensor,
+        neg_log_q: torch.Tensor,
+        mask,
+    ) -> torch.Tensor:
         """The same loss for candidates [n, d] shared by the batch, from the representations (the step's
         `fuses_shared_candidates` path): the candidates' scores are never handed over as [B, n]."""
         temperature = self.args.temperature
@@ -156,12 +171,13 @@ class SampledSoftmax(Loss):
         return (torch.logaddexp(pos, lse) - pos).mean()
 
 
-def segmented_cross_entropy(pos: torch.Tensor, neg: torch.Tensor, shift, segments: tuple[tuple[int, float], ...]
-                            ) -> torch.Tensor:
+def segmented_cross_entropy(
+    pos: torch.Tensor, neg: torch.Tensor, shift, segments: tuple[tuple[int, float], ...]
+) -> torch.Tensor:
     """Σ_g w_g mean(log(exp(o_pos) + Σ_{j ∈ g} exp(o_j - shift)) - o_pos) over the column groups g of `neg` [B, n]."""
     total, start = pos.new_zeros(()), 0
     for size, weight in segments:
-        group = RowLogSumExp.apply(neg[:, start:start + size]) - shift
+        group = RowLogSumExp.apply(neg[:, start : start + size]) - shift
         total = total + weight * (torch.logaddexp(pos, group) - pos).mean()
         start += size
     return total

@@ -1,4 +1,5 @@
 """Models: each gives query (user) and item representations whose inner product is the score."""
+
 from recx.core.registry import Registry
 
 MODELS: Registry = Registry("model")

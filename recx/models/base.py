@@ -1,4 +1,5 @@
 """The model contract (docs/design.md "Models"): representations whose inner product is the score."""
+
 from __future__ import annotations
 
 import torch

@@ -4,6 +4,7 @@ Subclasses implement `encode(users) -> (query, items)`, the representations befo
 the scoring (recx.models.scoring) so that score = query · item holds for dot and cosine alike. Diagnostics read
 `encode` to see the magnitudes the model learned.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -29,8 +30,11 @@ class EmbeddingArgs:
     also scales user rows by their training interaction count.
     """
 
-    applies_with: ClassVar[dict] = {"init_std": ("init", "normal"), "prism_alpha": ("init", "prism"),
-                                    "prism_scope": ("init", "prism")}
+    applies_with: ClassVar[dict] = {
+        "init_std": ("init", "normal"),
+        "prism_alpha": ("init", "prism"),
+        "prism_scope": ("init", "prism"),
+    }
 
     scoring: str = "dot"
     temperature: float = 1.0
@@ -40,8 +44,11 @@ class EmbeddingArgs:
     prism_scope: str = "both"
 
     def __post_init__(self):
-        for key, value, valid in (("scoring", self.scoring, SCORINGS), ("init", self.init, INITS),
-                                  ("prism_scope", self.prism_scope, PRISM_SCOPES)):
+        for key, value, valid in (
+            ("scoring", self.scoring, SCORINGS),
+            ("init", self.init, INITS),
+            ("prism_scope", self.prism_scope, PRISM_SCOPES),
+        ):
             if value not in valid:
                 raise RecxError(f"model_args.{key}: {value!r}; valid: {', '.join(valid)}")
         if self.temperature <= 0:
@@ -59,10 +66,12 @@ class EmbeddingModel(Model):
         prism = args.init == "prism"
         item_degrees = dataset.item_popularity if prism else None
         user_degrees = dataset.train.row_lengths() if prism and args.prism_scope == "both" else None
-        self.user_embedding = nn.Parameter(init_table(n_users, dim, args.init, args.init_std, user_degrees,
-                                                      args.prism_alpha))
-        self.item_embedding = nn.Parameter(init_table(n_items, dim, args.init, args.init_std, item_degrees,
-                                                      args.prism_alpha))
+        self.user_embedding = nn.Parameter(
+            init_table(n_users, dim, args.init, args.init_std, user_degrees, args.prism_alpha)
+        )
+        self.item_embedding = nn.Parameter(
+            init_table(n_items, dim, args.init, args.init_std, item_degrees, args.prism_alpha)
+        )
 
     def encode(self, users: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(query [len(users), d], items [n_items, d]) before scoring."""

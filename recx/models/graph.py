@@ -2,6 +2,7 @@
 
 A = [[0, R], [Rᵀ, 0]] with R the training interactions; D the node degrees (isolated nodes keep a zero row).
 """
+
 from __future__ import annotations
 
 import torch
@@ -17,5 +18,6 @@ def normalized_adjacency(train: CSR, n_users: int) -> torch.Tensor:
     degree = torch.bincount(rows, minlength=n_nodes).to(torch.float32)
     inv_sqrt = torch.where(degree > 0, degree.clamp_min(1).rsqrt(), torch.zeros_like(degree))
     values = inv_sqrt[rows] * inv_sqrt[cols]
-    return torch.sparse_coo_tensor(torch.stack([rows, cols]), values, (n_nodes, n_nodes),
-                                   check_invariants=True).coalesce()
+    return torch.sparse_coo_tensor(
+        torch.stack([rows, cols]), values, (n_nodes, n_nodes), check_invariants=True
+    ).coalesce()

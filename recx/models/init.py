@@ -5,6 +5,7 @@ rows drawn by Xavier-uniform (the paper's base initialiser, its Appendix B.1), n
 scaled by the node's training degree d:
     row = (α log(d + 2) + (1 - α)) · row_init / ‖row_init‖.
 """
+
 from __future__ import annotations
 
 import torch
@@ -18,8 +19,9 @@ def prism_norms(degrees: torch.Tensor, alpha: float) -> torch.Tensor:
     return alpha * torch.log(degrees.to(torch.float64) + 2.0) + (1.0 - alpha)
 
 
-def init_table(n_rows: int, dim: int, method: str, std: float, degrees: torch.Tensor | None = None,
-               alpha: float = 1.0) -> torch.Tensor:
+def init_table(
+    n_rows: int, dim: int, method: str, std: float, degrees: torch.Tensor | None = None, alpha: float = 1.0
+) -> torch.Tensor:
     """A fresh [n_rows, dim] table. `degrees` given: PRISM scaling of Xavier rows (only for method `prism`)."""
     if method == "normal":
         return torch.randn(n_rows, dim) * std

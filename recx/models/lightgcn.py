@@ -3,6 +3,7 @@
 E_0 stacks the user and item ID tables; Â = D^-1/2 A D^-1/2 (recx.models.graph) is a sparse matrix on the device.
 `encode` propagates once per call. Without autograd (evaluation) the result is cached until a table changes.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -41,13 +42,17 @@ class LightGCN(EmbeddingModel):
             layer = torch.sparse.mm(self.adjacency, layer)
             total = total + layer
         final = total / (self.args.n_layers + 1)
-        return final[:self.n_users], final[self.n_users:]
+        return final[: self.n_users], final[self.n_users :]
 
     def _propagated(self) -> tuple[torch.Tensor, torch.Tensor]:
         if torch.is_grad_enabled():
             return self.propagate()
-        key = (self.user_embedding._version, self.item_embedding._version, self.user_embedding.data_ptr(),
-               self.item_embedding.data_ptr())
+        key = (
+            self.user_embedding._version,
+            self.item_embedding._version,
+            self.user_embedding.data_ptr(),
+            self.item_embedding.data_ptr(),
+        )
         if self._cache is None or self._cache[0] != key:
             self._cache = (key, self.propagate())
         return self._cache[1]

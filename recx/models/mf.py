@@ -1,4 +1,5 @@
 """Matrix factorisation: score(u, i) = p_u · q_i (or cos(p_u, q_i) / τ with cosine scoring)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

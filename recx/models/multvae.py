@@ -25,6 +25,7 @@ U(±1/√hidden)); its StepLR (the learning rate times 0.95 every 5 epochs) is t
 matches in gradient. Its Mult-VAE's softmax also spans a padding column (item 0, never a positive:
 one extra negative); recx's spans the M items.
 """
+
 from __future__ import annotations
 
 import math
@@ -107,8 +108,12 @@ class MultVAE(Model):
         offsets = torch.arange(rows.numel(), device=users.device) - (torch.cumsum(lengths, 0) - lengths)[rows]
         return rows, self.history_items[starts[rows] + offsets]
 
-    def posterior(self, users: torch.Tensor, generator: torch.Generator | None = None,
-                  history: tuple[torch.Tensor, torch.Tensor] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    def posterior(
+        self,
+        users: torch.Tensor,
+        generator: torch.Generator | None = None,
+        history: tuple[torch.Tensor, torch.Tensor] | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """(μ, log σ²) [B, dim] from the users' training histories (`history`: their (row, item) pairs when the
         caller has them already); `generator` given: dropout is applied (at `dropout_at`)."""
         rows, items = self.history(users) if history is None else history

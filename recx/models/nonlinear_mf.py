@@ -2,6 +2,7 @@
 
 F and G are two-layer MLPs with a ReLU between the layers, Linear(d, d) -> ReLU -> Linear(d, d), one per side.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -5,6 +5,7 @@ score(u, i) = n c_i + (n - 1 - i), n the number of items, exact in float64 (d = 
 item = [score]; the run's `dim` is not used), so the ranking does not depend on how top-k orders ties. Nothing is
 trained (training kind `none`).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -4,6 +4,7 @@ The model contract (score = query · item) is kept by transforming the represent
     dot:    query / τ,           items            ->  score = (u · i) / τ
     cosine: query / (‖query‖ τ), items / ‖items‖  ->  score = cos(u, i) / τ
 """
+
 from __future__ import annotations
 
 import torch
@@ -12,8 +13,9 @@ import torch.nn.functional as F
 SCORINGS = ("dot", "cosine")
 
 
-def apply_scoring(query: torch.Tensor, items: torch.Tensor, scoring: str,
-                  temperature: float) -> tuple[torch.Tensor, torch.Tensor]:
+def apply_scoring(
+    query: torch.Tensor, items: torch.Tensor, scoring: str, temperature: float
+) -> tuple[torch.Tensor, torch.Tensor]:
     if scoring == "cosine":
         query, items = F.normalize(query, dim=-1), F.normalize(items, dim=-1)
     if temperature != 1.0:

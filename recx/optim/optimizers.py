@@ -15,6 +15,7 @@ A row-sparse gradient is a sparse COO tensor (embedding tables read with `F.embe
 touched rows are its indices (duplicates summed). A dense gradient touches every row. On CUDA the row-sparse updates
 never read the number of distinct rows, so a step issues no host sync (see `RowSparseOptimizer._touched_rows`).
 """
+
 from __future__ import annotations
 
 import torch
@@ -157,21 +158,42 @@ class LazyAdam(RowSparseOptimizer):
 
     def update(self, param, touched, grad, state, group) -> None:
         if "step" not in state:
-            state.update(step=torch.zeros((), dtype=torch.float32, device=param.device),
-                         exp_avg=torch.zeros_like(param), exp_avg_sq=torch.zeros_like(param))
+            state.update(
+                step=torch.zeros((), dtype=torch.float32, device=param.device),
+                exp_avg=torch.zeros_like(param),
+                exp_avg_sq=torch.zeros_like(param),
+            )
         state["step"] += 1
         first, second = touched.read(state["exp_avg"]), touched.read(state["exp_avg_sq"])
         change = torch.zeros_like(grad)
         beta1, beta2 = group["betas"]
-        torch._fused_adam_([change], [grad], [first], [second], [], [state["step"]], lr=group["lr"], beta1=beta1,
-                           beta2=beta2, weight_decay=0.0, eps=group["eps"], amsgrad=False, maximize=False)
+        torch._fused_adam_(
+            [change],
+            [grad],
+            [first],
+            [second],
+            [],
+            [state["step"]],
+            lr=group["lr"],
+            beta1=beta1,
+            beta2=beta2,
+            weight_decay=0.0,
+            eps=group["eps"],
+            amsgrad=False,
+            maximize=False,
+        )
         touched.write(state["exp_avg"], first)
         touched.write(state["exp_avg_sq"], second)
         touched.add(param, change)
 
 
-def make_optimizer(name: str, params: list[torch.nn.Parameter], lr: float, weight_decay: float = 0.0,
-                   extra_params: list[torch.nn.Parameter] = ()) -> torch.optim.Optimizer:
+def make_optimizer(
+    name: str,
+    params: list[torch.nn.Parameter],
+    lr: float,
+    weight_decay: float = 0.0,
+    extra_params: list[torch.nn.Parameter] = (),
+) -> torch.optim.Optimizer:
     """The optimizer `name` over `params` (decayed by `weight_decay` every step, dense Adam only) and
     `extra_params` (never decayed: a loss's own parameters)."""
     if name not in OPTIMIZERS:
@@ -182,8 +204,11 @@ def make_optimizer(name: str, params: list[torch.nn.Parameter], lr: float, weigh
             groups.append({"params": list(extra_params), "weight_decay": 0.0})
         return DenseAdam(groups, lr=lr, fused=True)
     if weight_decay:
-        raise RecxError(f"optimizer {name!r} updates only the rows a step touches, so it cannot decay every row "
-                        f"every step (weight_decay_mode 'full'); use optimizer 'adam' or weight_decay_mode 'batch'")
+        raise RecxError(
+            f"optimizer {name!r} updates only the rows a step touches, so it cannot decay every row "
+            f"every step (weight_decay_mode 'full'); use optimizer 'adam' or weight_decay_mode 'batch'"
+        )
     everything = list(params) + list(extra_params)
-    return {"lazy_adam": LazyAdam, "adagrad": RowSparseAdagrad, "rowwise_adagrad": RowwiseAdagrad,
-            "sgd": RowSparseSGD}[name](everything, lr=lr)
+    return {"lazy_adam": LazyAdam, "adagrad": RowSparseAdagrad, "rowwise_adagrad": RowwiseAdagrad, "sgd": RowSparseSGD}[
+        name
+    ](everything, lr=lr)

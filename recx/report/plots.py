@@ -6,6 +6,7 @@
 - swept parameter: a metric versus the parameter a set of methods varies (batch size, M, rho, negatives...), one
   line per family of methods, ± std over seeds.
 """
+
 from __future__ import annotations
 
 import os
@@ -30,8 +31,14 @@ def convergence(curves: dict[str, list[pd.DataFrame]], metric: str, x: str, titl
         for index, run in enumerate(runs):
             if metric in run.columns:
                 points = run.dropna(subset=[metric])
-                axes.plot(points[x], points[metric], color=colours[method], marker=".", alpha=0.8,
-                          label=method if index == 0 else None)
+                axes.plot(
+                    points[x],
+                    points[metric],
+                    color=colours[method],
+                    marker=".",
+                    alpha=0.8,
+                    label=method if index == 0 else None,
+                )
     axes.set_xlabel("epoch" if x == "epoch" else "training time (s)")
     axes.set_ylabel(metric.replace("_", " "))
     axes.set_title(title)
@@ -45,8 +52,14 @@ def strata(means: pd.DataFrame, stds: pd.DataFrame, ylabel: str, title: str) -> 
     width = 0.8 / max(1, len(means.index))
     for index, method in enumerate(means.index):
         positions = [position + index * width for position in range(len(STRATA))]
-        axes.bar(positions, means.loc[method, list(STRATA)], width, yerr=stds.loc[method, list(STRATA)].fillna(0.0),
-                 label=method, capsize=2)
+        axes.bar(
+            positions,
+            means.loc[method, list(STRATA)],
+            width,
+            yerr=stds.loc[method, list(STRATA)].fillna(0.0),
+            label=method,
+            capsize=2,
+        )
     axes.set_xticks([position + 0.4 - width / 2 for position in range(len(STRATA))], list(STRATA))
     axes.set_xlabel("item popularity stratum")
     axes.set_ylabel(ylabel)

@@ -3,13 +3,13 @@ tests of every method against a baseline, and PNG plots; `report.md` ties them t
 
 Files written to the output folder: table.md/.csv/.tex, significance.md/.csv, plots/*.png, report.md.
 """
+
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
-
-import ast
 
 import pandas as pd
 import scipy
@@ -17,7 +17,6 @@ import scipy
 from recx.core.errors import RecxError
 from recx.core.folders import write_failed, write_text_atomic
 from recx.eval.strata import STRATA
-
 from recx.report import plots, significance, stats, tables
 from recx.report.tables import column_name, summary
 from recx.runs.collection import epochs, flat_config
@@ -54,46 +53,72 @@ class ReportOptions:
         baseline = self.baseline or methods[0]
         if baseline not in methods:
             raise RecxError(f"--baseline {baseline!r} is not a method of the results; methods: {', '.join(methods)}")
-        return ReportOptions(baseline, tuple(self.metrics), tuple(ks), tuple(self.stratified), self.split,
-                             self.correction, self.resamples, self.alpha, tuple(self.parameters), self.title,
-                             list(self.sources))
+        return ReportOptions(
+            baseline,
+            tuple(self.metrics),
+            tuple(ks),
+            tuple(self.stratified),
+            self.split,
+            self.correction,
+            self.resamples,
+            self.alpha,
+            tuple(self.parameters),
+            self.title,
+            list(self.sources),
+        )
 
 
 def tested_keys(table: pd.DataFrame, options: ReportOptions) -> list[tuple[str, int, str]]:
     present = set(table["mean"].columns)
-    return [(metric, k, stratum) for metric in options.metrics for k in options.ks
-            for stratum in ("all",) + (STRATA if metric in options.stratified else ())
-            if column_name(metric, k, stratum) in present]
+    return [
+        (metric, k, stratum)
+        for metric in options.metrics
+        for k in options.ks
+        for stratum in ("all",) + (STRATA if metric in options.stratified else ())
+        if column_name(metric, k, stratum) in present
+    ]
 
 
 def convergence_curves(runs: pd.DataFrame, folders: dict[str, Path]) -> tuple[dict, str]:
     """method -> epochs frames of its runs, and the column to plot (the validation metric, else the loss)."""
-    curves = {method: [epochs(folders[run_id]) for run_id in group.run_id.unique() if run_id in folders]
-              for method, group in runs.groupby("method", sort=False)}
+    curves = {
+        method: [epochs(folders[run_id]) for run_id in group.run_id.unique() if run_id in folders]
+        for method, group in runs.groupby("method", sort=False)
+    }
     names = [c for frames in curves.values() for frame in frames for c in frame.columns if c.startswith("valid_")]
     return curves, (max(set(names), key=names.count) if names else "loss")
 
 
-def swept_points(runs: pd.DataFrame, folders: dict[str, Path], key: tuple[str, int, str], excluded: set[str],
-                 wanted: tuple) -> dict[str, pd.DataFrame]:
+def swept_points(
+    runs: pd.DataFrame, folders: dict[str, Path], key: tuple[str, int, str], excluded: set[str], wanted: tuple
+) -> dict[str, pd.DataFrame]:
     """parameter -> (line, value, mean, std) for each numeric config key that varies within a family of methods
     (a line: methods equal in every other varying key); grid keys are excluded (tuned per method)."""
     metric, k, stratum = key
     chosen = runs[(runs.metric == metric) & (runs.k == k) & (runs.stratum == stratum)]
     scores = chosen.groupby("method", sort=False)["value"].agg(["mean", "std"])
-    configs = pd.DataFrame([flat_config(folders[chosen[chosen.method == method].run_id.iloc[0]])
-                            for method in scores.index], index=scores.index)
+    configs = pd.DataFrame(
+        [flat_config(folders[chosen[chosen.method == method].run_id.iloc[0]]) for method in scores.index],
+        index=scores.index,
+    )
     varying = [c for c in configs.columns if c not in excluded and configs[c].astype(str).nunique() > 1]
     is_number = lambda value: isinstance(value, (int, float)) and not isinstance(value, bool)  # noqa: E731
     numeric = [c for c in varying if configs[c].map(is_number).all()]
     found = {}
     for parameter in wanted or numeric:
         if parameter not in configs.columns:
-            raise RecxError(f"--param {parameter!r} is not a config key of these runs; keys that vary: "
-                            f"{', '.join(varying) or '(none)'}")
+            raise RecxError(
+                f"--param {parameter!r} is not a config key of these runs; keys that vary: "
+                f"{', '.join(varying) or '(none)'}"
+            )
         others = [c for c in varying if c != parameter]
-        line = configs[others].apply(lambda row: ", ".join(f"{c}={v}" for c, v in row.items() if pd.notna(v)) or "all",
-                                     axis=1) if others else pd.Series("all", index=configs.index)
+        line = (
+            configs[others].apply(
+                lambda row: ", ".join(f"{c}={v}" for c, v in row.items() if pd.notna(v)) or "all", axis=1
+            )
+            if others
+            else pd.Series("all", index=configs.index)
+        )
         points = pd.DataFrame({"line": line, "value": configs[parameter], "mean": scores["mean"], "std": scores["std"]})
         if wanted or points.groupby("line").value.nunique().max() > 1:
             found[parameter] = points
@@ -108,22 +133,29 @@ def figures(results: pd.DataFrame, folders: dict[str, Path], options: ReportOpti
     for dataset, runs in rows.groupby("dataset", sort=False):
         curves, column = convergence_curves(runs, folders)
         for x in ("epoch", "time") if any(not frame.empty for frames in curves.values() for frame in frames) else ():
-            yield (f"convergence_{x}_{dataset}.png",
-                   f"{column} of every run versus {'epoch' if x == 'epoch' else 'training seconds'}",
-                   plots.convergence(curves, column, x, f"{dataset}: {column.replace('_', ' ')} during training"))
+            yield (
+                f"convergence_{x}_{dataset}.png",
+                f"{column} of every run versus {'epoch' if x == 'epoch' else 'training seconds'}",
+                plots.convergence(curves, column, x, f"{dataset}: {column.replace('_', ' ')} during training"),
+            )
         stratified = runs[(runs.metric == metric) & (runs.k == k) & runs.stratum.isin(STRATA)]
         if not stratified.empty:
             grouped = stratified.groupby(["method", "stratum"], sort=False)["value"]
             order = list(dict.fromkeys(stratified.method))
             means, stds = (grouped.agg(stat).unstack().reindex(order) for stat in ("mean", "std"))
-            yield (f"strata_{dataset}.png",
-                   f"{label} per popularity stratum (bars: methods, error bars: std over seeds)",
-                   plots.strata(means, stds, f"{label} (stratum share)", f"{dataset}: {label} by popularity stratum"))
-        for parameter, points in swept_points(runs, folders, (metric, k, "all"), grid_keys(results),
-                                              options.parameters).items():
-            yield (f"swept_{parameter.replace('.', '-')}_{dataset}.png",
-                   f"{label} versus {parameter} (one line per family of methods, ± std over seeds)",
-                   plots.swept(points, parameter, label, f"{dataset}: {label} versus {parameter}"))
+            yield (
+                f"strata_{dataset}.png",
+                f"{label} per popularity stratum (bars: methods, error bars: std over seeds)",
+                plots.strata(means, stds, f"{label} (stratum share)", f"{dataset}: {label} by popularity stratum"),
+            )
+        for parameter, points in swept_points(
+            runs, folders, (metric, k, "all"), grid_keys(results), options.parameters
+        ).items():
+            yield (
+                f"swept_{parameter.replace('.', '-')}_{dataset}.png",
+                f"{label} versus {parameter} (one line per family of methods, ± std over seeds)",
+                plots.swept(points, parameter, label, f"{dataset}: {label} versus {parameter}"),
+            )
 
 
 REPORT_FILES = ("report.md", "table.md", "table.csv", "table.tex", "significance.md", "significance.csv", "plots")
@@ -139,12 +171,15 @@ def check_report_folder(out: Path, force: bool) -> None:
         return
     theirs = [name for name in REPORT_FILES if (out / name).exists()]
     if theirs:
-        raise RecxError(f"--out {out}: holds {', '.join(theirs)} that recx did not write (no {REPORT_MARKER} marker); recx "
-                        "does not replace them (pass --force to replace them, or choose another folder)")
+        raise RecxError(
+            f"--out {out}: holds {', '.join(theirs)} that recx did not write (no {REPORT_MARKER} marker); recx "
+            "does not replace them (pass --force to replace them, or choose another folder)"
+        )
 
 
-def write_report(results: pd.DataFrame, folders: dict[str, Path], out: Path, options: ReportOptions,
-                 force: bool = False) -> str:
+def write_report(
+    results: pd.DataFrame, folders: dict[str, Path], out: Path, options: ReportOptions, force: bool = False
+) -> str:
     """Write every file of the report to `out` (see check_report_folder); returns report.md's text."""
     check_report_folder(out, force)
     options = options.resolve(results)
@@ -154,8 +189,16 @@ def write_report(results: pd.DataFrame, folders: dict[str, Path], out: Path, opt
     except OSError as exc:
         raise write_failed(out / REPORT_MARKER, exc, "nothing was written") from None
     table = summary(results, options.split, options.metrics, options.ks, options.stratified)
-    tested, notes = significance.compare(results, folders, options.baseline, tested_keys(table, options),
-                                         options.split, options.correction, options.resamples, options.alpha)
+    tested, notes = significance.compare(
+        results,
+        folders,
+        options.baseline,
+        tested_keys(table, options),
+        options.split,
+        options.correction,
+        options.resamples,
+        options.alpha,
+    )
     marks = {(r.dataset, r.method, r.column): True for r in tested.itertuples() if r.significant}
     markdown = tables.to_markdown(table, marks)
     write_atomic(out / "table.md", markdown)
@@ -169,20 +212,30 @@ def write_report(results: pd.DataFrame, folders: dict[str, Path], out: Path, opt
         drawn.append((name, description))
     seeds = results.groupby(["dataset", "method"])["run_id"].nunique()
     counts = f"{seeds.min()}" if seeds.min() == seeds.max() else f"{seeds.min()}–{seeds.max()}"
-    text = [f"# {options.title}", "",
-            f"Results: {', '.join(map(str, options.sources)) or 'in memory'}; split {options.split}; mean ± std over "
-            f"{counts} runs (seeds) per method. **Bold**: best mean of its column in its dataset. "
-            f"†: differs from the baseline **{options.baseline}** by a paired randomisation test over the "
-            f"{options.split} users, {options.correction.capitalize()}-corrected p < {options.alpha} "
-            f"({options.resamples} resamples, so no p below {1 / (options.resamples + 1):.1g}; t-tests by "
-            f"scipy {scipy.__version__}).", "", markdown,
-            f"## Paired tests against {options.baseline}", "",
-            "Per-user values averaged over seeds; difference = method − baseline; p (t): paired t-test "
-            "(scipy.stats.ttest_rel); p (rand.): sign-flip randomisation test (recx.report.stats, checked against "
-            "scipy.stats.permutation_test); "
-            f"adjusted: {options.correction.capitalize()} over the methods compared in each dataset and column.", "",
-            significance.to_markdown(tested) if not tested.empty else "(no test: per-user results missing)\n",
-            *[f"- {note}" for note in notes], "", "## Plots", ""]
+    text = [
+        f"# {options.title}",
+        "",
+        f"Results: {', '.join(map(str, options.sources)) or 'in memory'}; split {options.split}; mean ± std over "
+        f"{counts} runs (seeds) per method. **Bold**: best mean of its column in its dataset. "
+        f"†: differs from the baseline **{options.baseline}** by a paired randomisation test over the "
+        f"{options.split} users, {options.correction.capitalize()}-corrected p < {options.alpha} "
+        f"({options.resamples} resamples, so no p below {1 / (options.resamples + 1):.1g}; t-tests by "
+        f"scipy {scipy.__version__}).",
+        "",
+        markdown,
+        f"## Paired tests against {options.baseline}",
+        "",
+        "Per-user values averaged over seeds; difference = method − baseline; p (t): paired t-test "
+        "(scipy.stats.ttest_rel); p (rand.): sign-flip randomisation test (recx.report.stats, checked against "
+        "scipy.stats.permutation_test); "
+        f"adjusted: {options.correction.capitalize()} over the methods compared in each dataset and column.",
+        "",
+        significance.to_markdown(tested) if not tested.empty else "(no test: per-user results missing)\n",
+        *[f"- {note}" for note in notes],
+        "",
+        "## Plots",
+        "",
+    ]
     text += [f"- `plots/{name}`: {description}\n\n  ![{name}](plots/{name})" for name, description in drawn]
     report = "\n".join(text) + "\n"
     write_atomic(out / "report.md", report)
@@ -199,12 +252,24 @@ def report_sweep(outcome: SweepOutcome | None, console) -> None:
     if outcome is None:
         return
     out, layout = outcome.out, outcome.layout
-    write_report(outcome.results, outcome.folders, out,
-                 ReportOptions(metrics=layout["metrics"], ks=layout["ks"], stratified=layout["stratified"],
-                               title=f"experiment {outcome.name}", sources=[out / "results.parquet"]), force=True)
+    write_report(
+        outcome.results,
+        outcome.folders,
+        out,
+        ReportOptions(
+            metrics=layout["metrics"],
+            ks=layout["ks"],
+            stratified=layout["stratified"],
+            title=f"experiment {outcome.name}",
+            sources=[out / "results.parquet"],
+        ),
+        force=True,
+    )
     console.print((out / "table.md").read_text(), soft_wrap=True, markup=False, highlight=False)
-    console.print(f"results: {out / 'results.parquet'}; report: {out / 'report.md'} (tables table.md/.csv/.tex, "
-                  f"significance.md/.csv, plots/); per-epoch curves: {out / CONVERGENCE}")
+    console.print(
+        f"results: {out / 'results.parquet'}; report: {out / 'report.md'} (tables table.md/.csv/.tex, "
+        f"significance.md/.csv, plots/); per-epoch curves: {out / CONVERGENCE}"
+    )
 
 
 def grid_keys(results: pd.DataFrame) -> set[str]:

@@ -8,6 +8,7 @@ Figure 2: for one user, items sorted by descending training popularity, the cumu
 and of each proposal estimated from `draws` draws (100,000 in the paper), for a randomly initialised model and the
 trained one.
 """
+
 from __future__ import annotations
 
 import math
@@ -45,8 +46,9 @@ def make_sampler(name: str, dataset, n_codewords: int, seed: int, device: torch.
         args["n_codewords"] = n_codewords
     if name in ("uniform", "popularity", "dns"):
         args["exclude_train"] = False
-    return sampler_class(dataset, DRAWS_PER_QUERY, sampler_class.Args(**args),
-                         torch.Generator(device=device).manual_seed(seed), "torch")
+    return sampler_class(
+        dataset, DRAWS_PER_QUERY, sampler_class.Args(**args), torch.Generator(device=device).manual_seed(seed), "torch"
+    )
 
 
 def has_closed_form(sampler) -> bool:
@@ -65,7 +67,7 @@ def empirical_counts(sampler, user: torch.Tensor, query: torch.Tensor, items: to
         batch = user_batch(user.expand(replicas), query.expand(replicas, -1), items)
         negatives = sampler.sample(batch).items
         per_query = negatives.shape[1] if negatives.shape[0] == replicas else negatives.numel() / replicas
-        negatives = negatives.flatten()[:draws - drawn]
+        negatives = negatives.flatten()[: draws - drawn]
         counts.index_add_(0, negatives, torch.ones_like(negatives, dtype=torch.float64))
         drawn += negatives.numel()
         replicas = max(1, min(MAX_REPLICAS, math.ceil((draws - drawn) / per_query)))
@@ -77,7 +79,7 @@ def proposal_log_probabilities(sampler, users, query, items, draws: int) -> tupl
     if has_closed_form(sampler):
         all_items = torch.arange(items.shape[0], device=items.device)[None, :].expand(users.numel(), -1)
         return sampler.log_probability(user_batch(users, query, items), all_items).double(), True
-    rows = [empirical_counts(sampler, users[i:i + 1], query[i:i + 1], items, draws) for i in range(users.numel())]
+    rows = [empirical_counts(sampler, users[i : i + 1], query[i : i + 1], items, draws) for i in range(users.numel())]
     counts = torch.stack(rows)
     return torch.log(counts / counts.sum(1, keepdim=True)), False
 
@@ -89,8 +91,15 @@ def divergences(log_q: torch.Tensor, log_p: torch.Tensor) -> tuple[torch.Tensor,
     return kl, 0.5 * (q - p).abs().sum(1)
 
 
-def divergence_table(views: list[ModelView], dataset, users: torch.Tensor, sampler_names: list[str],
-                     n_codewords: int, draws: int, seed: int) -> pd.DataFrame:
+def divergence_table(
+    views: list[ModelView],
+    dataset,
+    users: torch.Tensor,
+    sampler_names: list[str],
+    n_codewords: int,
+    draws: int,
+    seed: int,
+) -> pd.DataFrame:
     """One row per (model state, sampler, user): kl, tv, and whether Q is exact or estimated from draws."""
     frames = []
     for view in views:
@@ -100,13 +109,24 @@ def divergence_table(views: list[ModelView], dataset, users: torch.Tensor, sampl
             sampler.rebuild(None, view.items)
             log_q, exact = proposal_log_probabilities(sampler, users, view.query, view.items, draws)
             kl, tv = divergences(log_q, log_p)
-            frames.append(pd.DataFrame({"model": view.name, "sampler": name, "user": users.cpu().numpy(),
-                                        "kl": kl.cpu().numpy(), "tv": tv.cpu().numpy(), "exact": exact}))
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "model": view.name,
+                        "sampler": name,
+                        "user": users.cpu().numpy(),
+                        "kl": kl.cpu().numpy(),
+                        "tv": tv.cpu().numpy(),
+                        "exact": exact,
+                    }
+                )
+            )
     return pd.concat(frames, ignore_index=True)
 
 
-def cumulative_curves(view: ModelView, dataset, user: torch.Tensor, sampler_names: list[str], n_codewords: int,
-                      draws: int, seed: int) -> dict[str, torch.Tensor]:
+def cumulative_curves(
+    view: ModelView, dataset, user: torch.Tensor, sampler_names: list[str], n_codewords: int, draws: int, seed: int
+) -> dict[str, torch.Tensor]:
     """Cumulative probability over items sorted by descending popularity: 'softmax' exact, samplers from draws."""
     order = torch.argsort(dataset.item_popularity.to(view.items.device), descending=True, stable=True)
     softmax = torch.softmax(view.query.double() @ view.items.double().T, dim=1)[0]
@@ -172,8 +192,16 @@ def load_run_models(folder: Path, device: torch.device):
     return dataset, [("random init", initial), ("trained", trained)]
 
 
-def diagnose_run(folder: Path, sampler_names: list[str], n_users: int, draws: int, n_codewords: int, seed: int,
-                 device: torch.device, figure: Path | None) -> pd.DataFrame:
+def diagnose_run(
+    folder: Path,
+    sampler_names: list[str],
+    n_users: int,
+    draws: int,
+    n_codewords: int,
+    seed: int,
+    device: torch.device,
+    figure: Path | None,
+) -> pd.DataFrame:
     """The per-user divergence table (also written to FOLDER/sampler_diagnostics.csv) and, when asked, Figure 2."""
     check_names(sampler_names)
     dataset, models = load_run_models(folder, device)
@@ -182,8 +210,20 @@ def diagnose_run(folder: Path, sampler_names: list[str], n_users: int, draws: in
     table = divergence_table(views, dataset, users, sampler_names, n_codewords, draws, seed)
     table.to_csv(folder / "sampler_diagnostics.csv", index=False)
     if figure is not None:
-        panels = [(f"{view.name} (user {int(users[0])})",
-                   cumulative_curves(ModelView(view.name, view.query[:1], view.items), dataset, users[:1],
-                                     sampler_names, n_codewords, draws, seed)) for view in views]
+        panels = [
+            (
+                f"{view.name} (user {int(users[0])})",
+                cumulative_curves(
+                    ModelView(view.name, view.query[:1], view.items),
+                    dataset,
+                    users[:1],
+                    sampler_names,
+                    n_codewords,
+                    draws,
+                    seed,
+                ),
+            )
+            for view in views
+        ]
         plot_figure2(panels, figure)
     return table

@@ -11,6 +11,7 @@
 - Holm (1979): with the m p-values sorted ascending p_(1) <= ... <= p_(m), the adjusted p_(i) is
   max_{j <= i} min(1, (m - j + 1) p_(j)); Bonferroni: min(1, m p).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -27,16 +28,17 @@ def paired_t(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     return float(result.statistic), float(result.pvalue)
 
 
-def randomisation(x: np.ndarray, y: np.ndarray, resamples: int = 10_000, seed: int = 0,
-                  batch_cells: int = 4_000_000) -> float:
+def randomisation(
+    x: np.ndarray, y: np.ndarray, resamples: int = 10_000, seed: int = 0, batch_cells: int = 4_000_000
+) -> float:
     """Two-sided p-value of the paired randomisation (sign-flip) test of mean(x - y); memory: batch_cells floats."""
     d = np.asarray(x, dtype=np.float64) - np.asarray(y, dtype=np.float64)
     if not d.any():
         return 1.0
     n = d.size
     reach = abs(d.mean()) * (1 - 1e-9)  # an assignment as extreme as the observed one, up to rounding
-    if n < 63 and 2 ** n <= resamples:
-        bits = (np.arange(2 ** n)[:, None] >> np.arange(n)) & 1
+    if n < 63 and 2**n <= resamples:
+        bits = (np.arange(2**n)[:, None] >> np.arange(n)) & 1
         return float(np.mean(np.abs((1.0 - 2.0 * bits) @ d) / n >= reach))
     rng = np.random.default_rng(seed)
     hits, done = 0, 0

@@ -1,6 +1,7 @@
 """Report tables: mean ± std over seeds per (dataset, method) from long-format results, the best mean of each column
 (per dataset) in bold, and a dagger where a method differs from the baseline significantly (corrected
 randomisation-test p < alpha); Markdown, LaTeX and CSV."""
+
 from __future__ import annotations
 
 import pandas as pd
@@ -15,18 +16,19 @@ def column_name(metric: str, k: int, stratum: str) -> str:
     return f"{ACRONYMS.get(metric, metric.capitalize())}@{k}{suffix}"
 
 
-def summary(results: pd.DataFrame, split: str = "test", metrics=("ndcg", "recall"), ks=(20,),
-            stratified=("ndcg",)) -> pd.DataFrame:
+def summary(
+    results: pd.DataFrame, split: str = "test", metrics=("ndcg", "recall"), ks=(20,), stratified=("ndcg",)
+) -> pd.DataFrame:
     """One row per (dataset, method): mean and std over seeds of each selected (metric, k, stratum) column."""
     rows = results[(results.split == split) & results.metric.isin(metrics) & results.k.isin(ks)]
     rows = rows[(rows.stratum == "all") | rows.metric.isin(stratified)]
     rows = rows.assign(column=[column_name(m, k, s) for m, k, s in zip(rows.metric, rows.k, rows.stratum)])
     grouped = rows.groupby(["dataset", "method", "column"], sort=False)["value"]
     stats = grouped.agg(["mean", "std", "count"]).reset_index()
-    order = [column_name(m, k, s) for m in metrics for k in ks
-             for s in ("all",) + (STRATA if m in stratified else ())]
-    wide = stats.pivot_table(index=["dataset", "method"], columns="column", values=["mean", "std", "count"],
-                             sort=False, dropna=False)
+    order = [column_name(m, k, s) for m in metrics for k in ks for s in ("all",) + (STRATA if m in stratified else ())]
+    wide = stats.pivot_table(
+        index=["dataset", "method"], columns="column", values=["mean", "std", "count"], sort=False, dropna=False
+    )
     return wide.reindex(columns=[c for c in order if ("mean", c) in wide.columns], level=1)
 
 
@@ -63,8 +65,12 @@ def to_markdown(table: pd.DataFrame, marks: dict | None = None) -> str:
 def to_latex(table: pd.DataFrame, marks: dict | None = None) -> str:
     cells = _cells(table, r" $\pm$ ", lambda text: rf"\textbf{{{text}}}", marks or {}, r"$^\dagger$")
     escape = lambda value: str(value).replace("_", r"\_").replace("%", r"\%")  # noqa: E731
-    lines = [r"\begin{tabular}{ll" + "r" * (cells.shape[1] - 2) + "}", r"\toprule",
-             " & ".join(escape(c) for c in cells.columns) + r" \\", r"\midrule"]
+    lines = [
+        r"\begin{tabular}{ll" + "r" * (cells.shape[1] - 2) + "}",
+        r"\toprule",
+        " & ".join(escape(c) for c in cells.columns) + r" \\",
+        r"\midrule",
+    ]
     lines += [" & ".join(escape(v) for v in row) + r" \\" for row in cells.itertuples(index=False)]
     lines += [r"\bottomrule", r"\end{tabular}"]
     return "\n".join(lines) + "\n"

@@ -1,5 +1,6 @@
 """Runs as a report reads them: long-format results files and, per run id, the run folder beside them
 (`runs/<run id>/`), its epochs and its config (read through recx.runs.store)."""
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -4,6 +4,7 @@ One row per (run, epoch) from each run's epochs.jsonl: method, dataset, seed, ep
 `cumulative_seconds` (training time up to the end of the epoch, validation excluded), the training loss and the
 validation metric of that epoch.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -21,10 +22,21 @@ def convergence_frame(runs, runs_dir: Path) -> pd.DataFrame:
     for run in runs:
         records = pd.DataFrame(store.read_epochs(runs_dir / run.config.run_id()))
         valid = f"valid_{run.config.valid_metric}"
-        frames.append(pd.DataFrame({
-            "run_id": run.config.run_id(), "method": run.method, "dataset": run.config.dataset,
-            "model": run.config.model, "seed": run.config.seed, "epoch": records["epoch"],
-            "seconds": records["seconds"], "cumulative_seconds": records["seconds"].cumsum(),
-            "loss": records["loss"], "valid_metric": run.config.valid_metric,
-            "valid_value": records[valid] if valid in records else float("nan")}))
+        frames.append(
+            pd.DataFrame(
+                {
+                    "run_id": run.config.run_id(),
+                    "method": run.method,
+                    "dataset": run.config.dataset,
+                    "model": run.config.model,
+                    "seed": run.config.seed,
+                    "epoch": records["epoch"],
+                    "seconds": records["seconds"],
+                    "cumulative_seconds": records["seconds"].cumsum(),
+                    "loss": records["loss"],
+                    "valid_metric": run.config.valid_metric,
+                    "valid_value": records[valid] if valid in records else float("nan"),
+                }
+            )
+        )
     return pd.concat(frames, ignore_index=True)

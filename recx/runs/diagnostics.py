@@ -1,4 +1,5 @@
 """diagnostics.json of a run folder: the embedding diagnostics of its trained model (recx.eval.diagnostics)."""
+
 from __future__ import annotations
 
 import json

@@ -1,4 +1,5 @@
 """`recx eval`: evaluate a trained run's saved weights, write long-format results and optionally the top-K lists."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -7,16 +8,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
 
-from recx.data.dataset import load_dataset
+from recx.core.device import resolve_device
 from recx.core.errors import RecxError
 from recx.core.folders import atomic_file, write_failed
+from recx.core.progress import make_progress, shown_task
+from recx.data.dataset import load_dataset
 from recx.eval.diagnostics import diagnostics
 from recx.eval.evaluator import evaluate
 from recx.runs import store
 from recx.train.build import build_model
-from recx.core.device import resolve_device
-from recx.core.progress import make_progress, shown_task
-
 
 TOPK_MARK = {b"recx": b"topk"}  # Parquet metadata of a top-K file recx wrote: recx may replace such a file
 
@@ -32,18 +32,22 @@ def check_topk_target(path: Path, force: bool) -> None:
     except (OSError, pa.ArrowException):
         ours = False
     if not ours:
-        raise RecxError(f"--dump-topk {path}: a file recx did not write exists there; recx does not replace it "
-                        "(pass --force to replace it, or choose another path)")
+        raise RecxError(
+            f"--dump-topk {path}: a file recx did not write exists there; recx does not replace it "
+            "(pass --force to replace it, or choose another path)"
+        )
 
 
 def write_topk(path: Path, users: torch.Tensor, topk: torch.Tensor) -> None:
     """Parquet with columns user, rank (1-based), item: one row per (evaluated user, rank); written whole."""
     k = topk.shape[1]
-    table = pa.table({
-        "user": pa.array(users.repeat_interleave(k).cpu().numpy().astype("int32")),
-        "rank": pa.array(torch.arange(1, k + 1).repeat(users.numel()).numpy().astype("int32")),
-        "item": pa.array(topk.reshape(-1).cpu().numpy().astype("int32")),
-    }).replace_schema_metadata(TOPK_MARK)
+    table = pa.table(
+        {
+            "user": pa.array(users.repeat_interleave(k).cpu().numpy().astype("int32")),
+            "rank": pa.array(torch.arange(1, k + 1).repeat(users.numel()).numpy().astype("int32")),
+            "item": pa.array(topk.reshape(-1).cpu().numpy().astype("int32")),
+        }
+    ).replace_schema_metadata(TOPK_MARK)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -70,10 +74,19 @@ def open_saved_run(folder: Path, device: torch.device, data_root: Path | None = 
     return config, dataset, model
 
 
-def evaluate_saved_run(folder: Path, split: str, ks: list[int], batch_size: int, device_name: str,
-                       data_root: Path | None, dump_topk: Path | None, auc_beta: float | None = None,
-                       with_diagnostics: bool = False, quiet: bool = False,
-                       force: bool = False) -> tuple[dict, dict | None]:
+def evaluate_saved_run(
+    folder: Path,
+    split: str,
+    ks: list[int],
+    batch_size: int,
+    device_name: str,
+    data_root: Path | None,
+    dump_topk: Path | None,
+    auc_beta: float | None = None,
+    with_diagnostics: bool = False,
+    quiet: bool = False,
+    force: bool = False,
+) -> tuple[dict, dict | None]:
     """(metric values, embedding diagnostics when asked); `auc_beta` adds AUC and OPAUC(β). `force` lets
     --dump-topk replace a file recx did not write."""
     if dump_topk is not None:
@@ -82,13 +95,25 @@ def evaluate_saved_run(folder: Path, split: str, ks: list[int], batch_size: int,
     found = None
     with make_progress(quiet) as progress:
         with shown_task(progress, f"evaluating {split}") as advance:
-            result = evaluate(model, dataset, split, ks, batch_size, keep_topk=dump_topk is not None,
-                              auc_beta=auc_beta, after_batch=advance)
+            result = evaluate(
+                model,
+                dataset,
+                split,
+                ks,
+                batch_size,
+                keep_topk=dump_topk is not None,
+                auc_beta=auc_beta,
+                after_batch=advance,
+            )
         if with_diagnostics:
             with shown_task(progress, "diagnostics"):
                 found = diagnostics(model, dataset, [split], ks, batch_size)
-    store.write_results(folder, store.results_frame(config, split, result.values), f"eval_{split}.parquet",
-                        kept=f"the previous eval_{split}.parquet, if any, is unchanged")
+    store.write_results(
+        folder,
+        store.results_frame(config, split, result.values),
+        f"eval_{split}.parquet",
+        kept=f"the previous eval_{split}.parquet, if any, is unchanged",
+    )
     if dump_topk is not None:
         write_topk(dump_topk, result.users, result.topk)
     return result.values, found

@@ -5,6 +5,7 @@ Columns: user (int32, the contiguous id), metric, k (int32), stratum, value (flo
 (users with at least one item in the split) and (metric, k, stratum). The mean of `value` over a (metric, k,
 stratum) group is exactly the run's result for that key.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -32,13 +33,15 @@ def per_user_table(evaluation: Evaluation) -> pa.Table:
         names, codes = np.unique(np.array(values), return_inverse=True)
         return pa.DictionaryArray.from_arrays(pa.array(np.repeat(codes.astype("int32"), n)), pa.array(names.tolist()))
 
-    return pa.table({
-        "user": pa.array(np.tile(users, len(keys))),
-        "metric": labels([metric for metric, _, _ in keys]),
-        "k": pa.array(np.repeat(np.array([k for _, k, _ in keys], dtype="int32"), n)),
-        "stratum": labels([stratum for _, _, stratum in keys]),
-        "value": pa.array(np.concatenate([evaluation.per_user[key].numpy() for key in keys])),
-    })
+    return pa.table(
+        {
+            "user": pa.array(np.tile(users, len(keys))),
+            "metric": labels([metric for metric, _, _ in keys]),
+            "k": pa.array(np.repeat(np.array([k for _, k, _ in keys], dtype="int32"), n)),
+            "stratum": labels([stratum for _, _, stratum in keys]),
+            "value": pa.array(np.concatenate([evaluation.per_user[key].numpy() for key in keys])),
+        }
+    )
 
 
 def write_per_user(folder: Path, split: str, evaluation: Evaluation) -> None:

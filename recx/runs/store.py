@@ -23,6 +23,7 @@ States (`state`): absent, empty, incomplete (a later train resumes it from its c
 trained (`recx eval` works; a later train
 finishes the evaluation), complete (a later train refuses it unless --force), foreign (not a run folder: refused).
 """
+
 from __future__ import annotations
 
 import json
@@ -39,17 +40,28 @@ import torch
 import yaml
 
 from recx.config.run_config import RunConfig, resolve
-from recx.data.dataset_folder import sha256_of
 from recx.core.errors import RecxError
 from recx.core.folders import atomic_file, write_failed, write_text_atomic
+from recx.data.dataset_folder import sha256_of
 
 COMPLETE = "COMPLETE"
 TRAINED = "TRAINED"
 INCOMPLETE = "INCOMPLETE"
 CHECKPOINT = "checkpoint.pt"
 CHECKSUMS = "checksums.json"
-RUN_FILES = (COMPLETE, TRAINED, "epochs.jsonl", "model.pt", "results.parquet", "per_user_valid.parquet",
-             "per_user_test.parquet", "diagnostics.json", "error.log", CHECKPOINT, CHECKSUMS)
+RUN_FILES = (
+    COMPLETE,
+    TRAINED,
+    "epochs.jsonl",
+    "model.pt",
+    "results.parquet",
+    "per_user_valid.parquet",
+    "per_user_test.parquet",
+    "diagnostics.json",
+    "error.log",
+    CHECKPOINT,
+    CHECKSUMS,
+)
 NOT_KEPT = "the run is not complete: the same command restarts or finishes it"
 _NOTED: set[str] = set()
 STARTED_FILES = (INCOMPLETE, "config.yaml", "environment.json")
@@ -163,8 +175,11 @@ def record_checksum(folder: Path, name: str, kept: str = NOT_KEPT) -> None:
 def _note_unchecked(folder: Path, name: str) -> None:
     if str(folder) not in _NOTED:
         _NOTED.add(str(folder))
-        print(f"note: {folder} has no recorded checksum of {name} (written by an older recx): its files are read "
-              "without a damage check", file=sys.stderr)
+        print(
+            f"note: {folder} has no recorded checksum of {name} (written by an older recx): its files are read "
+            "without a damage check",
+            file=sys.stderr,
+        )
 
 
 def verify(folder: Path, name: str, remedy: str) -> None:
@@ -178,8 +193,10 @@ def verify(folder: Path, name: str, remedy: str) -> None:
     except FileNotFoundError:
         raise RecxError(f"{folder / name}: missing; the run folder is damaged ({remedy})") from None
     if actual != expected:
-        raise RecxError(f"{folder / name}: changed or damaged since recx wrote it (its sha256 differs from the one "
-                        f"recorded in {CHECKSUMS}); {remedy}")
+        raise RecxError(
+            f"{folder / name}: changed or damaged since recx wrote it (its sha256 differs from the one "
+            f"recorded in {CHECKSUMS}); {remedy}"
+        )
 
 
 def write_artifact(folder: Path, name: str, write: Callable[[Path], None], kept: str = NOT_KEPT) -> None:
@@ -190,10 +207,22 @@ def write_artifact(folder: Path, name: str, write: Callable[[Path], None], kept:
 
 
 def results_frame(config: RunConfig, split: str, values: dict[tuple[str, int, str], float]) -> pd.DataFrame:
-    rows = [{"run_id": config.run_id(), "dataset": config.dataset, "model": config.model, "loss": config.loss,
-             "sampler": config.sampler, "seed": config.seed, "split": split, "metric": metric, "k": k,
-             "stratum": stratum, "value": value}
-            for (metric, k, stratum), value in sorted(values.items())]
+    rows = [
+        {
+            "run_id": config.run_id(),
+            "dataset": config.dataset,
+            "model": config.model,
+            "loss": config.loss,
+            "sampler": config.sampler,
+            "seed": config.seed,
+            "split": split,
+            "metric": metric,
+            "k": k,
+            "stratum": stratum,
+            "value": value,
+        }
+        for (metric, k, stratum), value in sorted(values.items())
+    ]
     return pd.DataFrame(rows, columns=RESULT_COLUMNS)
 
 
@@ -223,8 +252,10 @@ def save_weights(model, folder: Path) -> None:
     try:
         write_artifact(folder, "model.pt", lambda path: torch.save(model.state_dict(), path))
     except RuntimeError as exc:
-        raise RecxError(f"writing {folder / 'model.pt'} failed ({exc}); {NOT_KEPT}. Free some space, then run the "
-                        "same command again") from None
+        raise RecxError(
+            f"writing {folder / 'model.pt'} failed ({exc}); {NOT_KEPT}. Free some space, then run the "
+            "same command again"
+        ) from None
 
 
 def load_weights(model, folder: Path, device) -> None:
@@ -237,12 +268,23 @@ def load_weights(model, folder: Path, device) -> None:
         model.load_state_dict(state)
     except FileNotFoundError:
         raise RecxError(f"{path}: missing; the run folder is damaged (train it again with --force)") from None
-    except (OSError, RuntimeError, EOFError, ValueError, KeyError, TypeError, AttributeError,
-            pickle.UnpicklingError, zipfile.BadZipFile) as exc:
-        raise RecxError(f"{path}: truncated, corrupt or from another configuration ({type(exc).__name__}); "
-                        f"{remedy}") from None
-    bad = sum(int((~torch.isfinite(t)).sum()) for t in state.values()
-              if isinstance(t, torch.Tensor) and t.is_floating_point())
+    except (
+        OSError,
+        RuntimeError,
+        EOFError,
+        ValueError,
+        KeyError,
+        TypeError,
+        AttributeError,
+        pickle.UnpicklingError,
+        zipfile.BadZipFile,
+    ) as exc:
+        raise RecxError(
+            f"{path}: truncated, corrupt or from another configuration ({type(exc).__name__}); {remedy}"
+        ) from None
+    bad = sum(
+        int((~torch.isfinite(t)).sum()) for t in state.values() if isinstance(t, torch.Tensor) and t.is_floating_point()
+    )
     if bad:
         raise RecxError(f"{path}: {bad:,} weights are not finite (nan or inf): the file is damaged; {remedy}")
 
@@ -288,8 +330,9 @@ def read_config(folder: Path, required: bool = True) -> dict:
     except FileNotFoundError:
         raise RecxError(f"{path}: missing; the run folder is damaged (train it again with --force)") from None
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise RecxError(f"{path}: unreadable or not valid YAML ({type(exc).__name__}); "
-                        "train the run again with --force") from None
+        raise RecxError(
+            f"{path}: unreadable or not valid YAML ({type(exc).__name__}); train the run again with --force"
+        ) from None
     if not isinstance(content, dict):
         raise RecxError(f"{path}: expected a mapping of config keys; train the run again with --force")
     return content

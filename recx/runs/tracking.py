@@ -12,6 +12,7 @@ Tracking is not part of a run's config (same run id, same folder, with or withou
 that experiment (same run id and completion time) is not logged twice. A failure (mlflow missing, a store out of
 reach) is one warning; the run or the sweep goes on and ends as it would have.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -92,9 +93,12 @@ def _final_metrics(folder: Path) -> dict[str, float]:
     import pandas as pd
 
     results = pd.read_parquet(folder / "results.parquet")
-    return {metric_key(f"{r.split}/{r.metric}" + (f"@{r.k}" if r.k else "")
-                       + ("" if r.stratum == "all" else f"/{r.stratum}")): float(r.value)
-            for r in results.itertuples()}
+    return {
+        metric_key(
+            f"{r.split}/{r.metric}" + (f"@{r.k}" if r.k else "") + ("" if r.stratum == "all" else f"/{r.stratum}")
+        ): float(r.value)
+        for r in results.itertuples()
+    }
 
 
 def _histories(folder: Path) -> list[tuple[str, float, int]]:
@@ -102,8 +106,12 @@ def _histories(folder: Path) -> list[tuple[str, float, int]]:
 
     frame = epochs(folder)
     columns = [column for column in frame.columns if column not in ("epoch", "time")]
-    return [(metric_key(column), float(row[column]), int(row["epoch"]))
-            for _, row in frame.iterrows() for column in columns if row[column] == row[column]]
+    return [
+        (metric_key(column), float(row[column]), int(row["epoch"]))
+        for _, row in frame.iterrows()
+        for column in columns
+        if row[column] == row[column]
+    ]
 
 
 def _completed_at(folder: Path) -> str:
@@ -153,17 +161,21 @@ class _Store:
         run_id, completed = run.folder.name, _completed_at(run.folder)
         if self.logged(run_id, completed):
             return
-        tags = {"recx.run_id": run_id, "recx.completed": completed, "recx.folder": str(run.folder.resolve()),
-                **{f"recx.{key}": str(value) for key, value in run.tags.items()}}
+        tags = {
+            "recx.run_id": run_id,
+            "recx.completed": completed,
+            "recx.folder": str(run.folder.resolve()),
+            **{f"recx.{key}": str(value) for key, value in run.tags.items()},
+        }
         created = self.client.create_run(self.experiment, run_name=run.name, tags=tags)
         now = int(time.time() * 1000)
         params = [Param(key, str(value)) for key, value in sorted(flat(config).items())]
         metrics = [Metric(key, value, now, step) for key, value, step in _histories(run.folder)]
         metrics += [Metric(key, value, now, 0) for key, value in sorted(_final_metrics(run.folder).items())]
         for start in range(0, len(params), PARAMS_BATCH):
-            self.client.log_batch(created.info.run_id, params=params[start:start + PARAMS_BATCH])
+            self.client.log_batch(created.info.run_id, params=params[start : start + PARAMS_BATCH])
         for start in range(0, len(metrics), METRICS_BATCH):
-            self.client.log_batch(created.info.run_id, metrics=metrics[start:start + METRICS_BATCH])
+            self.client.log_batch(created.info.run_id, metrics=metrics[start : start + METRICS_BATCH])
         self.client.log_artifacts(created.info.run_id, str(run.folder))
         self.client.set_terminated(created.info.run_id)
 
@@ -182,6 +194,8 @@ def log_runs(tracking: Tracking | None, experiment: str, home: Path, runs: list[
                 store.log(run)
                 done += 1
     except Exception as error:  # tracking never fails a run: mlflow and its stores raise many types
-        warn(f"tracking to MLflow failed after {done} of {len(runs)} runs ({type(error).__name__}: "
-             f"{str(error).splitlines()[0] if str(error) else ''}); the runs themselves are complete and unchanged")
+        warn(
+            f"tracking to MLflow failed after {done} of {len(runs)} runs ({type(error).__name__}: "
+            f"{str(error).splitlines()[0] if str(error) else ''}); the runs themselves are complete and unchanged"
+        )
     return done

@@ -1,5 +1,6 @@
 """`train_run`: one run folder, locked, trained by `recx.train.fit` (resumed from its last checkpoint), evaluated on
 valid and test, marked complete; a failed or interrupted run leaves its folder in a state the same command finishes."""
+
 from __future__ import annotations
 
 import contextlib
@@ -14,19 +15,18 @@ import torch
 from rich.progress import Progress
 
 from recx.config.run_config import RunConfig, check_against_dataset, non_default_settings
-
-from recx.data.dataset import Dataset
-from recx.core.errors import Interrupted, RecxError
-from recx.runs.diagnostics import write_diagnostics
-from recx.eval.evaluator import evaluate
-from recx.core.folders import clean_stale, swap_in, temp_sibling, writable_folder
-from recx.core.names import check_name
-from recx.runs.per_user import write_per_user
-from recx.runs import store
-from recx.core.lock import exclusive
-from recx.train.build import build_model
 from recx.core.device import resolve_device
+from recx.core.errors import Interrupted, RecxError
+from recx.core.folders import clean_stale, swap_in, temp_sibling, writable_folder
+from recx.core.lock import exclusive
+from recx.core.names import check_name
 from recx.core.progress import make_progress, shown_task
+from recx.data.dataset import Dataset
+from recx.eval.evaluator import evaluate
+from recx.runs import store
+from recx.runs.diagnostics import write_diagnostics
+from recx.runs.per_user import write_per_user
+from recx.train.build import build_model
 from recx.train.fit import FitHooks, fit
 
 DEFAULT_KS = [10, 20, 50]
@@ -39,9 +39,16 @@ class RunOutcome:
     results: pd.DataFrame
 
 
-def train_run(config: RunConfig, dataset: Dataset, folder: Path, progress: Progress | None = None,
-              ks: list[int] | None = None, force: bool = False, diagnostics: bool = False,
-              checkpoint_every: int | None = None) -> RunOutcome:
+def train_run(
+    config: RunConfig,
+    dataset: Dataset,
+    folder: Path,
+    progress: Progress | None = None,
+    ks: list[int] | None = None,
+    force: bool = False,
+    diagnostics: bool = False,
+    checkpoint_every: int | None = None,
+) -> RunOutcome:
     """Train, evaluate on valid and test, mark complete, holding the run's lock throughout.
 
     By the folder's state (recx.runs.store): absent/empty: train from scratch; incomplete: train on from its
@@ -66,8 +73,10 @@ def _check_folder(config: RunConfig, folder: Path, force: bool) -> str:
     if current == "complete" and not force:
         raise RecxError(f"run {folder.name} is already complete in {folder}; pass --force to train it again")
     if current in ("incomplete", "trained") and not force and store.read_config(folder) != config.to_dict():
-        raise RecxError(f"{folder} holds an unfinished run of another configuration; pass --force to replace it "
-                        "or choose another --run-dir")
+        raise RecxError(
+            f"{folder} holds an unfinished run of another configuration; pass --force to replace it "
+            "or choose another --run-dir"
+        )
     return current
 
 
@@ -89,15 +98,28 @@ def _train_locked(config, dataset, folder, progress, ks, force, with_diagnostics
                 best_epoch = store.trained_epoch(folder)
             else:
                 shown.console.print(f"run {config.run_id()}: {non_default_settings(config)}", highlight=False)
-                if not replacing and store.resumable(folder) and \
-                        store.read_environment(folder)["data_hash"] != dataset.data_hash:
-                    raise RecxError(f"{folder} holds an unfinished run trained on other data (dataset "
-                                    f"{dataset.folder} changed since); pass --force to train it again")
+                if (
+                    not replacing
+                    and store.resumable(folder)
+                    and store.read_environment(folder)["data_hash"] != dataset.data_hash
+                ):
+                    raise RecxError(
+                        f"{folder} holds an unfinished run trained on other data (dataset "
+                        f"{dataset.folder} changed since); pass --force to train it again"
+                    )
                 if replacing or not store.resumable(folder):
-                    store.start_run(target, config, {"seed": config.seed, "data_hash": dataset.data_hash,
-                                                     "device": str(device), "data_folder": str(dataset.folder),
-                                                     "dataset_card": dataset.card,
-                                                     "packages": store.package_versions()})
+                    store.start_run(
+                        target,
+                        config,
+                        {
+                            "seed": config.seed,
+                            "data_hash": dataset.data_hash,
+                            "device": str(device),
+                            "data_folder": str(dataset.folder),
+                            "dataset_card": dataset.card,
+                            "packages": store.package_versions(),
+                        },
+                    )
                 model = _built(config, dataset, device)
                 best_epoch = fit(config, dataset, model, shown, _hooks(config, dataset, target, checkpoint_every))
                 store.save_weights(model, target)
@@ -137,12 +159,17 @@ def _hooks(config: RunConfig, dataset: Dataset, folder: Path, checkpoint_every: 
     metric, k = config.valid_metric_name
 
     def validate(model, after_batch) -> float:
-        return evaluate(model, dataset, "valid", [k], config.eval_batch_size,
-                        after_batch=after_batch).values[(metric, k, "all")]
+        return evaluate(model, dataset, "valid", [k], config.eval_batch_size, after_batch=after_batch).values[
+            (metric, k, "all")
+        ]
 
-    return FitHooks(validate=validate if dataset.valid is not None else None,
-                    log_epoch=lambda record: store.log_epoch(folder, record), checkpoint=folder / store.CHECKPOINT,
-                    checkpoint_every=checkpoint_every, resumed=lambda epochs_done: store.resume_run(folder, epochs_done))
+    return FitHooks(
+        validate=validate if dataset.valid is not None else None,
+        log_epoch=lambda record: store.log_epoch(folder, record),
+        checkpoint=folder / store.CHECKPOINT,
+        checkpoint_every=checkpoint_every,
+        resumed=lambda epochs_done: store.resume_run(folder, epochs_done),
+    )
 
 
 def _built(config: RunConfig, dataset: Dataset, device: torch.device):
@@ -152,19 +179,23 @@ def _built(config: RunConfig, dataset: Dataset, device: torch.device):
         if isinstance(exc, RuntimeError) and "memory" not in str(exc).lower() and "alloc" not in str(exc).lower():
             raise
         gib = (dataset.n_users + dataset.n_items) * config.dim * 4 / 2**30
-        raise RecxError(f"dim = {config.dim}: the embedding tables alone need about {gib:,.1f} GiB on {device}, "
-                        "more than is available; choose a smaller dim") from None
+        raise RecxError(
+            f"dim = {config.dim}: the embedding tables alone need about {gib:,.1f} GiB on {device}, "
+            "more than is available; choose a smaller dim"
+        ) from None
 
 
-def _evaluate_splits(config: RunConfig, dataset: Dataset, model, ks: list[int], progress: Progress,
-                     folder: Path) -> pd.DataFrame:
+def _evaluate_splits(
+    config: RunConfig, dataset: Dataset, model, ks: list[int], progress: Progress, folder: Path
+) -> pd.DataFrame:
     """Long results of valid (when present) and test; each split's per-user values go to `folder`."""
     splits = ("valid", "test") if dataset.valid is not None else ("test",)
     frames = []
     for split in splits:
         with shown_task(progress, f"evaluating {split}") as advance:
-            evaluation = evaluate(model, dataset, split, ks, config.eval_batch_size, keep_per_user=True,
-                                  after_batch=advance)
+            evaluation = evaluate(
+                model, dataset, split, ks, config.eval_batch_size, keep_per_user=True, after_batch=advance
+            )
         write_per_user(folder, split, evaluation)
         frames.append(store.results_frame(config, split, evaluation.values))
     return pd.concat(frames, ignore_index=True)
@@ -174,13 +205,19 @@ def _interrupted(folder: Path, phase: str, replacing: bool) -> str:
     if replacing:
         return f"{phase} of run {folder.name} (--force); the previous run in {folder} is unchanged"
     if phase == "evaluation":
-        return (f"evaluation of run {folder.name}; kept its weights and {store.epochs_recorded(folder)} epochs in "
-                f"{folder} (trained): `recx eval {folder}` works, and the same train (or sweep) finishes the evaluation")
+        return (
+            f"evaluation of run {folder.name}; kept its weights and {store.epochs_recorded(folder)} epochs in "
+            f"{folder} (trained): `recx eval {folder}` works, and the same train (or sweep) finishes the evaluation"
+        )
     if store.resumable(folder):
-        return (f"training of run {folder.name} after {store.epochs_recorded(folder)} epochs; {folder} is kept "
-                "with its checkpoint: the same train (or sweep) goes on from the last checkpointed epoch")
-    return (f"training of run {folder.name} after {store.epochs_recorded(folder)} epochs; {folder} is kept and "
-            "marked incomplete: the same train (or sweep) restarts it from the first epoch")
+        return (
+            f"training of run {folder.name} after {store.epochs_recorded(folder)} epochs; {folder} is kept "
+            "with its checkpoint: the same train (or sweep) goes on from the last checkpointed epoch"
+        )
+    return (
+        f"training of run {folder.name} after {store.epochs_recorded(folder)} epochs; {folder} is kept and "
+        "marked incomplete: the same train (or sweep) restarts it from the first epoch"
+    )
 
 
 def _save_traceback(folder: Path) -> Path | None:

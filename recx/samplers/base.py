@@ -1,4 +1,5 @@
 """The sampler contract (docs/design.md "Samplers and losses")."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -6,8 +7,8 @@ from typing import Callable
 
 import torch
 
-from recx.data.dataset import Dataset
 from recx.core.errors import RecxError
+from recx.data.dataset import Dataset
 from recx.samplers.kernels import membership
 from recx.samplers.kernels.choice import resolve_kernels, restore_kernels
 
@@ -45,9 +46,13 @@ class Batch:
     is then computed on first use only, so samplers that never read it (uniform, popularity) cost the step no
     whole-table computation."""
 
-    def __init__(self, users: torch.Tensor, positives: torch.Tensor,
-                 query: torch.Tensor | Callable[[], torch.Tensor],
-                 item_table: torch.Tensor | Callable[[], torch.Tensor]):
+    def __init__(
+        self,
+        users: torch.Tensor,
+        positives: torch.Tensor,
+        query: torch.Tensor | Callable[[], torch.Tensor],
+        item_table: torch.Tensor | Callable[[], torch.Tensor],
+    ):
         self.users, self.positives = users, positives
         self._query, self._item_table = query, item_table
 
@@ -98,8 +103,10 @@ class Sampler:
         any exclusion of training items; uniform with `exclude_train` gives the per-user normaliser -log(n - |I_u|)
         that `sample` gives its candidates, so that a user's positives and candidates share it). User-batch models (FastVAE) need it for a user's many positives, the
         sampler diagnostics for whole distributions; samplers without a closed form do not implement it."""
-        raise RecxError(f"sampler {type(self).__name__} has no closed-form proposal probability (needed by "
-                        "fastvae and the exact sampler diagnostics)")
+        raise RecxError(
+            f"sampler {type(self).__name__} has no closed-form proposal probability (needed by "
+            "fastvae and the exact sampler diagnostics)"
+        )
 
     def pair_log_probability(self, batch: Batch, rows: torch.Tensor, items: torch.Tensor) -> torch.Tensor:
         """[P] log q(items[p] | query rows[p]) for pairs of a query row and an item, as `log_probability` gives it:

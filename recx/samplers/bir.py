@@ -17,6 +17,7 @@ off, as in the official code) removes the user's training items, its own positiv
 This departs from the design's logQ contract on purpose: the importance-weighted estimator written in the appendix's
 proof of Theorem 3.2 is the sampler `bir_iw` (recx/samplers/bir_importance.py).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -45,8 +46,9 @@ def training_item_mask(sampler: Sampler, users: torch.Tensor, items: torch.Tenso
     return sampler.is_training_item(users, items[None, :].expand(users.numel(), -1))
 
 
-def resampling_weights(sampler: Sampler, batch: Batch, items: torch.Tensor, log_p: torch.Tensor,
-                       excluded: torch.Tensor) -> torch.Tensor:
+def resampling_weights(
+    sampler: Sampler, batch: Batch, items: torch.Tensor, log_p: torch.Tensor, excluded: torch.Tensor
+) -> torch.Tensor:
     """[B, K] softmax(s(u, j)/τ - log p(j)) over the shared candidates `items` [K], zero where `excluded` (a query
     with every candidate excluded keeps them all)."""
     logits = batch.query @ batch.item_table[items].T / sampler.args.temperature - log_p[items][None, :]
@@ -56,8 +58,10 @@ def resampling_weights(sampler: Sampler, batch: Batch, items: torch.Tensor, log_
 
 def check_resampling_args(name: str, args) -> None:
     if args.n_resampled < 0 or args.temperature <= 0:
-        raise RecxError(f"sampler_args: {name} needs n_resampled >= 0 (0: batch size) and temperature > 0 "
-                        f"(got n_resampled={args.n_resampled}, temperature={args.temperature})")
+        raise RecxError(
+            f"sampler_args: {name} needs n_resampled >= 0 (0: batch size) and temperature > 0 "
+            f"(got n_resampled={args.n_resampled}, temperature={args.temperature})"
+        )
 
 
 @SAMPLERS.register("bir")

@@ -9,6 +9,7 @@ cancels, so in expectation this is the in-batch softmax WITHOUT popularity corre
 items; measured on ML-100K it lands next to SSL, far below SSL-Pop and the official BIR (`bir`, recx/samplers/bir.py).
 Kept to study the estimator, not as BIR.
 """
+
 from __future__ import annotations
 
 from recx.samplers import SAMPLERS

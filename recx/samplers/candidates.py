@@ -1,5 +1,6 @@
 """Helpers shared by the score-aware samplers: uniform candidates (optionally without training items), their scores,
 and row-wise resampling from per-query weights (returned as multiplicities over a shared candidate set)."""
+
 from __future__ import annotations
 
 import math
@@ -11,8 +12,9 @@ from recx.samplers.base import Batch, Negatives, Sampler
 from recx.samplers.uniform import redraw_training_items
 
 
-def uniform_candidates(sampler: Sampler, users: torch.Tensor, n: int, exclude_train: bool,
-                       max_redraws: int) -> torch.Tensor:
+def uniform_candidates(
+    sampler: Sampler, users: torch.Tensor, n: int, exclude_train: bool, max_redraws: int
+) -> torch.Tensor:
     """[B, n] items drawn uniformly; with `exclude_train`, uniformly from the items the user has not trained on."""
     n_items = sampler.dataset.n_items
     draw = lambda shape: torch.randint(0, n_items, shape, generator=sampler.generator, device=users.device)  # noqa: E731
@@ -37,15 +39,19 @@ def resample_rows(probabilities: torch.Tensor, m: int, generator: torch.Generato
     """[R, m] column indices, each row drawn i.i.d. with replacement from its row of `probabilities` [R, K]
     (inverse CDF: a binary search of uniforms in the row's cumulative sum; zero-probability columns are never drawn)."""
     cdf = torch.cumsum(probabilities, dim=1)
-    uniforms = torch.rand((probabilities.shape[0], m), generator=generator, device=probabilities.device,
-                          dtype=cdf.dtype) * cdf[:, -1:]
+    uniforms = (
+        torch.rand((probabilities.shape[0], m), generator=generator, device=probabilities.device, dtype=cdf.dtype)
+        * cdf[:, -1:]
+    )
     return torch.searchsorted(cdf, uniforms, right=True).clamp_max(probabilities.shape[1] - 1)
 
 
 def draw_counts(probabilities: torch.Tensor, m: int, generator: torch.Generator) -> torch.Tensor:
     """[R, K] multiplicities of m i.i.d. draws per row from `probabilities` [R, K]."""
     positions = resample_rows(probabilities, m, generator)
-    return torch.zeros_like(probabilities).scatter_add_(1, positions, torch.ones_like(positions, dtype=probabilities.dtype))
+    return torch.zeros_like(probabilities).scatter_add_(
+        1, positions, torch.ones_like(positions, dtype=probabilities.dtype)
+    )
 
 
 def multiset_log_q(counts: torch.Tensor) -> torch.Tensor:
@@ -55,8 +61,9 @@ def multiset_log_q(counts: torch.Tensor) -> torch.Tensor:
     return torch.where(counts > 0, -torch.log(counts.clamp_min(1)), float("inf"))
 
 
-def importance_resampled_negatives(atoms: torch.Tensor, probabilities: torch.Tensor, m: int,
-                                   generator: torch.Generator) -> Negatives:
+def importance_resampled_negatives(
+    atoms: torch.Tensor, probabilities: torch.Tensor, m: int, generator: torch.Generator
+) -> Negatives:
     """m i.i.d. draws per query from `probabilities` [B, K] over the shared `atoms` [K], as multiplicities c [B, K],
     importance-weighted: log_q = log(m q / c) (+inf where c = 0).
 

@@ -7,6 +7,7 @@ official code, which re-clusters from scratch before every epoch) or from the pr
 there are previous ones of the same shape). Items are grouped by their cell Ω_{k1,k2}
 (cell id k1·K + k2): `order` lists the item ids cell by cell and `cell_ptr` [K² + 1] delimits each cell in it.
 """
+
 from __future__ import annotations
 
 import torch

@@ -8,6 +8,7 @@ log_q: the kept items have no fixed proposal probability (the selection depends 
 the uniform proposal's constant -log n_items for the candidates and the positive alike: a logQ-corrected softmax is then
 the uncorrected one (the constant cancels), and BPR/BCE ignore it. `config.n_negatives` is not used (M is `m`).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -33,14 +34,19 @@ class DynamicNegativeSampler(Sampler):
     def __init__(self, dataset, n_negatives, args: DNSArgs, generator, kernels: str = "auto"):
         super().__init__(dataset, n_negatives, args, generator, kernels)
         if not 1 <= args.m <= args.n_candidates:
-            raise RecxError(f"sampler_args: dns needs 1 <= m <= n_candidates (got m={args.m}, "
-                            f"n_candidates={args.n_candidates})")
+            raise RecxError(
+                f"sampler_args: dns needs 1 <= m <= n_candidates (got m={args.m}, n_candidates={args.n_candidates})"
+            )
 
     def sample(self, batch: Batch) -> Negatives:
-        candidates = uniform_candidates(self, batch.users, self.args.n_candidates, self.args.exclude_train,
-                                        self.args.max_redraws)
+        candidates = uniform_candidates(
+            self, batch.users, self.args.n_candidates, self.args.exclude_train, self.args.max_redraws
+        )
         top = candidate_scores(batch, candidates).topk(self.args.m, dim=1).indices
         items = candidates.gather(1, top)
         n_items = self.dataset.n_items
-        return Negatives(items, uniform_log_q(items.shape, n_items, items.device),
-                         uniform_log_q(batch.users.shape, n_items, items.device))
+        return Negatives(
+            items,
+            uniform_log_q(items.shape, n_items, items.device),
+            uniform_log_q(batch.users.shape, n_items, items.device),
+        )

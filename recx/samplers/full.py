@@ -1,4 +1,5 @@
 """All items as the candidate set (exact full softmax): shared [1, n_items], q uniform (log_q constant, cancels)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -11,6 +11,7 @@ SSL-Pop's `keep_positive: true` follows the official XIR code's SSL-Pop (HERECJ/
 batch row, the query's own positive and its duplicates included, joins the positive in the softmax's denominator (so
 the positive appears there at least twice).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -43,8 +44,11 @@ class InBatchSampler(Sampler):
 
     def sample(self, batch: Batch) -> Negatives:
         items = batch.positives[None, :]
-        return Negatives(items, torch.zeros(items.shape, device=items.device),
-                         torch.zeros(batch.positives.shape, device=items.device))
+        return Negatives(
+            items,
+            torch.zeros(items.shape, device=items.device),
+            torch.zeros(batch.positives.shape, device=items.device),
+        )
 
 
 @SAMPLERS.register("in_batch_pop")

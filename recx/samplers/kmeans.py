@@ -8,6 +8,7 @@ From centroids C (k random points, or given ones), repeat up to `max_iterations`
 It returns the last assignment and the last centroids (as the official code: if the iteration budget runs out, the
 centroids are one update past the assignment). Random choices read `generator`, so a seed fixes the result.
 """
+
 from __future__ import annotations
 
 import math
@@ -20,8 +21,9 @@ def random_points(points: torch.Tensor, n: int, generator: torch.Generator) -> t
     return points[torch.randperm(points.shape[0], generator=generator, device=generator.device)[:n].to(points.device)]
 
 
-def kmeans(points: torch.Tensor, centroids: torch.Tensor, max_iterations: int, tolerance: float,
-           generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+def kmeans(
+    points: torch.Tensor, centroids: torch.Tensor, max_iterations: int, tolerance: float, generator: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
     """(centroids [K, D], labels [N]) of Lloyd's iterations on points [N, D] from the initial `centroids` [K, D]."""
     k = centroids.shape[0]
     points = points.contiguous()

@@ -17,6 +17,7 @@ iterations to a 1e-6 relative tolerance, as the official code; `kmeans_init: war
 holds for any codewords, the residual is taken against the current item vectors).
 The draw reads three uniforms per negative; the CuPy kernel (recx.samplers.kernels.midx_draw) reads the same ones.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -45,8 +46,10 @@ class MidxArgs:
 
     def __post_init__(self):
         if self.n_codewords < 1 or not 1 <= self.kmeans_iterations <= 10_000:
-            raise RecxError(f"sampler_args: n_codewords must be at least 1 and kmeans_iterations in [1, 10,000], got "
-                            f"{self.n_codewords} and {self.kmeans_iterations}")
+            raise RecxError(
+                f"sampler_args: n_codewords must be at least 1 and kmeans_iterations in [1, 10,000], got "
+                f"{self.n_codewords} and {self.kmeans_iterations}"
+            )
         if not 0 <= self.kmeans_tolerance < 1:
             raise RecxError(f"sampler_args.kmeans_tolerance must be in [0, 1), got {self.kmeans_tolerance}")
         if self.kmeans_init not in KMEANS_INITS:
@@ -74,7 +77,9 @@ class Proposal:
     second: torch.Tensor  # [B, K]
     log_joint: torch.Tensor  # [B, K, K]: log W[k1, k2] + r¹_k1 + r²_k2
     log_norm: torch.Tensor  # [B]
-    cumulative: torch.Tensor | None  # [M + 1] or [B, M + 1] float64 cumulative stage-3 weights in cell order; None: equal
+    cumulative: (
+        torch.Tensor | None
+    )  # [M + 1] or [B, M + 1] float64 cumulative stage-3 weights in cell order; None: equal
     residual_scores: torch.Tensor | None = None  # [B, M] z·q̃_i (exact variant only)
 
 
@@ -84,12 +89,13 @@ class InvertedMultiIndexSampler(Sampler):
 
     def __init__(self, dataset, n_negatives, args: MidxArgs, generator, kernels: str = "auto"):
         super().__init__(dataset, n_negatives, args, generator, kernels)
-        self.codebooks = ProductCodebooks(args.n_codewords, args.kmeans_iterations, args.kmeans_tolerance,
-                                          args.kmeans_init)
+        self.codebooks = ProductCodebooks(
+            args.n_codewords, args.kmeans_iterations, args.kmeans_tolerance, args.kmeans_init
+        )
         self.built = False
 
     def rebuild(self, query_table: torch.Tensor | None, item_table: torch.Tensor) -> None:
-        seed = int(torch.randint(0, 2 ** 31 - 1, (1,), generator=self.generator, device=self.generator.device))
+        seed = int(torch.randint(0, 2**31 - 1, (1,), generator=self.generator, device=self.generator.device))
         self.codebooks.fit(item_table, seed)
         self.built = True
         self.after_rebuild(item_table)
@@ -110,6 +116,7 @@ class InvertedMultiIndexSampler(Sampler):
 
     def _log_q(self, proposal: Proposal, items: torch.Tensor, rows: torch.Tensor | None = None) -> torch.Tensor:
         """log q of items [B, L] for query rows 0 … B-1 of the proposal, or of pairs (rows [P], items [P])."""
+
         def read(table: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
             return table.gather(1, index) if rows is None else table[rows, index]
 
@@ -121,8 +128,12 @@ class InvertedMultiIndexSampler(Sampler):
 
     def log_probability(self, batch: Batch, items: torch.Tensor) -> torch.Tensor:
         self._ready(batch)
-        return torch.cat([self._log_q(self.proposal(query, batch.item_table), part)
-                          for query, part in zip(self._chunks(batch.query), self._chunks(items))])
+        return torch.cat(
+            [
+                self._log_q(self.proposal(query, batch.item_table), part)
+                for query, part in zip(self._chunks(batch.query), self._chunks(items))
+            ]
+        )
 
     def pair_log_probability(self, batch: Batch, rows: torch.Tensor, items: torch.Tensor) -> torch.Tensor:
         """The proposal once per query row (chunk by chunk), each pair read from its row's: O(B (KD + K²) + P)
@@ -143,10 +154,21 @@ class InvertedMultiIndexSampler(Sampler):
         items, log_q, positive_log_q = [], [], []
         for query, positives in zip(self._chunks(batch.query), self._chunks(batch.positives)):
             proposal = self.proposal(query, batch.item_table)
-            uniforms = torch.rand((3, query.shape[0], self.n_negatives), generator=self.generator,
-                                  device=query.device, dtype=torch.float64).permute(1, 2, 0)  # [B, n, 3]
-            drawn = draw_cells_and_items(proposal.log_joint, proposal.cumulative, self.codebooks.cell_ptr,
-                                         self.codebooks.order, uniforms, self.codebooks.largest_cell, self.kernels)
+            uniforms = torch.rand(
+                (3, query.shape[0], self.n_negatives),
+                generator=self.generator,
+                device=query.device,
+                dtype=torch.float64,
+            ).permute(1, 2, 0)  # [B, n, 3]
+            drawn = draw_cells_and_items(
+                proposal.log_joint,
+                proposal.cumulative,
+                self.codebooks.cell_ptr,
+                self.codebooks.order,
+                uniforms,
+                self.codebooks.largest_cell,
+                self.kernels,
+            )
             items.append(drawn)
             log_q.append(self._log_q(proposal, drawn))
             positive_log_q.append(self._log_q(proposal, positives[:, None])[:, 0])
@@ -223,8 +245,9 @@ class MidxExact(InvertedMultiIndexSampler):
         first, second = codebooks.codeword_scores(query)
         log_cells = (torch.log(codebooks.cell_sums(weights)) + shift).view(-1, k, k)
         log_joint = log_cells + first.to(torch.float64)[:, :, None] + second.to(torch.float64)[:, None, :]
-        return Proposal(first, second, log_joint, torch.logsumexp(log_joint.flatten(1), dim=1), cumulative,
-                        residual_scores)
+        return Proposal(
+            first, second, log_joint, torch.logsumexp(log_joint.flatten(1), dim=1), cumulative, residual_scores
+        )
 
     def item_log_weight(self, proposal: Proposal, items: torch.Tensor, read) -> torch.Tensor:
         return read(proposal.residual_scores, items)

@@ -1,4 +1,5 @@
 """Popularity negatives: q(j) ∝ f(c_j), c_j the training count; f = count, log(1 + count) or count^0.75."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -11,6 +11,7 @@ O((M / leaf_size) D²). A query drawing many items gets all its node masses at o
 leaf_size)) and then descends in O(log M) per draw; queries and draws are processed in chunks to bound memory. `log_q` is the closed form above, for the item
 vectors the tree was built from (between rebuilds the proposal is the kernel of the epoch's starting vectors).
 """
+
 from __future__ import annotations
 
 import math
@@ -55,8 +56,8 @@ class QuadraticKernelSampler(Sampler):
         self.leaf_items = padded.view(self.n_leaves, size, dim)
         sums = torch.zeros(2 * self.n_leaves, dim, dim, dtype=items.dtype, device=items.device)
         counts = torch.zeros(2 * self.n_leaves, dtype=items.dtype, device=items.device)
-        sums[self.n_leaves:] = self.leaf_items.transpose(1, 2) @ self.leaf_items
-        counts[self.n_leaves:] = (n_items - size * torch.arange(self.n_leaves, device=items.device)).clamp(0, size)
+        sums[self.n_leaves :] = self.leaf_items.transpose(1, 2) @ self.leaf_items
+        counts[self.n_leaves :] = (n_items - size * torch.arange(self.n_leaves, device=items.device)).clamp(0, size)
         width = self.n_leaves // 2
         while width >= 1:
             parents = torch.arange(width, 2 * width, device=items.device)
@@ -124,19 +125,31 @@ class QuadraticKernelSampler(Sampler):
             leaf = self._leaves(lambda draws, nodes: table[rows[draws], nodes], uniforms)
         else:
             chunk = max(1, CHUNK_ENTRIES // (dim * dim))
-            leaf = torch.cat([self._leaves(lambda draws, nodes: self._mass(query[part[draws]], nodes), part_uniforms)
-                              for part, part_uniforms in zip(torch.split(rows, chunk), torch.split(uniforms, chunk))])
+            leaf = torch.cat(
+                [
+                    self._leaves(lambda draws, nodes: self._mass(query[part[draws]], nodes), part_uniforms)
+                    for part, part_uniforms in zip(torch.split(rows, chunk), torch.split(uniforms, chunk))
+                ]
+            )
         chunk = max(1, CHUNK_ENTRIES // (self.args.leaf_size * dim))
-        return torch.cat([self._leaf_items(query[part], part_leaf, part_uniforms[:, -1]) for part, part_leaf, part_uniforms
-                          in zip(torch.split(rows, chunk), torch.split(leaf, chunk), torch.split(uniforms, chunk))])
+        return torch.cat(
+            [
+                self._leaf_items(query[part], part_leaf, part_uniforms[:, -1])
+                for part, part_leaf, part_uniforms in zip(
+                    torch.split(rows, chunk), torch.split(leaf, chunk), torch.split(uniforms, chunk)
+                )
+            ]
+        )
 
     def sample(self, batch: Batch) -> Negatives:
         self._ready(batch)
         n_queries = batch.query.shape[0]
         depth = int(math.log2(self.n_leaves))
         rows = torch.arange(n_queries, device=batch.query.device).repeat_interleave(self.n_negatives)
-        uniforms = torch.rand((rows.numel(), depth + 1), generator=self.generator, device=rows.device,
-                              dtype=batch.query.dtype)
+        uniforms = torch.rand(
+            (rows.numel(), depth + 1), generator=self.generator, device=rows.device, dtype=batch.query.dtype
+        )
         items = self._draw(batch.query, rows, uniforms).view(n_queries, self.n_negatives)
-        return Negatives(items, self.log_probability(batch, items),
-                         self.log_probability(batch, batch.positives[:, None])[:, 0])
+        return Negatives(
+            items, self.log_probability(batch, items), self.log_probability(batch, batch.positives[:, None])[:, 0]
+        )

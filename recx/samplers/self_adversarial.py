@@ -4,6 +4,7 @@ unless `exclude_train` is off). The loss applies the weights (BPR, BCE `neg_weig
 
 log_q: the uniform proposal's constant -log n_items for the candidates and the positive.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -36,5 +37,9 @@ class SelfAdversarialSampler(Sampler):
         items = uniform_candidates(self, batch.users, self.n_negatives, self.args.exclude_train, self.args.max_redraws)
         weights = torch.softmax(candidate_scores(batch, items) / self.args.temperature, dim=1)
         n_items = self.dataset.n_items
-        return Negatives(items, uniform_log_q(items.shape, n_items, items.device),
-                         uniform_log_q(batch.users.shape, n_items, items.device), weights)
+        return Negatives(
+            items,
+            uniform_log_q(items.shape, n_items, items.device),
+            uniform_log_q(batch.users.shape, n_items, items.device),
+            weights,
+        )

@@ -10,6 +10,7 @@ L_j = softplus(s_j - s_i), or bce, L_j = softplus(s_j); the loss applies them as
 log_q: uniform's constant -log n_items for candidates and positive (the weights, not log_q, carry the hardness).
 `config.n_negatives` is not used (N is `n_candidates`).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -53,14 +54,21 @@ class SoftmaxVSampler(Sampler):
         if args.loss_form not in LOSS_FORMS:
             raise RecxError(f"sampler_args.loss_form {args.loss_form!r}; valid: {', '.join(LOSS_FORMS)}")
         if args.rho <= 0 or args.n_candidates < 2:
-            raise RecxError("sampler_args: softmax_v needs rho > 0 and n_candidates >= 2 (its temperature is a "
-                            "variance over the candidates)")
+            raise RecxError(
+                "sampler_args: softmax_v needs rho > 0 and n_candidates >= 2 (its temperature is a "
+                "variance over the candidates)"
+            )
 
     def sample(self, batch: Batch) -> Negatives:
-        items = uniform_candidates(self, batch.users, self.args.n_candidates, self.args.exclude_train,
-                                   self.args.max_redraws)
+        items = uniform_candidates(
+            self, batch.users, self.args.n_candidates, self.args.exclude_train, self.args.max_redraws
+        )
         losses = LOSS_FORMS[self.args.loss_form](candidate_scores(batch, items), positive_scores(batch))
         n_items = self.dataset.n_items
         weights = softmax_v_weights(losses, self.args.rho)
-        return Negatives(items, uniform_log_q(items.shape, n_items, items.device),
-                         uniform_log_q(batch.users.shape, n_items, items.device), weights)
+        return Negatives(
+            items,
+            uniform_log_q(items.shape, n_items, items.device),
+            uniform_log_q(batch.users.shape, n_items, items.device),
+            weights,
+        )

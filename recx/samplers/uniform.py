@@ -6,11 +6,11 @@ a bias no paper has). `log_probability` gives the same per-user normaliser, so t
 through `pair_log_probability`) share it with the negatives `sample` draws. `shared` negatives ignore
 `exclude_train` (one set for the whole batch).
 """
+
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import math
+from dataclasses import dataclass
 
 import torch
 
@@ -26,7 +26,9 @@ class UniformArgs:
     max_redraws: int = 20
 
 
-def redraw_training_items(sampler: Sampler, users: torch.Tensor, items: torch.Tensor, draw, max_redraws: int) -> torch.Tensor:
+def redraw_training_items(
+    sampler: Sampler, users: torch.Tensor, items: torch.Tensor, draw, max_redraws: int
+) -> torch.Tensor:
     """Rejection: redraw the candidates that are the user's training items (vectorised, bounded rounds)."""
     for _ in range(max_redraws):
         hit = sampler.is_training_item(users, items)

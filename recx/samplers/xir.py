@@ -16,6 +16,7 @@ and the next cache is `cache_size` (0: the batch size) draws with replacement fr
 ∝ h. The first cache is `cache_size` items drawn uniformly (the official code: from all items; here from items with a
 training interaction, whose log p is finite). The cache a step samples from is the one built by the previous step.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -52,8 +53,10 @@ class CachedImportanceResampler(Sampler):
         super().__init__(dataset, n_negatives, args, generator, kernels)
         check_resampling_args("xir", args)
         if args.cache_size < 0 or not 0 <= args.cache_weight <= 1:
-            raise RecxError(f"sampler_args: xir needs cache_size >= 0 (0: batch size) and 0 <= cache_weight <= 1 "
-                            f"(got cache_size={args.cache_size}, cache_weight={args.cache_weight})")
+            raise RecxError(
+                f"sampler_args: xir needs cache_size >= 0 (0: batch size) and 0 <= cache_weight <= 1 "
+                f"(got cache_size={args.cache_size}, cache_weight={args.cache_weight})"
+            )
         self.log_p = log_popularity(dataset, generator.device)
         self.occurrence = torch.ones(dataset.n_items, dtype=torch.float64, device=generator.device)
         self.cache: torch.Tensor | None = None
@@ -67,9 +70,14 @@ class CachedImportanceResampler(Sampler):
         if self.cache is None:
             self.cache = self.first_cache(self.args.cache_size or size)
         half = max(1, (self.args.n_resampled or size) // 2)
-        counts = [draw_counts(resampling_weights(self, batch, part, self.log_p,
-                                                 training_item_mask(self, batch.users, part)), half, self.generator)
-                  for part in (items, self.cache)]
+        counts = [
+            draw_counts(
+                resampling_weights(self, batch, part, self.log_p, training_item_mask(self, batch.users, part)),
+                half,
+                self.generator,
+            )
+            for part in (items, self.cache)
+        ]
         atoms = torch.cat([items, self.cache])
         drawn = torch.zeros_like(self.occurrence).index_add_(0, atoms, torch.cat(counts, dim=1).sum(0).double())
         self.occurrence += drawn
@@ -77,5 +85,11 @@ class CachedImportanceResampler(Sampler):
         share = self.args.cache_weight
         weights = torch.cat([(1 - share) * counts[0], share * counts[1]], dim=1) / half
         positive_log_q = torch.zeros(size, device=items.device)
-        return Negatives(atoms[None, :], multiset_log_q(torch.cat(counts, dim=1)), positive_log_q, weights,
-                         keeps_positive=True, segments=((size, 1 - share), (atoms.numel() - size, share)))
+        return Negatives(
+            atoms[None, :],
+            multiset_log_q(torch.cat(counts, dim=1)),
+            positive_log_q,
+            weights,
+            keeps_positive=True,
+            segments=((size, 1 - share), (atoms.numel() - size, share)),
+        )

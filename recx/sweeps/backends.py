@@ -1,4 +1,5 @@
 """Choosing a sweep's backend from the command line's --backend, --jobs and --address."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

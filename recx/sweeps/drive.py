@@ -4,6 +4,7 @@ runs that another process holds ("locked") back in the queue after a pause, and 
 A backend is an object with `capacity` (runs at once), `start(task)` (returns a handle), `poll(timeout)` (the
 (handle, Outcome) pairs finished since the last call, waiting at most `timeout` seconds) and `close()`.
 """
+
 from __future__ import annotations
 
 import time
@@ -61,10 +62,12 @@ def drive(tasks: list[RunTask], backend, on_change: Callable[[str, RunTask, Outc
         if isinstance(interrupt, Interrupted) or not running:
             raise
         stopped = ", ".join(sorted(task.run_id for task in running.values()))
-        raise Interrupted(f"recx sweep; {len(running)} runs in progress were stopped ({stopped}) and are kept in "
-                          f"their folders, marked incomplete (or trained, when stopped in evaluation); "
-                          f"{len(report.done)} runs finished before are complete; the same sweep restarts or "
-                          "finishes the stopped runs and skips the complete ones") from None
+        raise Interrupted(
+            f"recx sweep; {len(running)} runs in progress were stopped ({stopped}) and are kept in "
+            f"their folders, marked incomplete (or trained, when stopped in evaluation); "
+            f"{len(report.done)} runs finished before are complete; the same sweep restarts or "
+            "finishes the stopped runs and skips the complete ones"
+        ) from None
     finally:
         backend.close()
     return report

@@ -8,6 +8,7 @@ A method's own keys override the grid's: a method that fixes every grid key is p
 may be dotted (`model_args.alpha: [0.1, 1.0]`), and a method's own `grid` replaces the experiment's for that method
 (the papers tune different hyper-parameters per method: lr and weight decay for SGD, α and λ for ALS).
 """
+
 from __future__ import annotations
 
 import itertools
@@ -17,8 +18,18 @@ from pathlib import Path
 from recx.config.run_config import RunConfig, deep_merge, has_key, read_yaml_mapping, resolve
 from recx.core.errors import RecxError
 
-EXPERIMENT_KEYS = {"description", "datasets", "methods", "seeds", "defaults", "grid", "ks", "table", "diagnostics",
-                   "track"}
+EXPERIMENT_KEYS = {
+    "description",
+    "datasets",
+    "methods",
+    "seeds",
+    "defaults",
+    "grid",
+    "ks",
+    "table",
+    "diagnostics",
+    "track",
+}
 
 
 @dataclass
@@ -40,8 +51,9 @@ class SweepOverrides:
         if self.methods:
             unknown = [m for m in self.methods if m not in spec["methods"]]
             if unknown:
-                raise RecxError(f"--methods: {where} has no method {unknown[0]!r}; its methods: "
-                                f"{', '.join(spec['methods'])}")
+                raise RecxError(
+                    f"--methods: {where} has no method {unknown[0]!r}; its methods: {', '.join(spec['methods'])}"
+                )
             spec["methods"] = {m: spec["methods"][m] for m in self.methods}
         return spec
 
@@ -67,13 +79,18 @@ def experiment_spec(content: dict, name: str, path: Path) -> dict:
     spec = experiments[name]
     unknown = sorted(set(spec) - EXPERIMENT_KEYS)
     if unknown:
-        raise RecxError(f"{path}: experiments.{name}: unknown key {unknown[0]!r}; valid: {', '.join(sorted(EXPERIMENT_KEYS))}")
+        raise RecxError(
+            f"{path}: experiments.{name}: unknown key {unknown[0]!r}; valid: {', '.join(sorted(EXPERIMENT_KEYS))}"
+        )
     for key in ("datasets", "methods"):
         if not spec.get(key):
             raise RecxError(f"{path}: experiments.{name}.{key} is missing or empty")
     for method, method_spec in spec["methods"].items():
-        check_per_dataset((method_spec or {}).get("per_dataset", {}), spec["datasets"],
-                          f"{path}: experiments.{name}.methods.{method}.per_dataset")
+        check_per_dataset(
+            (method_spec or {}).get("per_dataset", {}),
+            spec["datasets"],
+            f"{path}: experiments.{name}.methods.{method}.per_dataset",
+        )
     return spec
 
 
@@ -141,10 +158,14 @@ def table_layout(spec: dict, name: str, path: Path) -> dict:
     layout = spec.get("table") or {}
     unknown = sorted(set(layout) - TABLE_KEYS)
     if unknown:
-        raise RecxError(f"{path}: experiments.{name}.table: unknown key {unknown[0]!r}; valid: {', '.join(sorted(TABLE_KEYS))}")
-    return {"metrics": tuple(layout.get("metrics", ("ndcg", "recall"))),
-            "ks": tuple(layout.get("ks", spec.get("ks", [10, 20, 50]))),
-            "stratified": tuple(layout.get("stratified", ("ndcg",)))}
+        raise RecxError(
+            f"{path}: experiments.{name}.table: unknown key {unknown[0]!r}; valid: {', '.join(sorted(TABLE_KEYS))}"
+        )
+    return {
+        "metrics": tuple(layout.get("metrics", ("ndcg", "recall"))),
+        "ks": tuple(layout.get("ks", spec.get("ks", [10, 20, 50]))),
+        "stratified": tuple(layout.get("stratified", ("ndcg",))),
+    }
 
 
 def plan_each_method(spec: dict, name: str, path: Path, forced: dict | None) -> list[PlannedRun]:

@@ -7,6 +7,7 @@ a share of the CPU threads: OMP_NUM_THREADS (when set, it is the sweep's whole b
 divided by N, at least one. Worker output goes to `<out>/logs/worker-<i>.log`, a crash's traceback to
 `<out>/logs/<run id>.log`.
 """
+
 from __future__ import annotations
 
 import json
@@ -63,8 +64,14 @@ class Worker:
     def __init__(self, env: dict, gpu: str | None, threads: int, log: Path):
         log.parent.mkdir(parents=True, exist_ok=True)
         with open(log, "a") as stderr:
-            self.process = subprocess.Popen([sys.executable, "-m", "recx.sweeps.worker", str(threads)], env=env,
-                                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, text=True)
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "recx.sweeps.worker", str(threads)],
+                env=env,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                text=True,
+            )
         self.gpu, self.log, self.task = gpu, log, None
 
     def send(self, task: RunTask) -> None:
@@ -103,8 +110,9 @@ class LocalProcesses:
         return env
 
     def start(self, task: RunTask) -> str:
-        slot = next(slot for slot in range(self.capacity)
-                    if slot not in self.workers or self.workers[slot].task is None)
+        slot = next(
+            slot for slot in range(self.capacity) if slot not in self.workers or self.workers[slot].task is None
+        )
         worker, gpu = self.workers.get(slot), self.gpu(task, slot)
         if worker is None or worker.process.poll() is not None or worker.gpu != gpu:
             if worker is not None:

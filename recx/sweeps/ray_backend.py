@@ -5,6 +5,7 @@ Workers read the data root and write the run store by path, so both must be on a
 must be importable on every node.
 Ray is an optional extra: `pip install -e ".[dist]"`.
 """
+
 from __future__ import annotations
 
 from recx.core.errors import RecxError
@@ -28,16 +29,17 @@ class RayCluster:
         try:
             import ray
         except ImportError:
-            raise RecxError("--backend ray needs Ray: pip install -e \".[dist]\" (or pip install ray)") from None
+            raise RecxError('--backend ray needs Ray: pip install -e ".[dist]" (or pip install ray)') from None
         self.ray, self.started = ray, not ray.is_initialized()
         if self.started:
             options = {"address": address} if address else {"address": "local", "num_cpus": jobs}
             try:
                 ray.init(**options, include_dashboard=False, log_to_driver=False, configure_logging=False)
             except ConnectionError as error:
-                raise RecxError(f"--address {address}: cannot join that Ray cluster ({error}); a cluster with "
-                                f"Ray's token authentication must find its token here too (~/.ray/auth_token)"
-                                ) from None
+                raise RecxError(
+                    f"--address {address}: cannot join that Ray cluster ({error}); a cluster with "
+                    f"Ray's token authentication must find its token here too (~/.ray/auth_token)"
+                ) from None
         resources = ray.cluster_resources()
         self.capacity = jobs
         self.has_gpus = resources.get("GPU", 0) > 0
@@ -49,8 +51,9 @@ class RayCluster:
     def start(self, task: RunTask):
         device = task.config.get("device")
         on_cuda = device == "cuda" or (device == "auto" and self.has_gpus)
-        ref = self.remote.options(num_cpus=0 if on_cuda else self.threads, num_gpus=1 if on_cuda else 0,
-                                  max_retries=0).remote(task.to_json(), self.threads)
+        ref = self.remote.options(
+            num_cpus=0 if on_cuda else self.threads, num_gpus=1 if on_cuda else 0, max_retries=0
+        ).remote(task.to_json(), self.threads)
         self.pending[ref] = task
         return ref
 

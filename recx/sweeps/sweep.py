@@ -7,6 +7,7 @@ same run store, so a sweep started with one can be resumed with another.
 With `track: mlflow` (or --track mlflow) the sweep's completed runs are logged to one MLflow experiment named after
 it (recx.runs.tracking); tracking is not part of any run's config.
 """
+
 from __future__ import annotations
 
 import json
@@ -26,9 +27,17 @@ from recx.runs.convergence import FILE as CONVERGENCE
 from recx.runs.convergence import convergence_frame
 from recx.sweeps.backends import Execution, make_backend
 from recx.sweeps.drive import DriveReport, drive
-from recx.sweeps.experiments import (PlannedRun, SweepOverrides, experiment_spec, load_experiments, plan,
-                                     plan_each_method, table_layout)
+from recx.sweeps.experiments import (
+    PlannedRun,
+    SweepOverrides,
+    experiment_spec,
+    load_experiments,
+    plan,
+    plan_each_method,
+    table_layout,
+)
 from recx.sweeps.task import RunTask
+
 
 def check_planned(runs: list[PlannedRun], data_root: Path, ks: list[int], name: str, path: Path) -> None:
     """Before the first run: each run's settings against its dataset's catalogue (datasets already prepared)."""
@@ -40,8 +49,13 @@ def check_planned(runs: list[PlannedRun], data_root: Path, ks: list[int], name: 
         if card.is_file():
             n_items = int(json.loads(card.read_text())["n_items"])
             valid_k = run.config.valid_metric_name[1]
-            check_against_dataset(run.config, n_items, list(ks) + [valid_k], default_negatives,
-                                  f"{path}: experiment {name!r}, method {run.method!r}, dataset {run.config.dataset!r}")
+            check_against_dataset(
+                run.config,
+                n_items,
+                list(ks) + [valid_k],
+                default_negatives,
+                f"{path}: experiment {name!r}, method {run.method!r}, dataset {run.config.dataset!r}",
+            )
 
 
 def ensure_dataset(content: dict, dataset: str, data_root: Path, base: Path) -> None:
@@ -58,8 +72,10 @@ def ensure_dataset(content: dict, dataset: str, data_root: Path, base: Path) -> 
 def _prepare_from_recipe(content: dict, dataset: str, data_root: Path, base: Path) -> None:
     recipe = (content.get("datasets") or {}).get(dataset)
     if recipe is None:
-        raise RecxError(f"dataset {dataset!r} is not prepared under {data_root} and has no recipe in the "
-                        f"experiments file's 'datasets' section")
+        raise RecxError(
+            f"dataset {dataset!r} is not prepared under {data_root} and has no recipe in the "
+            f"experiments file's 'datasets' section"
+        )
     recipe = dict(recipe)
     if recipe.get("source") is not None:
         recipe["source"] = (base / recipe["source"]).resolve()
@@ -75,7 +91,9 @@ def select_grid_points(results: pd.DataFrame, runs: list[PlannedRun]) -> pd.Data
     label = {run.config.run_id(): repr(sorted(run.grid_point.items())) for run in runs}
     metric, k = runs[0].config.valid_metric_name
     results = results.assign(grid_point=results.run_id.map(label))
-    valid = results[(results.split == "valid") & (results.metric == metric) & (results.k == k) & (results.stratum == "all")]
+    valid = results[
+        (results.split == "valid") & (results.metric == metric) & (results.k == k) & (results.stratum == "all")
+    ]
     if valid.empty or results.grid_point.nunique() <= 1:
         return results
     best = valid.groupby(["dataset", "method", "grid_point"])["value"].mean().reset_index()
@@ -88,25 +106,41 @@ def complete_elsewhere(whole: list[PlannedRun], runs: list[PlannedRun], runs_dir
     complete in its output folder: a sweep narrowed by --methods, --seeds or --dataset adds to the experiment's
     tables instead of replacing them."""
     planned = {(run.method, run.config.run_id()) for run in runs}
-    return [run for run in whole if (run.method, run.config.run_id()) not in planned
-            and store.is_complete(runs_dir / run.config.run_id())]
+    return [
+        run
+        for run in whole
+        if (run.method, run.config.run_id()) not in planned and store.is_complete(runs_dir / run.config.run_id())
+    ]
 
 
 def collect(runs: list[PlannedRun], runs_dir: Path) -> pd.DataFrame:
     frames = []
     for run in runs:
-        frame = store.read_parquet(runs_dir / run.config.run_id(), "results.parquet",
-                                   "train the run again (recx sweep reruns it after you delete its folder)")
+        frame = store.read_parquet(
+            runs_dir / run.config.run_id(),
+            "results.parquet",
+            "train the run again (recx sweep reruns it after you delete its folder)",
+        )
         frames.append(frame.assign(method=run.method))
     return pd.concat(frames, ignore_index=True)
 
 
-def run_tasks(runs: list[PlannedRun], runs_dir: Path, data_root: Path, out: Path, ks: list[int],
-              diagnostics: bool = False) -> list[RunTask]:
+def run_tasks(
+    runs: list[PlannedRun], runs_dir: Path, data_root: Path, out: Path, ks: list[int], diagnostics: bool = False
+) -> list[RunTask]:
     """The runs as tasks a worker can execute anywhere: absolute paths, the resolved config as a mapping."""
-    return [RunTask(run.config.to_dict(), str((runs_dir / run.config.run_id()).resolve()), str(data_root.resolve()),
-                    list(ks), run.method, str((out / "logs" / f"{run.config.run_id()}.log").resolve()), diagnostics)
-            for run in runs]
+    return [
+        RunTask(
+            run.config.to_dict(),
+            str((runs_dir / run.config.run_id()).resolve()),
+            str(data_root.resolve()),
+            list(ks),
+            run.method,
+            str((out / "logs" / f"{run.config.run_id()}.log").resolve()),
+            diagnostics,
+        )
+        for run in runs
+    ]
 
 
 def execute_runs(tasks: list[RunTask], execution: Execution, name: str, total: int, logs: Path) -> DriveReport:
@@ -132,8 +166,10 @@ def execute_runs(tasks: list[RunTask], execution: Execution, name: str, total: i
         failed = list(report.failed.items())
         lines = "; ".join(f"run {run_id}: {message}" for run_id, message in failed[:3])
         more = f"; and {len(failed) - 3} more" if len(failed) > 3 else ""
-        raise RecxError(f"{len(failed)} of {len(tasks)} runs failed ({lines}{more}); the other runs are complete, "
-                        f"and a rerun of the sweep retries only the failed ones")
+        raise RecxError(
+            f"{len(failed)} of {len(tasks)} runs failed ({lines}{more}); the other runs are complete, "
+            f"and a rerun of the sweep retries only the failed ones"
+        )
     return report
 
 
@@ -147,16 +183,27 @@ def write_sweep_results(results: pd.DataFrame, out: Path) -> None:
 def track_runs(tracker: tracking.Tracking | None, name: str, out: Path, runs: list[PlannedRun]) -> None:
     """The sweep's complete runs into MLflow experiment `name` (nothing without a tracker; never raises)."""
     folders = [(run, out / "runs" / run.config.run_id()) for run in runs]
-    tracking.log_runs(tracker, name, out, [
-        tracking.TrackedRun(folder, f"{run.config.dataset} {run.method} seed {run.config.seed}",
-                            {"method": run.method, "grid_point": run.grid_point or ""})
-        for run, folder in folders if store.is_complete(folder)])
+    tracking.log_runs(
+        tracker,
+        name,
+        out,
+        [
+            tracking.TrackedRun(
+                folder,
+                f"{run.config.dataset} {run.method} seed {run.config.seed}",
+                {"method": run.method, "grid_point": run.grid_point or ""},
+            )
+            for run, folder in folders
+            if store.is_complete(folder)
+        ],
+    )
 
 
 @dataclass
 class SweepOutcome:
     """What a sweep leaves for its report: the results (one grid point per method), each run's folder, the
     experiment's table layout (recx.sweeps.experiments.table_layout), and where results and curves were written."""
+
     name: str
     out: Path
     results: pd.DataFrame
@@ -164,9 +211,17 @@ class SweepOutcome:
     layout: dict
 
 
-def run_sweep(path: Path, name: str, out: Path, data_root: Path, dry_run: bool, console,
-              overrides: SweepOverrides | None = None, execution: Execution | None = None,
-              track: tracking.Tracking | None = None) -> SweepOutcome | None:
+def run_sweep(
+    path: Path,
+    name: str,
+    out: Path,
+    data_root: Path,
+    dry_run: bool,
+    console,
+    overrides: SweepOverrides | None = None,
+    execution: Execution | None = None,
+    track: tracking.Tracking | None = None,
+) -> SweepOutcome | None:
     """Plan the experiment, train its missing runs, write results.parquet and convergence.parquet to `out` and log
     the runs to the tracker; None with `dry_run` (the plan is printed)."""
     overrides = overrides or SweepOverrides()
@@ -178,24 +233,34 @@ def run_sweep(path: Path, name: str, out: Path, data_root: Path, dry_run: bool, 
     runs = plan(spec, name, path, overrides.settings)
     layout = table_layout(spec, name, path)
     track = track or tracking.Tracking(None)
-    tracker = tracking.choose(track.service, track.uri, spec.get("track"), f"{path}: experiments.{name}") \
-        if not dry_run else None
+    tracker = (
+        tracking.choose(track.service, track.uri, spec.get("track"), f"{path}: experiments.{name}")
+        if not dry_run
+        else None
+    )
     runs_dir = out / "runs"
     pending = [run for run in runs if not store.is_complete(runs_dir / run.config.run_id())]
     console.print(f"experiment [bold]{name}[/]: {len(runs)} runs, {len(runs) - len(pending)} already complete")
     if dry_run:
         for run in runs:
             state = "done" if run not in pending else "todo"
-            console.print(f"  {state}  {run.config.run_id()}  {run.config.dataset}  {run.method}  "
-                          f"seed={run.config.seed} {run.grid_point or ''}")
+            console.print(
+                f"  {state}  {run.config.run_id()}  {run.config.dataset}  {run.method}  "
+                f"seed={run.config.seed} {run.grid_point or ''}"
+            )
         return None
     for dataset_name in dict.fromkeys(run.config.dataset for run in pending):
         ensure_dataset(content, dataset_name, data_root, path.parent)
     ks = spec.get("ks", [10, 20, 50])
     check_planned(pending, data_root, ks, name, path)
     try:
-        report = execute_runs(run_tasks(pending, runs_dir, data_root, out, ks, bool(spec.get("diagnostics"))),
-                              execution, name, len(runs), out / "logs")
+        report = execute_runs(
+            run_tasks(pending, runs_dir, data_root, out, ks, bool(spec.get("diagnostics"))),
+            execution,
+            name,
+            len(runs),
+            out / "logs",
+        )
     except RecxError:  # some runs failed: the complete ones are tracked all the same
         track_runs(tracker, name, out, runs)
         raise

@@ -6,6 +6,7 @@ kernel releases when the holder dies) while it checks the COMPLETE marker and tr
 the same run, one trains it and the other is told "locked" (and later finds it complete). The claim is a lock file
 of its own because train_run holds the run folder's lock itself and a process must not take a lock twice.
 """
+
 from __future__ import annotations
 
 import json
@@ -14,8 +15,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from recx.core.errors import RecxError
-from recx.runs import store
 from recx.core.lock import LockedError, exclusive
+from recx.runs import store
 
 DONE, SKIPPED, LOCKED, FAILED = "done", "skipped", "locked", "failed"
 

@@ -3,6 +3,7 @@ it, and answers one outcome (JSON: run_id, status, message) per line on stdout; 
 Anything else it prints goes to stderr (the driver sends that to the worker's log), so the answers stay parseable.
 A worker lives for the whole sweep so that the interpreter start and the imports are paid once per job, not per run.
 """
+
 from __future__ import annotations
 
 import json
@@ -14,8 +15,8 @@ def serve(threads: int) -> None:
     import torch
 
     from recx.core.memory import keep_freed_memory
-    from recx.sweeps.task import RunTask, execute
     from recx.core.progress import make_progress
+    from recx.sweeps.task import RunTask, execute
 
     keep_freed_memory()
     answers = os.fdopen(os.dup(1), "w")

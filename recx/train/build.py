@@ -1,4 +1,5 @@
 """Build a run's model, sampler and loss from the registries by the names in its configuration."""
+
 from __future__ import annotations
 
 import torch
@@ -19,8 +20,9 @@ def build_model(config: RunConfig, dataset: Dataset, device: torch.device):
 
 def build_sampler(config: RunConfig, dataset: Dataset, generator: torch.Generator):
     sampler_class = SAMPLERS.get(config.sampler)
-    return sampler_class(dataset, config.n_negatives, sampler_class.Args(**config.sampler_args), generator,
-                         config.kernels)
+    return sampler_class(
+        dataset, config.n_negatives, sampler_class.Args(**config.sampler_args), generator, config.kernels
+    )
 
 
 def build_loss(config: RunConfig, dataset: Dataset, device: torch.device):

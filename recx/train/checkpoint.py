@@ -10,6 +10,7 @@ from epoch k gives the weights and results of an uninterrupted run, bit for bit 
 The file is the sha256 of the pickled state followed by the state, written whole; a changed byte is reported on
 load.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -32,6 +33,7 @@ MOVED_MODULES = {"recx.samplers.kernel": "recx.samplers.quadratic_kernel", "recx
 @dataclass
 class LoopState:
     """The early-stopping state after `epoch` epochs."""
+
     epoch: int = 0
     best_score: float = float("-inf")
     best_epoch: int = 0
@@ -78,9 +80,13 @@ class _Unpickler(pickle.Unpickler):
 def save(path: Path, runner, loop: LoopState) -> None:
     """Write the checkpoint whole: a temporary file in the same folder, flushed, then renamed over `path`."""
     objects = _shared_objects(runner)
-    payload = {"loop": loop, "model": runner.model.state_dict(), "runner": runner,
-               "rng": torch.get_rng_state(),
-               "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None}
+    payload = {
+        "loop": loop,
+        "model": runner.model.state_dict(),
+        "runner": runner,
+        "rng": torch.get_rng_state(),
+        "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None,
+    }
     buffer = io.BytesIO()
     _Pickler(buffer, {id(obj): name for name, obj in objects.items()}).dump(payload)
     partial = path.with_name(f".{path.name}.partial-{os.getpid()}")
@@ -101,12 +107,22 @@ def load(path: Path, runner) -> tuple[object, LoopState]:
     try:
         data = path.read_bytes()
         if hashlib.sha256(data[DIGEST:]).digest() != data[:DIGEST]:
-            raise RecxError(f"{path}: its content does not match its checksum (changed or damaged since it was "
-                            "written)")
+            raise RecxError(
+                f"{path}: its content does not match its checksum (changed or damaged since it was written)"
+            )
         payload = _Unpickler(io.BytesIO(data[DIGEST:]), _shared_objects(runner)).load()
         runner.model.load_state_dict(payload["model"])
-    except (OSError, EOFError, pickle.UnpicklingError, AttributeError, KeyError, TypeError, ValueError,
-            RuntimeError, ImportError) as exc:
+    except (
+        OSError,
+        EOFError,
+        pickle.UnpicklingError,
+        AttributeError,
+        KeyError,
+        TypeError,
+        ValueError,
+        RuntimeError,
+        ImportError,
+    ) as exc:
         raise RecxError(f"{path}: unreadable checkpoint ({type(exc).__name__}: {exc})") from None
     torch.set_rng_state(payload["rng"])
     if payload["cuda_rng"] is not None and torch.cuda.is_available():

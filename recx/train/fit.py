@@ -2,6 +2,7 @@
 
 It knows no run folder: where each epoch's record and the checkpoint go is the caller's (recx.runs.train_run).
 """
+
 from __future__ import annotations
 
 import copy
@@ -31,6 +32,7 @@ class FitHooks:
     """What the loop needs from its caller: the validation metric of the model (None: no validation; it reports
     its progress as after_batch(done, total)), where each epoch's record goes, the checkpoint file and how often to
     write it (None: by time, see `fit`), and what to do when training goes on from a checkpoint after `epochs done`."""
+
     validate: Callable[[torch.nn.Module, Callable[[int, int], None]], float] | None
     log_epoch: Callable[[dict], None]
     checkpoint: Path
@@ -58,12 +60,15 @@ def fit(config: RunConfig, dataset: Dataset, model, progress: Progress, hooks: F
         except RecxError as exc:
             raise RecxError(f"{exc}; pass --force to train the run again from the first epoch") from None
         hooks.resumed(loop.epoch)
-        progress.console.print(f"resuming after epoch {loop.epoch} of {config.epochs} (its checkpoint)",
-                               highlight=False)
+        progress.console.print(
+            f"resuming after epoch {loop.epoch} of {config.epochs} (its checkpoint)", highlight=False
+        )
     checkpointed_at = time.perf_counter()
     name = config.model if model.training_kind == "alternating" else f"{config.loss}+{config.sampler}"
     task = progress.add_task(name, total=max(runner.n_steps, 1), status="")
-    on_host = not accelerator_branch(model.device)  # the running loss is shown only where reading it costs no device sync
+    on_host = not accelerator_branch(
+        model.device
+    )  # the running loss is shown only where reading it costs no device sync
     epoch = loop.epoch
     for epoch in range(loop.epoch + 1, config.epochs + 1 if runner.n_steps else 1):
         model.train()
@@ -91,6 +96,7 @@ def fit(config: RunConfig, dataset: Dataset, model, progress: Progress, hooks: F
         record = {"epoch": epoch, "loss": float(losses.mean()), "seconds": time.perf_counter() - started}
         status = f"loss {record['loss']:.4f}"
         if hooks.validate is not None and epoch % config.eval_every == 0:
+
             def validated(done: int, total: int) -> None:
                 progress.update(task, status=f"{status}  validating {done:,}/{total:,} users")
 
@@ -110,8 +116,11 @@ def fit(config: RunConfig, dataset: Dataset, model, progress: Progress, hooks: F
         if loop.waited >= config.patience:
             break
         every = hooks.checkpoint_every
-        due = (time.perf_counter() - checkpointed_at >= CHECKPOINT_INTERVAL_S if every is None
-               else every > 0 and epoch % every == 0)
+        due = (
+            time.perf_counter() - checkpointed_at >= CHECKPOINT_INTERVAL_S
+            if every is None
+            else every > 0 and epoch % every == 0
+        )
         if due and epoch < config.epochs:
             checkpoint.save(saved, runner, loop)
             checkpointed_at = time.perf_counter()

@@ -5,6 +5,7 @@ on CUDA the answer is copied to the host asynchronously (pinned memory and an ev
 so no step waits for it. A non-finite loss stops training within about `interval` steps (on CPU: at the check),
 and the message names the epoch and the first bad step.
 """
+
 from __future__ import annotations
 
 import torch
@@ -23,8 +24,10 @@ def non_finite_error(losses: torch.Tensor, epoch: int, lr: float) -> RecxError |
     bad = first_bad_step(losses)
     if bad is None:
         return None
-    return RecxError(f"the loss became {float(losses[bad - 1])} at epoch {epoch}, step {bad}; "
-                     f"try a smaller lr (now {lr}) or a higher temperature")
+    return RecxError(
+        f"the loss became {float(losses[bad - 1])} at epoch {epoch}, step {bad}; "
+        f"try a smaller lr (now {lr}) or a higher temperature"
+    )
 
 
 class NonFiniteWatch:
@@ -38,7 +41,7 @@ class NonFiniteWatch:
 
     def after_step(self, step: int) -> None:
         if step - self.checked >= self.interval:
-            finite = torch.isfinite(self.losses[self.checked:step]).all()
+            finite = torch.isfinite(self.losses[self.checked : step]).all()
             if self.on_cuda:
                 flag = torch.empty((), dtype=torch.bool, pin_memory=True)
                 flag.copy_(finite, non_blocking=True)

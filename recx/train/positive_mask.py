@@ -5,6 +5,7 @@ a few of the B·n entries at most, so the hits are found by sorting the n candid
 and only they are written; a [B, n] mask and its pass (forward and backward) are avoided. On CUDA, where sizing the
 hit list would be a host sync, the elementwise mask is used for both.
 """
+
 from __future__ import annotations
 
 import torch

@@ -5,6 +5,7 @@
 `lr_step_epochs: 0` (the default) keeps the learning rate constant. The rate changes between epochs only, as a
 Python number in the optimizer's parameter groups, so a step reads nothing from the device for it.
 """
+
 from __future__ import annotations
 
 import torch
@@ -16,8 +17,11 @@ class EpochSchedule:
     """Steps the optimizer's learning rate down at the end of each epoch (nothing when there is no schedule)."""
 
     def __init__(self, optimizer: torch.optim.Optimizer, config: RunConfig):
-        self.scheduler = (torch.optim.lr_scheduler.StepLR(optimizer, config.lr_step_epochs, config.lr_step_gamma)
-                          if config.lr_step_epochs else None)
+        self.scheduler = (
+            torch.optim.lr_scheduler.StepLR(optimizer, config.lr_step_epochs, config.lr_step_gamma)
+            if config.lr_step_epochs
+            else None
+        )
 
     def end_epoch(self) -> None:
         if self.scheduler is not None:

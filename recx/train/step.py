@@ -7,6 +7,7 @@ as the catalogue (full softmax), or per-query candidates on a catalogue small en
 is cheaper than gathering rows. Candidates shared by the batch go to a loss that `fuses_shared_candidates` (sampled
 softmax) as representations, so that its backward needs no [B, n] product of gradients.
 """
+
 from __future__ import annotations
 
 import torch
@@ -27,8 +28,9 @@ def whole_table_pays(n_items: int, negatives: Negatives) -> bool:
     return n_candidates >= n_items if negatives.shared else n_items <= 8 * n_candidates
 
 
-def scores_from_table(query: torch.Tensor, item_table: torch.Tensor, positives: torch.Tensor,
-                      negatives: Negatives) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def scores_from_table(
+    query: torch.Tensor, item_table: torch.Tensor, positives: torch.Tensor, negatives: Negatives
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     positive_repr = item_table[positives]
     if negatives.shared:
         neg_scores = query @ item_table[negatives.items[0]].T
@@ -37,16 +39,16 @@ def scores_from_table(query: torch.Tensor, item_table: torch.Tensor, positives: 
     return (query * positive_repr).sum(-1), neg_scores, positive_repr
 
 
-def shared_scores_from_rows(query: torch.Tensor, rows: torch.Tensor
-                            ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def shared_scores_from_rows(query: torch.Tensor, rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """`rows` are the positives' [B] then the shared candidates' representations."""
     batch = query.shape[0]
     positive_repr = rows[:batch]
     return (query * positive_repr).sum(-1), query @ rows[batch:].T, positive_repr
 
 
-def per_query_scores_from_rows(query: torch.Tensor, rows: torch.Tensor
-                               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def per_query_scores_from_rows(
+    query: torch.Tensor, rows: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """`rows` [B, 1 + n, d]: each query's positive then its candidates. One product for all of them, sliced after,
     so the backward never scatters into a zero-filled copy of the tall row tensor."""
     if rows.shape[1] <= FEW_CANDIDATES:
@@ -56,8 +58,9 @@ def per_query_scores_from_rows(query: torch.Tensor, rows: torch.Tensor
     return scores[:, 0], scores[:, 1:], rows[:, 0]
 
 
-def step_scores(model, users: torch.Tensor, positives: torch.Tensor, negatives: Negatives
-                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+def step_scores(
+    model, users: torch.Tensor, positives: torch.Tensor, negatives: Negatives
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """(query [B, d], positive scores [B], negative scores [B, n], positive representations [B, d])."""
     if whole_table_pays(model.n_items, negatives):
         query, item_table = model.representations(users)
@@ -89,30 +92,50 @@ def batched_decay(model, users: torch.Tensor, items: torch.Tensor) -> torch.Tens
     return distinct_rows_norm(user_table, users) + distinct_rows_norm(item_table, items)
 
 
-def fused_shared_loss(model, loss_fn, users: torch.Tensor, positives: torch.Tensor, negatives: Negatives
-                      ) -> torch.Tensor:
+def fused_shared_loss(
+    model, loss_fn, users: torch.Tensor, positives: torch.Tensor, negatives: Negatives
+) -> torch.Tensor:
     """The loss from the representations of shared candidates (`Loss.fuses_shared_candidates`)."""
     query, rows = model.rows(users, torch.cat([positives, negatives.items[0]]))
-    pos_scores = (query * rows[:positives.numel()]).sum(-1)
+    pos_scores = (query * rows[: positives.numel()]).sum(-1)
     mask = None
     if loss_fn.mask_positive and not negatives.keeps_positive:
         mask = positive_mask(negatives.items, positives)
-    return loss_fn.over_shared_candidates(query, rows[positives.numel():], pos_scores, negatives.positive_log_q,
-                                          negatives.log_q, mask)
+    return loss_fn.over_shared_candidates(
+        query, rows[positives.numel() :], pos_scores, negatives.positive_log_q, negatives.log_q, mask
+    )
 
 
-def training_loss(model, sampler, loss_fn, config: RunConfig, users: torch.Tensor, positives: torch.Tensor) -> torch.Tensor:
+def training_loss(
+    model, sampler, loss_fn, config: RunConfig, users: torch.Tensor, positives: torch.Tensor
+) -> torch.Tensor:
     batch = Batch(users, positives, lambda: model.query(users), model.item_table)
     negatives = sampler.sample(batch)
-    if (loss_fn.fuses_shared_candidates and negatives.shared and negatives.segments is None
-            and not whole_table_pays(model.n_items, negatives)):
+    if (
+        loss_fn.fuses_shared_candidates
+        and negatives.shared
+        and negatives.segments is None
+        and not whole_table_pays(model.n_items, negatives)
+    ):
         loss = fused_shared_loss(model, loss_fn, users, positives, negatives)
     else:
         query, pos_scores, neg_scores, positive_repr = step_scores(model, users, positives, negatives)
         if loss_fn.mask_positive and not negatives.keeps_positive:
             neg_scores = mask_positives(neg_scores, negatives.items, positives)
-        loss = loss_fn(LossInput(pos_scores, neg_scores, negatives.positive_log_q, negatives.log_q, negatives.weights,
-                                 users, positives, query, positive_repr, negatives.segments))
+        loss = loss_fn(
+            LossInput(
+                pos_scores,
+                neg_scores,
+                negatives.positive_log_q,
+                negatives.log_q,
+                negatives.weights,
+                users,
+                positives,
+                query,
+                positive_repr,
+                negatives.segments,
+            )
+        )
     if config.weight_decay_mode == "batch" and config.weight_decay > 0:
         used = torch.cat([positives, negatives.items.flatten()]) if loss_fn.uses_negatives else positives
         loss = loss + config.weight_decay * batched_decay(model, users, used)

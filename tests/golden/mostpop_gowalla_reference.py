@@ -7,6 +7,7 @@ min(20, |test|)) and Recall@20 (hits / |test|), overall and per popularity strat
 first round(0.05 n) popular, up to round(0.20 n) neutral, the rest unpopular; stratified values keep the overall
 IDCG / |test|). Averages over users with test items. Run: python3 tests/golden/mostpop_gowalla_reference.py
 """
+
 import math
 import sys
 from pathlib import Path
@@ -36,8 +37,9 @@ def main():
     ranking = sorted(range(n_items), key=lambda i: (-counts[i], i))
     stratum = {}
     for rank, item in enumerate(ranking):
-        stratum[item] = "popular" if rank < round(0.05 * n_items) else "neutral" if rank < round(0.20 * n_items) \
-            else "unpopular"
+        stratum[item] = (
+            "popular" if rank < round(0.05 * n_items) else "neutral" if rank < round(0.20 * n_items) else "unpopular"
+        )
     totals = {(m, s): 0.0 for m in ("ndcg", "recall") for s in ("all", "popular", "neutral", "unpopular")}
     n_users = 0
     for user, targets in test.items():

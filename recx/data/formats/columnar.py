@@ -1,4 +1,5 @@
 """Columnar parsers for line blocks: pyarrow CSV with fixed columns and types, and pyarrow JSON lines."""
+
 from __future__ import annotations
 
 import pyarrow as pa
@@ -11,14 +12,25 @@ from recx.data.formats.lines import Parser, require_non_null
 CSV_BLOCK = 16 << 20
 
 
-def csv_parser(names: list[str], types: dict[str, pa.DataType], delimiter: str, keep: list[str] | None = None,
-               empty_is_null: bool = False) -> Parser:
+def csv_parser(
+    names: list[str],
+    types: dict[str, pa.DataType],
+    delimiter: str,
+    keep: list[str] | None = None,
+    empty_is_null: bool = False,
+) -> Parser:
     """A CSV block parser: no header, no quoting, exact column count; an empty field is malformed (or null)."""
     read = pcsv.ReadOptions(column_names=names, block_size=CSV_BLOCK)
     parse = pcsv.ParseOptions(delimiter=delimiter, quote_char=False, escape_char=False, ignore_empty_lines=True)
-    convert = pcsv.ConvertOptions(column_types=types, include_columns=keep or names, null_values=[""] if empty_is_null else [],
-                                  strings_can_be_null=False, quoted_strings_can_be_null=False,
-                                  true_values=[], false_values=[])
+    convert = pcsv.ConvertOptions(
+        column_types=types,
+        include_columns=keep or names,
+        null_values=[""] if empty_is_null else [],
+        strings_can_be_null=False,
+        quoted_strings_can_be_null=False,
+        true_values=[],
+        false_values=[],
+    )
 
     def run(block: bytes) -> pa.Table:
         table = pcsv.read_csv(pa.BufferReader(block), read_options=read, parse_options=parse, convert_options=convert)

@@ -1,13 +1,14 @@
 """LightGCN-style adjacency lists: `train.txt`, `valid.txt` (optional), `test.txt`, one `user item item ...` line each."""
+
 from __future__ import annotations
 
 from pathlib import Path
 
 import numpy as np
 
+from recx.core.errors import RecxError
 from recx.data.formats import FORMATS
 from recx.data.raw import RawInteractions
-from recx.core.errors import RecxError
 
 MAX_DIGITS = 18  # every id of at most 18 digits fits in int64
 
@@ -21,8 +22,10 @@ def read_adjacency_lists(path: Path) -> RawInteractions:
         fields = line.split()
         bad = next((token for token in fields if not (token.isdigit() and len(token) <= MAX_DIGITS)), None)
         if bad is not None:
-            raise RecxError(f"{path}, line {number}: expected non-negative integer ids (user item item ...), got "
-                            f"{bad[:40].decode('utf-8', 'replace')!r}")
+            raise RecxError(
+                f"{path}, line {number}: expected non-negative integer ids (user item item ...), got "
+                f"{bad[:40].decode('utf-8', 'replace')!r}"
+            )
         if fields:
             first.append(len(tokens))
             tokens.extend(fields)

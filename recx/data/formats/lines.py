@@ -5,6 +5,7 @@ A file is read in blocks of about `BLOCK_BYTES` that end at a line break, and ea
 lines are isolated: a valid file costs one parse per block, and each malformed line costs O(log lines) parses.
 Malformed lines either raise a RecxError naming the file and line, or (with `skip_bad_lines`) are counted.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -116,7 +117,7 @@ class BlockParser:
         return tables
 
     def _bisect(self, block: bytes, starts, ends, lo: int, hi: int, first_line: int, out: list[pa.Table]) -> None:
-        piece = block[starts[lo]:ends[hi - 1]]
+        piece = block[starts[lo] : ends[hi - 1]]
         if not piece.strip():
             return
         try:
@@ -134,15 +135,19 @@ class BlockParser:
         shown = text.rstrip(b"\n")[:120].decode("utf-8", errors="replace")
         where = f"{self.path}, line {number}"
         if not self.skip_bad_lines:
-            raise RecxError(f"{where}: expected {self.expected}, got {shown!r} ({_short(exc)}); "
-                            "--skip-bad-lines drops such lines and counts them in the card")
+            raise RecxError(
+                f"{where}: expected {self.expected}, got {shown!r} ({_short(exc)}); "
+                "--skip-bad-lines drops such lines and counts them in the card"
+            )
         self.report.malformed_lines += 1
         if len(self.report.malformed_examples) < EXAMPLES:
             self.report.malformed_examples.append(f"{where}: {shown!r}")
         if self.report.malformed_lines > MAX_BAD_LINES:
-            raise RecxError(f"{self.path}: more than {MAX_BAD_LINES} malformed lines (first: "
-                            f"{self.report.malformed_examples[0]}); is this file in the format given? "
-                            f"expected {self.expected}")
+            raise RecxError(
+                f"{self.path}: more than {MAX_BAD_LINES} malformed lines (first: "
+                f"{self.report.malformed_examples[0]}); is this file in the format given? "
+                f"expected {self.expected}"
+            )
 
 
 def _short(exc: BaseException) -> str:
@@ -150,8 +155,14 @@ def _short(exc: BaseException) -> str:
     return text[:200]
 
 
-def read_lines_table(path: Path, parse: Parser, expected: str, skip_bad_lines: bool, report: ReadReport,
-                     header: Callable[[bytes], None] | None = None) -> pa.Table:
+def read_lines_table(
+    path: Path,
+    parse: Parser,
+    expected: str,
+    skip_bad_lines: bool,
+    report: ReadReport,
+    header: Callable[[bytes], None] | None = None,
+) -> pa.Table:
     """Parse every line of `path` into one table. `header`, when given, checks (and drops) the first non-blank line."""
     parser = BlockParser(path, parse, expected, skip_bad_lines, report)
     tables: list[pa.Table] = []

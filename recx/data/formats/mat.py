@@ -1,4 +1,5 @@
 """MATLAB .mat files whose `data` key holds a users x items sparse matrix (the FastVAE papers' datasets)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -7,9 +8,9 @@ import numpy as np
 import scipy.io
 import scipy.sparse
 
+from recx.core.errors import RecxError
 from recx.data.formats import FORMATS
 from recx.data.raw import RawInteractions
-from recx.core.errors import RecxError
 
 
 @FORMATS.register("mat")

@@ -1,4 +1,5 @@
 """Netflix Prize `combined_data_*.txt`: a `MovieID:` line, then that movie's `CustomerID,Rating,Date` lines."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -7,11 +8,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from recx.core.errors import RecxError
 from recx.data.formats import FORMATS
 from recx.data.formats.columnar import csv_parser
 from recx.data.formats.lines import ReadReport, read_lines_table
 from recx.data.raw import RawInteractions
-from recx.core.errors import RecxError
 
 NAMES = ["id", "rating", "date"]
 TYPES = {"id": pa.int32(), "rating": pa.int8(), "date": pa.date32()}

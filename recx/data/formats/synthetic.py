@@ -1,4 +1,5 @@
 """A generated dataset with power-law item popularity and latent user/item structure (the built-in default)."""
+
 from __future__ import annotations
 
 from pathlib import Path

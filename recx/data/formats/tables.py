@@ -1,4 +1,5 @@
 """From a parsed table to RawInteractions: ids as numbers or vocabulary codes, ratings and timestamps as numbers."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -7,9 +8,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from recx.core.errors import RecxError
 from recx.data.ids import encode_strings
 from recx.data.raw import RawInteractions
-from recx.core.errors import RecxError
 
 
 def id_column(column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray | None]:

@@ -5,6 +5,7 @@ fields, 2 (user item), 3 (+ rating) or 4 (+ timestamp). Every other line must ha
 a line that does not fit is refused with its number (or, with --skip-bad-lines, counted), never re-read with
 shifted columns. Ids and timestamps are integers, ratings numbers.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -14,12 +15,12 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from recx.core.errors import RecxError
 from recx.data.formats import FORMATS
 from recx.data.formats.columnar import csv_parser
 from recx.data.formats.lines import ReadReport, read_lines_table
 from recx.data.formats.tables import to_raw
 from recx.data.raw import RawInteractions
-from recx.core.errors import RecxError
 
 NAMES = ["user", "item", "rating", "timestamp"]
 TYPES = {"user": pa.int64(), "item": pa.int64(), "rating": pa.float32(), "timestamp": pa.int64()}
@@ -54,8 +55,10 @@ def _layout(path: Path) -> tuple[bytes, int]:
     fields = len(SPACES.sub(b" ", line).strip(b" ").split(b" ")) if separator == b" " else len(line.split(separator))
     if not 2 <= fields <= 4:
         shown = line[:120].decode("utf-8", "replace")
-        raise RecxError(f"{path}, line {number}: expected 2 to 4 fields ({SHAPE}), got {fields}: {shown!r}; recx does not guess which fields to take (give a file of these "
-                        "columns, or use the format the file is in)")
+        raise RecxError(
+            f"{path}, line {number}: expected 2 to 4 fields ({SHAPE}), got {fields}: {shown!r}; recx does not guess which fields to take (give a file of these "
+            "columns, or use the format the file is in)"
+        )
     return separator, fields
 
 
@@ -68,13 +71,15 @@ def _parser(separator: bytes, fields: int):
 
 
 @FORMATS.register("triplets")
-def read_triplets(source: Path, skip_bad_lines: bool = False, report: ReadReport | None = None,
-                  **_) -> RawInteractions:
+def read_triplets(source: Path, skip_bad_lines: bool = False, report: ReadReport | None = None, **_) -> RawInteractions:
     """Every line `user item [rating [timestamp]]` (2 to 4 fields), with the separator and field count of the first data line."""
     separator, fields = _layout(source)
     shown_separator = {b",": ",", b"\t": "<TAB>", b" ": " "}[separator]
-    expected = (f"{fields} fields separated by {shown_separator!r} like the first data line "
-                f"({shown_separator.join(NAMES[:fields])}; ids and timestamps integers)")
-    table = read_lines_table(source, _parser(separator, fields), expected, skip_bad_lines,
-                             report if report is not None else ReadReport())
+    expected = (
+        f"{fields} fields separated by {shown_separator!r} like the first data line "
+        f"({shown_separator.join(NAMES[:fields])}; ids and timestamps integers)"
+    )
+    table = read_lines_table(
+        source, _parser(separator, fields), expected, skip_bad_lines, report if report is not None else ReadReport()
+    )
     return to_raw(table, "user", "item", "rating" if fields >= 3 else None, "timestamp" if fields == 4 else None)

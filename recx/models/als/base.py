@@ -4,6 +4,7 @@ score(x, y) = P_x · Q_y. A subclass states its weighted squared loss (recx.mode
 matrix; the runner (recx.train.runners.alternating) alternates the user and item half-steps. Factors start
 uniform in [0, init_scale) (the RG paper's Algorithm 1, line 3; implicit's 0.01).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -11,8 +12,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from recx.data.csr import CSR
 from recx.core.errors import RecxError
+from recx.data.csr import CSR
 from recx.models.als.problem import WeightedSquares
 from recx.models.als.solve import SOLVERS, solve_rows
 from recx.models.base import Model
@@ -64,14 +65,24 @@ class AlternatingModel(Model):
     @torch.no_grad()
     def solve_users(self, problem: WeightedSquares) -> None:
         """P ← argmin_P L(P, Q): the user half-step."""
-        solve_rows(self.user_factors.data, problem.user_system(self.item_factors.data), problem.users.chunks,
-                   self.args.solver, self.args.cg_steps)
+        solve_rows(
+            self.user_factors.data,
+            problem.user_system(self.item_factors.data),
+            problem.users.chunks,
+            self.args.solver,
+            self.args.cg_steps,
+        )
 
     @torch.no_grad()
     def solve_items(self, problem: WeightedSquares) -> None:
         """Q ← argmin_Q L(P, Q): the item half-step."""
-        solve_rows(self.item_factors.data, problem.item_system(self.user_factors.data), problem.items.chunks,
-                   self.args.solver, self.args.cg_steps)
+        solve_rows(
+            self.item_factors.data,
+            problem.item_system(self.user_factors.data),
+            problem.items.chunks,
+            self.args.solver,
+            self.args.cg_steps,
+        )
 
     def loss(self, problem: WeightedSquares) -> torch.Tensor:
         return problem.loss(self.user_factors.data, self.item_factors.data)

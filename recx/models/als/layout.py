@@ -4,6 +4,7 @@ Rows are sorted by length so that a chunk pads little; a chunk holds at most `ma
 slots and `max_rows` rows. Built once per matrix (the structure does not change across ALS iterations); the only
 Python loop is over chunks.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -13,6 +13,7 @@ A row with no observed entry and a zero right-hand side is set to zero (its mini
 authors' code adds +Σ_x a_x P_x there while its user half-step has s0 = −1, so its item half-step minimises L with
 that one sign flipped, not L (recx.models.als.rg, form official).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -46,8 +47,9 @@ def user_and_item_sides(train: CSR) -> tuple[Side, Side]:
     item_major = torch.argsort(train.indices * train.n_rows + users)
     item_indptr = torch.zeros(train.n_cols + 1, dtype=torch.int64, device=users.device)
     item_indptr[1:] = torch.cumsum(train.column_counts(), 0)
-    by_user = Side(train.indptr, train.indices, torch.arange(train.nnz, device=users.device),
-                   padded_chunks(train.indptr))
+    by_user = Side(
+        train.indptr, train.indices, torch.arange(train.nnz, device=users.device), padded_chunks(train.indptr)
+    )
     by_item = Side(item_indptr, users[item_major], item_major, padded_chunks(item_indptr))
     return by_user, by_item
 
@@ -71,14 +73,34 @@ class WeightedSquares:
     item_negative_target: float | None = None  # s0 in the item half-step's shared term; None: s0
 
     @staticmethod
-    def build(train: CSR, base_weight, extra_weight, negative_target, positive_target, interaction, user_ridge,
-              item_ridge, item_negative_target: float | None = None) -> WeightedSquares:
+    def build(
+        train: CSR,
+        base_weight,
+        extra_weight,
+        negative_target,
+        positive_target,
+        interaction,
+        user_ridge,
+        item_ridge,
+        item_negative_target: float | None = None,
+    ) -> WeightedSquares:
         by_user, by_item = user_and_item_sides(train)
         same = lambda values: bool((values == values[:1]).all())  # noqa: E731
-        return WeightedSquares(train, base_weight, extra_weight, negative_target, positive_target, interaction,
-                               user_ridge, item_ridge, by_user, by_item,
-                               same(base_weight - interaction) and same(user_ridge), same(item_ridge),
-                               item_negative_target)
+        return WeightedSquares(
+            train,
+            base_weight,
+            extra_weight,
+            negative_target,
+            positive_target,
+            interaction,
+            user_ridge,
+            item_ridge,
+            by_user,
+            by_item,
+            same(base_weight - interaction) and same(user_ridge),
+            same(item_ridge),
+            item_negative_target,
+        )
 
     @cached_property
     def target_weight(self) -> torch.Tensor:
@@ -89,10 +111,20 @@ class WeightedSquares:
     def user_system(self, items: torch.Tensor) -> RowSystem:
         """P half-step: A_x = (a_x − V_x) QᵀQ + Σ_{y∈I_x} c_xy Q_yQ_yᵀ + ρ_x I, b_x = a_x s0 Σ_y Q_y + Σ e_xy Q_y."""
         side = self.users
-        return RowSystem(side.indptr, items, items.T @ items, self.base_weight - self.interaction, self.user_ridge,
-                         self.base_weight * self.negative_target, items.sum(0), side.neighbours,
-                         self.extra_weight, self.target_weight,
-                         (side.lengths == 0) & (self.base_weight * self.negative_target == 0), self.uniform_users)
+        return RowSystem(
+            side.indptr,
+            items,
+            items.T @ items,
+            self.base_weight - self.interaction,
+            self.user_ridge,
+            self.base_weight * self.negative_target,
+            items.sum(0),
+            side.neighbours,
+            self.extra_weight,
+            self.target_weight,
+            (side.lengths == 0) & (self.base_weight * self.negative_target == 0),
+            self.uniform_users,
+        )
 
     @cached_property
     def item_major_weights(self) -> tuple[torch.Tensor, torch.Tensor]:
@@ -106,9 +138,19 @@ class WeightedSquares:
         s0 = self.negative_target if self.item_negative_target is None else self.item_negative_target
         ones = torch.ones(n_items, dtype=users.dtype, device=users.device)
         gram = users.T @ ((self.base_weight - self.interaction)[:, None] * users)
-        return RowSystem(side.indptr, users, gram, ones, self.item_ridge, ones * s0,
-                         self.base_weight @ users, side.neighbours, *self.item_major_weights,
-                         (side.lengths == 0) & (s0 == 0), self.uniform_items)
+        return RowSystem(
+            side.indptr,
+            users,
+            gram,
+            ones,
+            self.item_ridge,
+            ones * s0,
+            self.base_weight @ users,
+            side.neighbours,
+            *self.item_major_weights,
+            (side.lengths == 0) & (s0 == 0),
+            self.uniform_items,
+        )
 
     @torch.no_grad()
     def loss(self, users: torch.Tensor, items: torch.Tensor) -> torch.Tensor:
@@ -128,7 +170,9 @@ class WeightedSquares:
             scores = (users[rows] * items[cols]).sum(1).to(f64)
             base = a[rows]
             observed = base + self.extra_weight[part].to(f64)
-            total = total + (observed * (self.positive_target[part].to(f64) - scores) ** 2
-                             - base * (s0 - scores) ** 2).sum()
+            total = (
+                total
+                + (observed * (self.positive_target[part].to(f64) - scores) ** 2 - base * (s0 - scores) ** 2).sum()
+            )
         total = total + (self.user_ridge.to(f64) * users.pow(2).sum(1).to(f64)).sum()
         return total + (self.item_ridge.to(f64) * items.pow(2).sum(1).to(f64)).sum()

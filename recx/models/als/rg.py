@@ -29,6 +29,7 @@ produced the paper's Table 3) and the text's updates; with a_x = |I_x| / (2N), M
   λ Σ_x W_xy = λ (Σ_x a_x + α |U_y|), i.e. b_y = −Σ_x a_x P_x + (1/2 + α) Σ_{x∈U_y} P_x (Eq. 36–39 as printed).
 weights eq16 / eq18 exist in the text only: they take form text.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -60,13 +61,16 @@ class RGArgs(AlternatingArgs):
         if self.form not in FORMS:
             raise RecxError(f"model_args.form: {self.form!r}; valid: {', '.join(FORMS)}")
         if self.form == "official" and self.weights != "hyper":
-            raise RecxError(f"model_args.form: 'official' (the authors' code) has weights hyper only, got weights "
-                            f"{self.weights!r}; set form: text for eq16 / eq18")
+            raise RecxError(
+                f"model_args.form: 'official' (the authors' code) has weights hyper only, got weights "
+                f"{self.weights!r}; set form: text for eq16 / eq18"
+            )
         if self.alpha < 0:
             raise RecxError(f"model_args.alpha must be >= 0, got {self.alpha}")
         if not 0 <= self.beta <= 1:
-            raise RecxError(f"model_args.beta must be in [0, 1] (above 1 the half-steps can lose convexity), "
-                            f"got {self.beta}")
+            raise RecxError(
+                f"model_args.beta must be in [0, 1] (above 1 the half-steps can lose convexity), got {self.beta}"
+            )
         if self.n_negatives < 1:
             raise RecxError(f"model_args.n_negatives must be at least 1, got {self.n_negatives}")
 
@@ -103,14 +107,20 @@ class RankingGeneralizable(AlternatingModel):
             item_negative_target = 1.0
         else:
             user_ridge = ridge * (n_items * base + lengths * extra)
-            item_extra = torch.zeros(n_items, dtype=dtype, device=rows.device).index_add_(0, train.indices,
-                                                                                           extra[rows])
+            item_extra = torch.zeros(n_items, dtype=dtype, device=rows.device).index_add_(0, train.indices, extra[rows])
             item_ridge = ridge * (base.sum() + item_extra)
             item_negative_target = None
         return WeightedSquares.build(
-            train, base_weight=base, extra_weight=extra[rows], negative_target=-1.0, positive_target=positive,
+            train,
+            base_weight=base,
+            extra_weight=extra[rows],
+            negative_target=-1.0,
+            positive_target=positive,
             interaction=interaction if self.interactive else torch.zeros_like(interaction),
-            user_ridge=user_ridge, item_ridge=item_ridge, item_negative_target=item_negative_target)
+            user_ridge=user_ridge,
+            item_ridge=item_ridge,
+            item_negative_target=item_negative_target,
+        )
 
 
 @MODELS.register("rg2")

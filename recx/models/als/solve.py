@@ -15,6 +15,7 @@ O(M N). Everything runs on the factors' device with no per-row Python loop:
   A_r: the per-entry products y_j · z_r by one sampled dense-dense product (SDDMM) on the sparsity pattern, their
   weighted sum by one sparse-dense product; memory O(|D| + R d).
 """
+
 from __future__ import annotations
 
 import warnings
@@ -66,6 +67,7 @@ class ChunkSystem:
         eye = torch.eye(self.gram.shape[0], dtype=self.gram.dtype, device=self.gram.device)
         return self.gram_scale[:, :, None] * self.gram + corrections + self.ridge[:, :, None] * eye
 
+
 def exact_rows(part: ChunkSystem) -> torch.Tensor:
     factor, _ = torch.linalg.cholesky_ex(part.matrices())
     return torch.cholesky_solve(part.rhs.unsqueeze(2), factor).squeeze(2)
@@ -82,7 +84,7 @@ class SparseSystem:
         self.other_t = system.other.T
         eye = torch.eye(system.gram.shape[0], dtype=system.gram.dtype, device=system.gram.device)
         self.dense = system.gram_scale[0] * system.gram + system.ridge[0] * eye if system.uniform else None
-        index_type = torch.int32 if system.neighbours.numel() < 2 ** 31 else torch.int64
+        index_type = torch.int32 if system.neighbours.numel() < 2**31 else torch.int64
         self.indptr, self.neighbours = system.indptr.to(index_type), system.neighbours.to(index_type)
         self.pattern = self.csr(system.extra_weight)
         self.scores = self.csr(torch.empty_like(system.extra_weight))
@@ -147,8 +149,9 @@ def conjugate_gradient_rows(part: SparseSystem, start: torch.Tensor, steps: int)
 
 
 @torch.no_grad()
-def solve_rows(rows: torch.Tensor, system: RowSystem, chunks: list[Chunk], solver: str = "cg",
-               cg_steps: int = 3) -> None:
+def solve_rows(
+    rows: torch.Tensor, system: RowSystem, chunks: list[Chunk], solver: str = "cg", cg_steps: int = 3
+) -> None:
     """Overwrite `rows` [R, d] with the half-step's solution (CG starts from the current values; `chunks` are the
     exact solver's)."""
     if solver == "cholesky":

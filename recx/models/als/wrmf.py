@@ -4,6 +4,7 @@ p_xy = 1 on observed pairs, 0 elsewhere; confidence c_xy = 1 + α on observed pa
 al.'s 1 + α r with binary r) or α (`confidence: scaled`, what implicit ≥ 0.5 does with its `alpha`), 1 elsewhere.
 `alpha` and `regularization` are implicit's names; with `confidence: scaled` they also mean what implicit means.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -38,9 +39,12 @@ class WRMF(AlternatingModel):
         extra = self.args.alpha - (1.0 if self.args.confidence == "scaled" else 0.0)
         ridge = self.args.regularization
         return WeightedSquares.build(
-            train, base_weight=torch.ones(train.n_rows, dtype=dtype, device=device),
-            extra_weight=torch.full((train.nnz,), extra, dtype=dtype, device=device), negative_target=0.0,
+            train,
+            base_weight=torch.ones(train.n_rows, dtype=dtype, device=device),
+            extra_weight=torch.full((train.nnz,), extra, dtype=dtype, device=device),
+            negative_target=0.0,
             positive_target=torch.ones(train.nnz, dtype=dtype, device=device),
             interaction=torch.zeros(train.n_rows, dtype=dtype, device=device),
             user_ridge=torch.full((train.n_rows,), ridge, dtype=dtype, device=device),
-            item_ridge=torch.full((train.n_cols,), ridge, dtype=dtype, device=device))
+            item_ridge=torch.full((train.n_cols,), ridge, dtype=dtype, device=device),
+        )

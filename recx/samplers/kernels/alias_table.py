@@ -12,6 +12,7 @@ previous heavy's bucket = 1 + E_j - E_{j-1} = m_j.
 Draw: one uniform u in [0, 1): bucket k = floor(u n), f = u n - k; the item is k if f < prob_k, else alias_k.
 The CuPy kernel reads the same uniforms (drawn by torch from the sampler's generator) and returns the same items.
 """
+
 from __future__ import annotations
 
 import torch

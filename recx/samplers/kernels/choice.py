@@ -3,6 +3,7 @@
 CuPy is imported lazily, only when a CuPy kernel is asked for, never at module import. `auto` on CUDA without
 CuPy says once that the torch kernels run instead (no silent fallback).
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -41,8 +42,11 @@ _said: list[bool] = []
 def _say_torch_kernels_on_cuda() -> None:
     if not _said:
         _said.append(True)
-        print("recx: CuPy is not installed: the sampler kernels run in torch on CUDA "
-              "(pip install -e \".[gpu]\" for the CuPy kernels; --kernels torch silences this)", file=sys.stderr)
+        print(
+            "recx: CuPy is not installed: the sampler kernels run in torch on CUDA "
+            '(pip install -e ".[gpu]" for the CuPy kernels; --kernels torch silences this)',
+            file=sys.stderr,
+        )
 
 
 def restore_kernels(obj, state: dict) -> None:

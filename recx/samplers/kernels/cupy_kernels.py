@@ -2,6 +2,7 @@
 
 Tensors cross between torch and CuPy without copies (DLPack) and the kernels run on torch's current stream.
 """
+
 from __future__ import annotations
 
 import functools
@@ -99,22 +100,45 @@ def _launch(kernel: cupy.RawKernel, count: int, args: tuple) -> None:
 
 def alias_draw(prob: torch.Tensor, alias: torch.Tensor, uniforms: torch.Tensor) -> torch.Tensor:
     out = torch.empty(uniforms.shape, dtype=torch.int64, device=uniforms.device)
-    _launch(_kernel(ALIAS_SOURCE, "alias_draw"), out.numel(),
-            (_cupy(prob.to(torch.float64)), _cupy(alias.to(torch.int64)), _cupy(uniforms), _cupy(out),
-             cupy.int64(prob.numel()), cupy.int64(out.numel())))
+    _launch(
+        _kernel(ALIAS_SOURCE, "alias_draw"),
+        out.numel(),
+        (
+            _cupy(prob.to(torch.float64)),
+            _cupy(alias.to(torch.int64)),
+            _cupy(uniforms),
+            _cupy(out),
+            cupy.int64(prob.numel()),
+            cupy.int64(out.numel()),
+        ),
+    )
     return out
 
 
 def csr_contains(indptr: torch.Tensor, indices: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
     out = torch.empty(cols.shape, dtype=torch.bool, device=cols.device)
-    _launch(_kernel(MEMBERSHIP_SOURCE, "csr_contains"), out.numel(),
-            (_cupy(indptr.to(torch.int64)), _cupy(indices.to(torch.int64)), _cupy(rows.to(torch.int64)),
-             _cupy(cols.to(torch.int64)), _cupy(out), cupy.int64(out.numel())))
+    _launch(
+        _kernel(MEMBERSHIP_SOURCE, "csr_contains"),
+        out.numel(),
+        (
+            _cupy(indptr.to(torch.int64)),
+            _cupy(indices.to(torch.int64)),
+            _cupy(rows.to(torch.int64)),
+            _cupy(cols.to(torch.int64)),
+            _cupy(out),
+            cupy.int64(out.numel()),
+        ),
+    )
     return out
 
 
-def midx_draw(log_joint: torch.Tensor, cumulative: torch.Tensor, cell_ptr: torch.Tensor, order: torch.Tensor,
-              uniforms: torch.Tensor) -> torch.Tensor:
+def midx_draw(
+    log_joint: torch.Tensor,
+    cumulative: torch.Tensor,
+    cell_ptr: torch.Tensor,
+    order: torch.Tensor,
+    uniforms: torch.Tensor,
+) -> torch.Tensor:
     """The three-stage MIDX draw, one thread per draw (see recx.samplers.kernels.midx_draw)."""
     batch, n, _ = uniforms.shape
     k = log_joint.shape[1]
@@ -125,8 +149,20 @@ def midx_draw(log_joint: torch.Tensor, cumulative: torch.Tensor, cell_ptr: torch
     cumulative = cumulative.to(torch.float64).contiguous()
     row_stride = 0 if cumulative.ndim == 1 else cumulative.shape[1]
     out = torch.empty((batch, n), dtype=torch.int64, device=uniforms.device)
-    _launch(_kernel(MIDX_SOURCE, "midx_draw"), out.numel(),
-            (_cupy(joint), _cupy(cumulative), cupy.int64(row_stride), _cupy(cell_ptr.to(torch.int64)),
-             _cupy(order.to(torch.int64)), _cupy(uniforms.to(torch.float64)), _cupy(out), cupy.int64(k),
-             cupy.int64(n), cupy.int64(out.numel())))
+    _launch(
+        _kernel(MIDX_SOURCE, "midx_draw"),
+        out.numel(),
+        (
+            _cupy(joint),
+            _cupy(cumulative),
+            cupy.int64(row_stride),
+            _cupy(cell_ptr.to(torch.int64)),
+            _cupy(order.to(torch.int64)),
+            _cupy(uniforms.to(torch.float64)),
+            _cupy(out),
+            cupy.int64(k),
+            cupy.int64(n),
+            cupy.int64(out.numel()),
+        ),
+    )
     return out

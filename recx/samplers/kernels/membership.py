@@ -3,6 +3,7 @@
 Torch reference: `CSR.contains`, one global `searchsorted` over the sorted keys row * n_cols + col.
 CuPy kernel: one thread per pair, a binary search in indices[indptr[row]:indptr[row + 1]]. Both give the same booleans.
 """
+
 from __future__ import annotations
 
 import torch

@@ -10,6 +10,7 @@ with C the cumulative stage-3 weights and every target t kept below the total it
 largest double under it), so that a target rounded onto the total never selects past the last positive weight.
 Zero-weight cells and items are never drawn (strict inequalities).
 """
+
 from __future__ import annotations
 
 import torch
@@ -46,8 +47,14 @@ def padded(values: torch.Tensor, width: int) -> torch.Tensor:
     return torch.nn.functional.pad(values, (0, width), value=float("inf"))
 
 
-def draw_torch(log_joint: torch.Tensor, cumulative: torch.Tensor | None, cell_ptr: torch.Tensor, order: torch.Tensor,
-               uniforms: torch.Tensor, largest_cell: int) -> torch.Tensor:
+def draw_torch(
+    log_joint: torch.Tensor,
+    cumulative: torch.Tensor | None,
+    cell_ptr: torch.Tensor,
+    order: torch.Tensor,
+    uniforms: torch.Tensor,
+    largest_cell: int,
+) -> torch.Tensor:
     """Items [B, n] for `uniforms` [B, n, 3] (float64); `cumulative` is [M + 1] (shared), [B, M + 1], or None
     for equal stage-3 weights (the uniform draw start + floor(u3 · |cell|), the same law as an arange cumulative);
     `largest_cell` bounds the cells' sizes (stage 3's search length).
@@ -59,9 +66,9 @@ def draw_torch(log_joint: torch.Tensor, cumulative: torch.Tensor | None, cell_pt
     flat = log_joint.to(torch.float64).flatten(1)
     cells_cdf = torch.full((batch, k * k + 1 + 2 * k), float("inf"), dtype=torch.float64, device=flat.device)
     cells_cdf[:, 0] = 0.0
-    torch.cumsum(torch.exp(flat - flat.max(dim=1, keepdim=True).values), dim=1, out=cells_cdf[:, 1:k * k + 1])
-    row_end = padded(cells_cdf[:, k:k * k + 1:k], 2 * k)  # [B, 3K]: stage 1's CDF
-    total = row_end[:, k - 1:k]
+    torch.cumsum(torch.exp(flat - flat.max(dim=1, keepdim=True).values), dim=1, out=cells_cdf[:, 1 : k * k + 1])
+    row_end = padded(cells_cdf[:, k : k * k + 1 : k], 2 * k)  # [B, 3K]: stage 1's CDF
+    total = row_end[:, k - 1 : k]
     first = count_at_most(row_end, 0, below(uniforms[..., 0], torch.zeros_like(total), total), k)
     base = first * k
     low, high = cells_cdf.gather(1, base), cells_cdf.gather(1, base + k)
@@ -73,13 +80,22 @@ def draw_torch(log_joint: torch.Tensor, cumulative: torch.Tensor | None, cell_pt
         low, high = cumulative.take(start), cumulative.take(end)
     else:
         low, high = cumulative.gather(1, start), cumulative.gather(1, end)
-    position = count_at_most(padded(cumulative, 2 * largest_cell), start + 1, below(uniforms[..., 2], low, high),
-                             largest_cell) - 1
+    position = (
+        count_at_most(padded(cumulative, 2 * largest_cell), start + 1, below(uniforms[..., 2], low, high), largest_cell)
+        - 1
+    )
     return order.take(position)
 
 
-def draw_cells_and_items(log_joint: torch.Tensor, cumulative: torch.Tensor | None, cell_ptr: torch.Tensor,
-                         order: torch.Tensor, uniforms: torch.Tensor, largest_cell: int, kernels: str) -> torch.Tensor:
+def draw_cells_and_items(
+    log_joint: torch.Tensor,
+    cumulative: torch.Tensor | None,
+    cell_ptr: torch.Tensor,
+    order: torch.Tensor,
+    uniforms: torch.Tensor,
+    largest_cell: int,
+    kernels: str,
+) -> torch.Tensor:
     if kernels == "cupy":
         from recx.samplers.kernels.cupy_kernels import midx_draw
 

@@ -7,6 +7,7 @@
 The loop (recx.train.fit) owns the epochs, validation, early stopping and checkpoints; a runner
 owns what happens inside an epoch.
 """
+
 from recx.core.registry import Registry
 
 RUNNERS: Registry = Registry("training kind")

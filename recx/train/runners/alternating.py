@@ -6,6 +6,7 @@ divided by the number of training interactions; it never increases from one step
 with the exact solver; CG steps are a descent method warm-started from the current rows), except with RG's form
 official, whose item half-step is not a minimiser of that loss (recx.models.als.rg).
 """
+
 from __future__ import annotations
 
 import torch

@@ -1,4 +1,5 @@
 """The epoch-runner contract shared by every training kind (see recx.train.runners)."""
+
 from __future__ import annotations
 
 from typing import Callable

@@ -2,6 +2,7 @@
 batch; the learning rate steps down between epochs by the run's schedule (recx.train.schedule). Shuffling, batching
 and sampling stay on the run's device; a step's loss is written into the device tensor `losses`, so no step waits for
 the host."""
+
 from __future__ import annotations
 
 import math

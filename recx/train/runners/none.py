@@ -1,4 +1,5 @@
 """Training kind `none` (MostPop): no steps, no optimizer; the trainer runs no epoch and evaluates the model as built."""
+
 from __future__ import annotations
 
 from recx.train.runners import RUNNERS

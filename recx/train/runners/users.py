@@ -15,6 +15,7 @@ which Adam's weight decay of 0.01 was tuned); the recorded step loss is that sum
 Adam (fused) with `weight_decay` (mode `full`; `batch` mode is an MF notion and is refused), its learning rate
 stepped down between epochs by the run's schedule (recx.train.schedule; the official FastVAE code's StepLR).
 """
+
 from __future__ import annotations
 
 import math
@@ -35,8 +36,13 @@ from recx.train.schedule import EpochSchedule
 DENSE_SCORES_RATIO = 64
 
 
-def full_softmax_nll(query: torch.Tensor, item_table: torch.Tensor, rows: torch.Tensor, positives: torch.Tensor,
-                     item_bias: torch.Tensor | None = None) -> torch.Tensor:
+def full_softmax_nll(
+    query: torch.Tensor,
+    item_table: torch.Tensor,
+    rows: torch.Tensor,
+    positives: torch.Tensor,
+    item_bias: torch.Tensor | None = None,
+) -> torch.Tensor:
     """Σ over (row, positive) pairs of -log softmax(query[row] · item_table + item_bias)[positive]."""
     logits = query @ item_table.T
     positive_scores = (query[rows] * item_table[positives]).sum(-1)
@@ -46,8 +52,14 @@ def full_softmax_nll(query: torch.Tensor, item_table: torch.Tensor, rows: torch.
     return (torch.logsumexp(logits, dim=1)[rows] - positive_scores).sum()
 
 
-def sampled_softmax_nll(query: torch.Tensor, item_table: torch.Tensor, rows: torch.Tensor, positives: torch.Tensor,
-                        positive_log_q: torch.Tensor, negatives) -> torch.Tensor:
+def sampled_softmax_nll(
+    query: torch.Tensor,
+    item_table: torch.Tensor,
+    rows: torch.Tensor,
+    positives: torch.Tensor,
+    positive_log_q: torch.Tensor,
+    negatives,
+) -> torch.Tensor:
     """Σ over (row, positive) pairs of the logQ-corrected sampled softmax over {positive} ∪ Φ_row."""
     if negatives.shared:
         negative_scores = query @ item_table[negatives.items[0]].T
@@ -66,8 +78,10 @@ class UserEpochs(EpochRunner):
         super().__init__(config, dataset, model, generator)
         expected = "softmax" if model.sampled_softmax else "full_softmax"
         if config.loss != expected:
-            raise RecxError(f"loss {config.loss!r}: model {config.model!r} trains with loss {expected!r} (its "
-                            "multinomial likelihood)")
+            raise RecxError(
+                f"loss {config.loss!r}: model {config.model!r} trains with loss {expected!r} (its "
+                "multinomial likelihood)"
+            )
         if config.weight_decay_mode == "batch":
             raise RecxError(f"weight_decay_mode 'batch' is not defined for model {config.model!r}; use full or none")
         decay = config.weight_decay if config.weight_decay_mode == "full" else 0.0
@@ -111,7 +125,7 @@ class UserEpochs(EpochRunner):
         indptr = self.model.history_indptr
         lengths = indptr[order + 1] - indptr[order]
         padded = torch.zeros(self.n_steps * self.config.batch_size, dtype=lengths.dtype, device=lengths.device)
-        padded[:lengths.numel()] = lengths
+        padded[: lengths.numel()] = lengths
         return padded.view(self.n_steps, -1).sum(1).tolist()
 
     def train_epoch(self, epoch, losses, after_step) -> None:
@@ -121,7 +135,7 @@ class UserEpochs(EpochRunner):
         order = self.users[torch.randperm(self.users.numel(), generator=self.generator, device=model.device)]
         sizes = self.history_sizes(order)
         for step in range(self.n_steps):
-            users = order[step * config.batch_size:(step + 1) * config.batch_size]
+            users = order[step * config.batch_size : (step + 1) * config.batch_size]
             objective = self.batch_objective(users, sizes[step])
             self.optimizer.zero_grad(set_to_none=True)
             objective.backward()
