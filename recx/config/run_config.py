@@ -81,7 +81,7 @@ def _fill_args(kind: str, args_class, given: dict, where: str) -> dict:
     config_schema.check_args(args_class, given, where)
     try:
         return dataclasses.asdict(args_class(**given))
-    except TypeError as exc:
+    except (TypeError, RecxError) as exc:  # an Args' own checks (__post_init__) name the key
         raise RecxError(f"{where}: {exc}") from None
 
 

@@ -20,6 +20,11 @@ from recx.models.graph import normalized_adjacency
 class LightGCNArgs(EmbeddingArgs):
     n_layers: int = 3
 
+    def __post_init__(self):
+        super().__post_init__()
+        if self.n_layers < 0:
+            raise RecxError(f"model_args.n_layers must be >= 0, got {self.n_layers}")
+
 
 @MODELS.register("lightgcn")
 class LightGCN(EmbeddingModel):
@@ -29,8 +34,6 @@ class LightGCN(EmbeddingModel):
         super().__init__(n_users, n_items, dim, args, dataset)
         if dataset is None:
             raise RecxError("model 'lightgcn' needs the training data (its graph)")
-        if args.n_layers < 0:
-            raise RecxError(f"model_args.n_layers must be >= 0, got {args.n_layers}")
         self.register_buffer("adjacency", normalized_adjacency(dataset.train, n_users), persistent=False)
         self._cache: tuple | None = None
 

@@ -37,6 +37,9 @@ class BIRArgs:
     temperature: float = 1.0
     exclude_train: bool = False
 
+    def __post_init__(self):
+        check_resampling_args("bir", self)
+
 
 def training_item_mask(sampler: Sampler, users: torch.Tensor, items: torch.Tensor) -> torch.Tensor:
     """[B, K] True where the shared candidate items[k] is a training item of users[b] (all False unless the
@@ -71,7 +74,6 @@ class BatchImportanceResampler(Sampler):
 
     def __init__(self, dataset, n_negatives, args: BIRArgs, generator, kernels: str = "auto"):
         super().__init__(dataset, n_negatives, args, generator, kernels)
-        check_resampling_args(self.config_name, args)
         self.log_p = log_popularity(dataset, generator.device)
 
     def sample(self, batch: Batch) -> Negatives:

@@ -21,10 +21,16 @@ from recx.samplers.candidates import candidate_scores, uniform_candidates, unifo
 
 @dataclass
 class DNSArgs:
+    """Checked in `__post_init__`, so that `resolve` (and a sweep's plan) refuses a bad pair before any run."""
+
     m: int = 1
     n_candidates: int = 200
     exclude_train: bool = True
     max_redraws: int = 20
+
+    def __post_init__(self):
+        if not 1 <= self.m <= self.n_candidates:
+            raise RecxError(f"sampler_args.m = {self.m}: expected 1 <= m <= n_candidates ({self.n_candidates})")
 
 
 @SAMPLERS.register("dns")
@@ -33,10 +39,6 @@ class DynamicNegativeSampler(Sampler):
 
     def __init__(self, dataset, n_negatives, args: DNSArgs, generator, kernels: str = "auto"):
         super().__init__(dataset, n_negatives, args, generator, kernels)
-        if not 1 <= args.m <= args.n_candidates:
-            raise RecxError(
-                f"sampler_args: dns needs 1 <= m <= n_candidates (got m={args.m}, n_candidates={args.n_candidates})"
-            )
 
     def sample(self, batch: Batch) -> Negatives:
         candidates = uniform_candidates(

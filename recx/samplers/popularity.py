@@ -27,6 +27,10 @@ class PopularityArgs:
     shared: bool = False
     max_redraws: int = 20
 
+    def __post_init__(self):
+        if self.variant not in TRANSFORMS:
+            raise RecxError(f"sampler_args.variant {self.variant!r}: valid: {', '.join(TRANSFORMS)}")
+
 
 @SAMPLERS.register("popularity")
 class PopularitySampler(Sampler):
@@ -37,8 +41,6 @@ class PopularitySampler(Sampler):
 
     def __init__(self, dataset, n_negatives, args: PopularityArgs, generator, kernels: str = "auto"):
         super().__init__(dataset, n_negatives, args, generator, kernels)
-        if args.variant not in TRANSFORMS:
-            raise RecxError(f"sampler_args.variant {args.variant!r}: valid: {', '.join(TRANSFORMS)}")
         counts = dataset.item_popularity.to(torch.float64) + args.smoothing
         self.distribution = AliasTable(TRANSFORMS[args.variant](counts).to(generator.device), kernels)
 

@@ -33,6 +33,13 @@ class KernelArgs:
     alpha: float = 100.0
     leaf_size: int = 64
 
+    def __post_init__(self):
+        if self.alpha < 0 or self.leaf_size < 1:
+            raise RecxError(
+                f"sampler_args: kernel needs alpha >= 0 and leaf_size >= 1 (got alpha={self.alpha}, "
+                f"leaf_size={self.leaf_size})"
+            )
+
 
 @SAMPLERS.register("kernel")
 class QuadraticKernelSampler(Sampler):
@@ -41,8 +48,6 @@ class QuadraticKernelSampler(Sampler):
 
     def __init__(self, dataset, n_negatives, args: KernelArgs, generator, kernels: str = "auto"):
         super().__init__(dataset, n_negatives, args, generator, kernels)
-        if args.alpha < 0 or args.leaf_size < 1:
-            raise RecxError("sampler_args: kernel needs alpha >= 0 and leaf_size >= 1")
         self.built = False
 
     def rebuild(self, query_table: torch.Tensor | None, item_table: torch.Tensor) -> None:

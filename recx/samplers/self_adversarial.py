@@ -23,6 +23,10 @@ class SelfAdversarialArgs:
     exclude_train: bool = True
     max_redraws: int = 20
 
+    def __post_init__(self):
+        if self.temperature <= 0:
+            raise RecxError(f"sampler_args.temperature = {self.temperature}: expected > 0")
+
 
 @SAMPLERS.register("self_adversarial")
 class SelfAdversarialSampler(Sampler):
@@ -30,8 +34,6 @@ class SelfAdversarialSampler(Sampler):
 
     def __init__(self, dataset, n_negatives, args: SelfAdversarialArgs, generator, kernels: str = "auto"):
         super().__init__(dataset, n_negatives, args, generator, kernels)
-        if args.temperature <= 0:
-            raise RecxError("sampler_args.temperature must be positive")
 
     def sample(self, batch: Batch) -> Negatives:
         items = uniform_candidates(self, batch.users, self.n_negatives, self.args.exclude_train, self.args.max_redraws)

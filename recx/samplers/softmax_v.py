@@ -37,6 +37,15 @@ class SoftmaxVArgs:
     exclude_train: bool = True
     max_redraws: int = 20
 
+    def __post_init__(self):
+        if self.loss_form not in LOSS_FORMS:
+            raise RecxError(f"sampler_args.loss_form {self.loss_form!r}; valid: {', '.join(LOSS_FORMS)}")
+        if self.rho <= 0 or self.n_candidates < 2:
+            raise RecxError(
+                "sampler_args: softmax_v needs rho > 0 and n_candidates >= 2 (its temperature is a "
+                "variance over the candidates)"
+            )
+
 
 def softmax_v_weights(pairwise_losses: torch.Tensor, rho: float) -> torch.Tensor:
     """Rows of softmax(L / τ), τ = sqrt(Var(L) / (2ρ)) per row; a row of equal losses (τ = 0) gets equal weights.
@@ -51,13 +60,6 @@ class SoftmaxVSampler(Sampler):
 
     def __init__(self, dataset, n_negatives, args: SoftmaxVArgs, generator, kernels: str = "auto"):
         super().__init__(dataset, n_negatives, args, generator, kernels)
-        if args.loss_form not in LOSS_FORMS:
-            raise RecxError(f"sampler_args.loss_form {args.loss_form!r}; valid: {', '.join(LOSS_FORMS)}")
-        if args.rho <= 0 or args.n_candidates < 2:
-            raise RecxError(
-                "sampler_args: softmax_v needs rho > 0 and n_candidates >= 2 (its temperature is a "
-                "variance over the candidates)"
-            )
 
     def sample(self, batch: Batch) -> Negatives:
         items = uniform_candidates(

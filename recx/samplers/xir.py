@@ -39,6 +39,14 @@ class XIRArgs:
     cache_weight: float = 0.5  # λ, the cache group's share of the loss
     exclude_train: bool = False
 
+    def __post_init__(self):
+        check_resampling_args("xir", self)
+        if self.cache_size < 0 or not 0 <= self.cache_weight <= 1:
+            raise RecxError(
+                f"sampler_args: xir needs cache_size >= 0 (0: batch size) and 0 <= cache_weight <= 1 "
+                f"(got cache_size={self.cache_size}, cache_weight={self.cache_weight})"
+            )
+
 
 def next_cache(occurrence: torch.Tensor, drawn: torch.Tensor, size: int, generator: torch.Generator) -> torch.Tensor:
     """`size` items drawn with replacement from the items with `drawn` [n_items] True, ∝ `occurrence`."""
@@ -51,12 +59,6 @@ class CachedImportanceResampler(Sampler):
 
     def __init__(self, dataset, n_negatives, args: XIRArgs, generator, kernels: str = "auto"):
         super().__init__(dataset, n_negatives, args, generator, kernels)
-        check_resampling_args("xir", args)
-        if args.cache_size < 0 or not 0 <= args.cache_weight <= 1:
-            raise RecxError(
-                f"sampler_args: xir needs cache_size >= 0 (0: batch size) and 0 <= cache_weight <= 1 "
-                f"(got cache_size={args.cache_size}, cache_weight={args.cache_weight})"
-            )
         self.log_p = log_popularity(dataset, generator.device)
         self.occurrence = torch.ones(dataset.n_items, dtype=torch.float64, device=generator.device)
         self.cache: torch.Tensor | None = None
