@@ -25,11 +25,13 @@ quickstart: setup
 test:
 	$(PYTHON) -m pytest -q -m "not gpu"
 
-# style, import order and the layers contract (pyproject.toml [tool.importlinter]); run by .ci/run
+# style (ruff: pycodestyle, pyflakes, import order, bugbear; the formatter's check), the layers contract
+# (pyproject.toml [tool.importlinter]) and the types of recx/ (mypy, zero errors); run by .ci/run
 lint:
 	$(PYTHON) -m ruff check .
 	$(PYTHON) -m ruff format --check .
 	lint-imports
+	$(PYTHON) -m mypy
 
 test-gpu:
 	$(PYTHON) -m pytest -q -m gpu

@@ -279,7 +279,7 @@ def check_benches(device: str, gowalla: Path | None, work: Path) -> Check:
 def test_metrics(folder: Path) -> dict[str, float]:
     frame = pd.read_parquet(folder / "results.parquet")
     rows = frame[(frame.split == "test") & (frame.stratum == "all") & (frame.k == 20)]
-    return {f"{metric}@20": float(value) for metric, value in zip(rows.metric, rows.value)}
+    return {f"{metric}@20": float(value) for metric, value in zip(rows.metric, rows.value, strict=True)}
 
 
 def check_real_run(device: str, gowalla: Path | None, work: Path, tolerance: float) -> Check:

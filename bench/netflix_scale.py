@@ -74,7 +74,11 @@ def write_file(path: Path, movies: np.ndarray, counts: np.ndarray, customers: np
             ends = np.concatenate([[0], np.flatnonzero(np.frombuffer(body, np.uint8) == 10) + 1])
             cuts = ends[np.cumsum(n) - n]
             bounds = np.append(cuts, len(body))
-            out.write(b"".join(b"%d:\n" % m + body[a:b] for m, a, b in zip(movies[chunk], bounds[:-1], bounds[1:])))
+            out.write(
+                b"".join(
+                    b"%d:\n" % m + body[a:b] for m, a, b in zip(movies[chunk], bounds[:-1], bounds[1:], strict=True)
+                )
+            )
 
 
 def write_netflix(folder: Path, ratings: int, seed: int = 0) -> None:

@@ -25,16 +25,16 @@ def test_prepare_train_eval_dump_topk_recomputes_the_metrics(tiny_root, tmp_path
     test = pd.read_parquet(tiny_root / "tiny" / "test.parquet")
     relevant = test.groupby("user")["item"].apply(set)
     # independent recomputation from the dump with pandas
-    top["hit"] = [item in relevant[user] for user, item in zip(top.user, top.item)]
+    top["hit"] = [item in relevant[user] for user, item in zip(top.user, top.item, strict=True)]
     for k in (5, 10):
         head = top[top["rank"] <= k]
         recall = (head.groupby("user")["hit"].sum() / relevant.map(len)).mean()
         dcg = (head.hit / (head["rank"] + 1).map(math.log2)).groupby(head.user).sum()
-        idcg = relevant.map(lambda s: sum(1 / math.log2(r + 2) for r in range(min(k, len(s)))))
+        idcg = relevant.map(lambda s, k=k: sum(1 / math.log2(r + 2) for r in range(min(k, len(s)))))
         ndcg = (dcg / idcg).mean()
-        row = lambda m: reported[(reported.metric == m) & (reported.k == k) & (reported.stratum == "all")].value.item()  # noqa: E731
-        assert row("recall") == pytest.approx(recall, abs=1e-12)
-        assert row("ndcg") == pytest.approx(ndcg, abs=1e-12)
+        at_k = reported[(reported.k == k) & (reported.stratum == "all")].set_index("metric").value
+        assert at_k["recall"] == pytest.approx(recall, abs=1e-12)
+        assert at_k["ndcg"] == pytest.approx(ndcg, abs=1e-12)
 
 
 def test_same_seed_gives_the_same_numbers(tiny_root, tmp_path, recx_cli):

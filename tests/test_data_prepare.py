@@ -22,7 +22,7 @@ def movielens(path: Path, n_users: int = 60, n_items: int = 40, seed: int = 0) -
     user = np.repeat(np.arange(1, n_users + 1), rng.integers(1, 30, n_users))
     item = rng.integers(1, n_items + 1, user.size) * 10
     rating = rng.integers(1, 11, user.size) / 2
-    lines = [f"{u}::{i}::{r:g}::{978300000 + k}" for k, (u, i, r) in enumerate(zip(user, item, rating))]
+    lines = [f"{u}::{i}::{r:g}::{978300000 + k}" for k, (u, i, r) in enumerate(zip(user, item, rating, strict=True))]
     path.write_text("\r\n".join(lines) + "\r\n")
     return path
 
@@ -54,7 +54,7 @@ def test_card_explains_every_row(tmp_path):
     user = np.concatenate([train.user, test.user])
     item = np.concatenate([train.item, test.item])
     assert np.bincount(user).min() >= 3 and np.bincount(item).min() >= 3
-    assert len(set(zip(user.tolist(), item.tolist()))) == user.size
+    assert len(set(zip(user.tolist(), item.tolist(), strict=True))) == user.size
 
 
 def test_strict_threshold_and_duplicates_keep_earliest(tmp_path):

@@ -185,5 +185,5 @@ def test_two_epochs_train_to_the_same_weights_on_both_branches(tiny, case):
                 runner.train_epoch(epoch, losses, lambda step: None)
                 assert torch.isfinite(losses).all()
         weights.append([p.detach().clone() for p in model.parameters()])
-    for host, forced in zip(*weights):
+    for host, forced in zip(*weights, strict=True):
         torch.testing.assert_close(forced, host, rtol=1e-4, atol=1e-5)

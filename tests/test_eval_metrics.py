@@ -54,7 +54,7 @@ def reference_metrics(scores, train_sets, test_sets, ks, stratum):
             rows.setdefault(("ndcg", k, "all"), []).append(sum(gains) / idcg)
             rows.setdefault(("recall", k, "all"), []).append(sum(item in relevant for item in top) / len(relevant))
             for index, name in enumerate(("popular", "neutral", "unpopular")):
-                g = sum(gain for gain, item in zip(gains, top) if stratum[item] == index)
+                g = sum(gain for gain, item in zip(gains, top, strict=True) if stratum[item] == index)
                 rows.setdefault(("ndcg", k, name), []).append(g / idcg)
     return {key: float(np.mean(values)) for key, values in rows.items()}
 
@@ -103,8 +103,8 @@ def test_csr_contains_matches_python_sets():
     rng = np.random.default_rng(0)
     rows, cols = rng.integers(0, 50, 2000), rng.integers(0, 80, 2000)
     csr = CSR.from_pairs(torch.from_numpy(rows), torch.from_numpy(cols), 50, 80)
-    pairs = set(zip(rows.tolist(), cols.tolist()))
+    pairs = set(zip(rows.tolist(), cols.tolist(), strict=True))
     qr, qc = rng.integers(0, 50, 5000), rng.integers(0, 80, 5000)
     got = csr.contains(torch.from_numpy(qr), torch.from_numpy(qc)).numpy()
-    assert got.tolist() == [(r, c) in pairs for r, c in zip(qr.tolist(), qc.tolist())]
+    assert got.tolist() == [(r, c) in pairs for r, c in zip(qr.tolist(), qc.tolist(), strict=True)]
     assert csr.nnz == len(pairs)

@@ -11,7 +11,7 @@ from recx.eval.auc import auc_names, per_user_auc
 
 def brute_force(scores: np.ndarray, relevant: np.ndarray, beta: float) -> tuple[list, list, list]:
     aucs, opaucs, norms = [], [], []
-    for row, rel in zip(scores, relevant):
+    for row, rel in zip(scores, relevant, strict=True):
         positives = [row[i] for i in range(len(row)) if rel[i] and np.isfinite(row[i])]
         negatives = sorted((row[j] for j in range(len(row)) if not rel[j] and np.isfinite(row[j])), reverse=True)
         m = max(1, math.ceil(beta * len(negatives) - 1e-9))

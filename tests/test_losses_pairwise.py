@@ -53,7 +53,7 @@ def test_bpr_matches_reference_unweighted_and_weighted():
     for weighted in (False, True):
         loss = BPR(BPRArgs())
         assert_same_value_and_gradients(
-            lambda **t: loss(_batch(t["pos"], t["neg"], t.get("weights"))),
+            lambda loss=loss, **t: loss(_batch(t["pos"], t["neg"], t.get("weights"))),
             bpr_reference,
             _inputs(0, weighted),
             ["pos", "neg"],
@@ -64,7 +64,7 @@ def test_bpr_sum_reduction_sums_over_queries_and_candidates_as_the_hns_official_
     for weighted in (False, True):
         loss = BPR(BPRArgs(reduction="sum"))
         assert_same_value_and_gradients(
-            lambda **t: loss(_batch(t["pos"], t["neg"], t.get("weights"))),
+            lambda loss=loss, **t: loss(_batch(t["pos"], t["neg"], t.get("weights"))),
             lambda **t: bpr_reference(**t, summed=True),
             _inputs(1, weighted),
             ["pos", "neg"],
@@ -75,7 +75,7 @@ def test_bce_matches_reference_unweighted_and_weighted():
     for weighted in (False, True):
         loss = BCE(BCEArgs())
         assert_same_value_and_gradients(
-            lambda **t: loss(_batch(t["pos"], t["neg"], t.get("weights"))),
+            lambda loss=loss, **t: loss(_batch(t["pos"], t["neg"], t.get("weights"))),
             bce_reference,
             _inputs(1, weighted),
             ["pos", "neg"],

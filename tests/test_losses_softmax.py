@@ -37,7 +37,7 @@ def test_sampled_softmax_with_and_without_logq_matches_reference():
     for correct in (True, False):
         loss = SampledSoftmax(SoftmaxArgs(temperature=TAU, logq_correction=correct))
         assert_same_value_and_gradients(
-            lambda **t: loss(LossInput(t["pos"], t["neg"], t["pos_log_q"], t["neg_log_q"])),
+            lambda loss=loss, **t: loss(LossInput(t["pos"], t["neg"], t["pos_log_q"], t["neg_log_q"])),
             sampled_reference(correct),
             _inputs(2),
             ["pos", "neg"],
@@ -131,7 +131,7 @@ def test_a_uniform_log_q_shifts_the_log_sum_exp_and_equals_subtracting_it_from_e
     loss = SampledSoftmax(SoftmaxArgs(temperature=TAU))
     for log_q in (per_query, shared):
         assert_same_value_and_gradients(
-            lambda **t: loss(LossInput(t["pos"], t["neg"], t["pos_log_q"], log_q)),
+            lambda log_q=log_q, **t: loss(LossInput(t["pos"], t["neg"], t["pos_log_q"], log_q)),
             lambda pos, neg, pos_log_q: sampled_reference(True)(
                 pos, neg, pos_log_q, torch.full((B, N), -2.5, dtype=torch.float64)
             ),

@@ -256,7 +256,7 @@ def test_sampled_softmax_scores_negatives_the_same_way_on_both_paths(monkeypatch
             torch.cat([(corrected[r, p] - lq).view(1), corrected[r, negatives.items[r]] - negatives.log_q[r]]), 0
         )
         - (corrected[r, p] - lq)
-        for r, p, lq in zip(rows, positives, positive_log_q)
+        for r, p, lq in zip(rows, positives, positive_log_q, strict=True)
     )
     assert torch.allclose(dense, reference) and torch.allclose(gathered, reference)
 

@@ -60,31 +60,31 @@ def _one_step(tiny, model_name: str, mode: str, decay: float, loss: str = "bpr")
 @pytest.mark.parametrize("model_name", ["mf", "nonlinear_mf"])
 def test_batched_decay_leaves_rows_outside_the_batch_untouched(tiny, model_name):
     before, after, outside = _one_step(tiny, model_name, "batch", 0.5)
-    for b, a, mask in zip(before, after, outside):
+    for b, a, mask in zip(before, after, outside, strict=True):
         assert mask.any() and (~mask).any()
         assert torch.equal(a[mask], b[mask])
         assert not torch.equal(a[~mask], b[~mask])
     _, plain, _ = _one_step(tiny, model_name, "none", 0.0)
     _, full, _ = _one_step(tiny, model_name, "full", 0.5)
-    for a, p, f, mask in zip(after, plain, full, outside):
+    for a, p, f, mask in zip(after, plain, full, outside, strict=True):
         assert not torch.allclose(a[~mask], p[~mask])  # the decay acted on the batch's rows ...
         assert torch.allclose(a[~mask], f[~mask], rtol=0, atol=1e-7)  # ... exactly as full-table decay does
 
 
 def test_batched_decay_skips_candidates_a_loss_does_not_use(tiny):
     before, after, outside = _one_step(tiny, "mf", "batch", 0.5, loss="directau")
-    for b, a, mask in zip(before, after, outside):
+    for b, a, mask in zip(before, after, outside, strict=True):
         assert torch.equal(a[mask], b[mask]) and not torch.equal(a[~mask], b[~mask])
 
 
 @pytest.mark.parametrize("model_name", ["mf", "nonlinear_mf"])
 def test_full_table_decay_shrinks_rows_outside_the_batch(tiny, model_name):
     before, after, outside = _one_step(tiny, model_name, "full", 0.5)
-    for b, a, mask in zip(before, after, outside):
+    for b, a, mask in zip(before, after, outside, strict=True):
         assert (a[mask].norm(dim=1) < b[mask].norm(dim=1)).all()
 
 
 def test_no_decay_leaves_rows_outside_the_batch_untouched(tiny):
     before, after, outside = _one_step(tiny, "mf", "none", 0.5)
-    for b, a, mask in zip(before, after, outside):
+    for b, a, mask in zip(before, after, outside, strict=True):
         assert torch.equal(a[mask], b[mask])

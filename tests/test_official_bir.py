@@ -147,7 +147,7 @@ def test_xir_resamples_mixes_and_updates_its_cache_as_the_official_code(monkeypa
 
     recx = step("xir", {"cache_weight": official["cache_weight"]}, fixed_cache)
     assert_matches(recx, official)
-    for recorded, key in zip(draws.probabilities, ("batch_probabilities", "cache_probabilities")):
+    for recorded, key in zip(draws.probabilities, ("batch_probabilities", "cache_probabilities"), strict=True):
         torch.testing.assert_close(recorded, f64(official[key]), rtol=RTOL, atol=1e-15)
     torch.testing.assert_close(recx["sampler"].occurrence, f64(official["occurrence"]), rtol=0, atol=0)
     torch.testing.assert_close(next_cache[0], f64(official["next_cache_probabilities"]), rtol=RTOL, atol=1e-15)

@@ -17,7 +17,7 @@ def test_per_user_files_average_to_the_results(tiny, tmp_path):
         rows = pd.read_parquet(folder / f"per_user_{split}.parquet")
         assert list(rows.columns) == ["user", "metric", "k", "stratum", "value"]
         users = torch.nonzero(tiny.split(split).row_lengths() > 0).flatten().numpy()
-        for (metric, k, stratum), group in rows.groupby(["metric", "k", "stratum"], observed=True):
+        for (metric, k, stratum), group in rows.groupby(["metric", "k", "stratum"], observed=True):  # noqa: B007 (read by query's @)
             assert (group.user.to_numpy() == users).all()
             expected = outcome.results.query(
                 "split == @split and metric == @metric and k == @k and stratum == @stratum"

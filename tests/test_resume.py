@@ -154,7 +154,7 @@ def test_checkpoints_follow_checkpoint_every(tiny, tmp_path, monkeypatch):
     config = config_of("interactions: bpr, uniform (row-wise Adagrad)")
     for every, interval, expected in ((2, 60.0, [2, 4]), (0, 0.0, []), (None, 0.0, [1, 2, 3, 4]), (None, 1e9, [])):
         saved: list[int] = []
-        monkeypatch.setattr(checkpoint, "save", lambda path, runner, loop: saved.append(loop.epoch))
+        monkeypatch.setattr(checkpoint, "save", lambda path, runner, loop, saved=saved: saved.append(loop.epoch))
         monkeypatch.setattr(fit_module, "CHECKPOINT_INTERVAL_S", interval)
         train_run(config, tiny, tmp_path / f"run-{every}-{interval}", checkpoint_every=every)
         assert saved == expected, (every, interval)

@@ -58,7 +58,7 @@ def test_without_a_schedule_the_rate_and_losses_are_unchanged(tiny, kind):
     _, late = epoch_rates_and_losses(runner_for(tiny, **KINDS[kind], lr_step_epochs=10), 3)
     _, early = epoch_rates_and_losses(runner_for(tiny, **KINDS[kind], lr_step_epochs=1, lr_step_gamma=0.1), 3)
     assert plain_rates == [[0.01] * len(plain_rates[0])] * 3
-    assert all(torch.equal(a, b) for a, b in zip(plain, late))
+    assert all(torch.equal(a, b) for a, b in zip(plain, late, strict=True))
     assert not torch.equal(plain[2], early[2])
 
 

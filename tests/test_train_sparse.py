@@ -64,7 +64,7 @@ def test_batched_decay_with_sparse_updates_leaves_untouched_rows_over_several_st
         runner.optimizer.step()
         touched_users |= set(users.tolist())
         touched_items |= set(positives.tolist()) | set(drawn[-1].items.flatten().tolist())
-    for table, old, touched in zip(model.embedding_tables(), before, (touched_users, touched_items)):
+    for table, old, touched in zip(model.embedding_tables(), before, (touched_users, touched_items), strict=True):
         untouched = torch.tensor([r not in touched for r in range(table.shape[0])])
         assert untouched.any() and torch.equal(table.detach()[untouched], old[untouched])
         assert not torch.equal(table.detach()[~untouched], old[~untouched])
@@ -78,7 +78,7 @@ def test_same_seed_gives_identical_parameters_with_each_optimizer(tiny, optimize
         for epoch in (1, 2):
             runner.train_epoch(epoch, torch.zeros(runner.n_steps), lambda step: None)
         results.append([t.detach().clone() for t in model.embedding_tables()])
-    for first, second in zip(*results):
+    for first, second in zip(*results, strict=True):
         assert torch.equal(first, second)
 
 

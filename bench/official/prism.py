@@ -162,7 +162,7 @@ def _prism_cases(root: Path, inputs: dict) -> dict:
             dataset.user: types.SimpleNamespace(n_id=torch.arange(N_USERS)),
             dataset.item: types.SimpleNamespace(n_id=torch.arange(N_ITEMS)),
         }
-        data = type("Batch", (), {"x_dict": {}, "__getitem__": lambda self, k: n_ids[k]})()
+        data = type("Batch", (), {"x_dict": {}, "__getitem__": lambda self, k, n_ids=n_ids: n_ids[k]})()
         loss = trainer.forward_and_get_loss(data, torch.stack([users, items]))
         tables = {"user_table": model.user_embedding.weight, "item_table": model.item_embedding.weight}
         if loss_name == "MAWU":

@@ -29,7 +29,7 @@ from rich.table import Table
 from recx import __version__
 from recx.cli import catalog, completion
 from recx.core import yaml_values
-from recx.core.errors import RecxError
+from recx.core.errors import RecxError, attached_log
 
 # Plain (click) help, not Typer's rich panels: rich's help renderer and the Markdown parser it loads cost ~0.15 s of
 # every `--help` (bench/cli_latency.py), and help text is read as often as it is piped or grepped.
@@ -661,7 +661,7 @@ def diagnose_sampler(
 
 
 def _internal_error(error: Exception) -> None:
-    log = getattr(error, "recx_log", None)
+    log = attached_log(error)
     if log is None:
         log = Path(tempfile.gettempdir()) / f"recx-error-{os.getpid()}.log"
         try:

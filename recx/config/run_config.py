@@ -7,7 +7,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -22,6 +22,9 @@ from recx.samplers.kernels.choice import KERNELS
 
 WEIGHT_DECAY_MODES = ("none", "full", "batch")
 DEVICES = ("auto", "cpu", "cuda")
+
+
+NO_LOSS_DEFAULTS: dict[str, Any] = {}
 
 
 @dataclass
@@ -52,6 +55,9 @@ class RunConfig:
     model_args: dict = field(default_factory=dict)
     loss_args: dict = field(default_factory=dict)
     sampler_args: dict = field(default_factory=dict)
+    # Not a setting (no annotation, so not a field: outside the run id and config.yaml): the keys `resolve` filled from
+    # the loss's defaults, which `non_default_settings` lists apart.
+    loss_defaults_applied = NO_LOSS_DEFAULTS
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -282,7 +288,7 @@ def resolve_optimizer(config: RunConfig) -> str:
 def non_default_settings(config: RunConfig) -> str:
     """The resolved configuration's keys that differ from the plain defaults, as `set: k=v, ...; defaults for
     <loss>: k=v, ...; optimizer <name>` (the per-loss defaults listed apart, the optimizer always named)."""
-    plain, applied = RunConfig(), getattr(config, "loss_defaults_applied", {})
+    plain, applied = RunConfig(), config.loss_defaults_applied
     changed = []
     for f in fields(RunConfig):
         value = getattr(config, f.name)

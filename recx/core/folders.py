@@ -36,7 +36,7 @@ def _alive(pid: int) -> bool:
 def clean_stale(final: Path) -> list[Path]:
     """Delete the temporary siblings of `final` left by dead processes (an old one without a pid is stale too)."""
     pattern = re.compile(rf"\.{re.escape(final.name)}\.(tmp|old)-(?:(\d+)-)?[0-9a-f]{{8}}")
-    removed = []
+    removed: list[Path] = []
     if not final.parent.is_dir():
         return removed
     for entry in sorted(final.parent.iterdir()):

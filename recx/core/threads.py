@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 from recx.core.errors import RecxError
@@ -31,8 +32,8 @@ def cgroup_cpu_limit() -> int | None:
             return None if quota == "max" else max(1, math.ceil(int(quota) / int(period)))
         quota_file, period_file = CGROUP_V1
         if quota_file.is_file() and period_file.is_file():
-            quota = int(quota_file.read_text())
-            return None if quota <= 0 else max(1, math.ceil(quota / int(period_file.read_text())))
+            quota_us = int(quota_file.read_text())
+            return None if quota_us <= 0 else max(1, math.ceil(quota_us / int(period_file.read_text())))
     except (OSError, ValueError):
         return None
     return None
@@ -45,9 +46,10 @@ def usable_cpus() -> int:
     return max(1, min(cpus, limit) if limit else cpus)
 
 
-def compute_threads(environ: dict | None = None) -> int:
+def compute_threads(environ: Mapping[str, str] | None = None) -> int:
     """RECX_THREADS, else OMP_NUM_THREADS, else `usable_cpus()`; a bad RECX_THREADS is a RecxError."""
-    environ = os.environ if environ is None else environ
+    if environ is None:
+        environ = os.environ
     given = environ.get("RECX_THREADS", "").strip()
     if given:
         if not given.isdigit() or int(given) < 1:

@@ -63,10 +63,17 @@ def load_dataset(root: Path, name: str) -> Dataset:
     card = read_card(folder)
     n_users, n_items = int(card["n_users"]), int(card["n_items"])
     data_hash = dataset_hash(folder, card)
-    splits = {s: read_split(folder, s) for s in ("train", "valid", "test")}
-    if splits["train"] is None or splits["test"] is None:
+    train, valid, test = (read_split(folder, s) for s in ("train", "valid", "test"))
+    if train is None or test is None:
         raise RecxError(f"{folder} lacks train.parquet or test.parquet")
-    csrs = {s: None if v is None else _csr(v, n_users, n_items) for s, v in splits.items()}
     return Dataset(
-        name, n_users, n_items, csrs["train"], csrs["valid"], csrs["test"], card, data_hash, folder.resolve()
+        name,
+        n_users,
+        n_items,
+        _csr(train, n_users, n_items),
+        None if valid is None else _csr(valid, n_users, n_items),
+        _csr(test, n_users, n_items),
+        card,
+        data_hash,
+        folder.resolve(),
     )

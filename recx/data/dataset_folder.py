@@ -169,7 +169,9 @@ def read_split(folder: Path, split: str) -> Interactions | None:
     except (OSError, pa.ArrowException) as exc:
         raise RecxError(f"{path}: truncated or not a Parquet file ({type(exc).__name__}); {REPAIR}") from None
     column = lambda c: table.column(c).to_numpy() if c in table.column_names else None  # noqa: E731
-    return Interactions(column("user"), column("item"), column("rating"), column("timestamp"))
+    return Interactions(
+        table.column("user").to_numpy(), table.column("item").to_numpy(), column("rating"), column("timestamp")
+    )
 
 
 def dataset_hash(folder: Path, card: dict | None = None) -> str:

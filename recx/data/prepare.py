@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -21,7 +22,7 @@ from recx.data.rating_filter import RatingRule
 from recx.data.raw import RawInteractions
 from recx.data.split import parse_ratios, split_rows
 
-DEFAULTS = {"rating": "all", "kcore": 0, "split": "per-user-random", "ratios": "80/20"}
+DEFAULTS: dict[str, Any] = {"rating": "all", "kcore": 0, "split": "per-user-random", "ratios": "80/20"}
 
 
 @dataclass
@@ -44,7 +45,7 @@ class PrepareOptions:
 
 def resolve(options: PrepareOptions) -> dict:
     """Effective rating/kcore/split/ratios: explicit options over the preset over DEFAULTS."""
-    params = dict(DEFAULTS)
+    params: dict[str, Any] = dict(DEFAULTS)
     if options.preset is not None:
         params.update(preset(options.preset))
     explicit = {"rating": options.rating, "kcore": options.kcore, "split": options.split, "ratios": options.ratios}

@@ -4,6 +4,7 @@ is counted (the card's `rows` section: read = removed by rating + duplicates + e
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import overload
 
 import numpy as np
 
@@ -30,7 +31,12 @@ def _codes(values: np.ndarray, vocab: np.ndarray | None) -> tuple[np.ndarray, np
     return (values, vocab) if vocab is not None else encode(values)
 
 
+@overload
+def _gather(array: np.ndarray, index: np.ndarray | None) -> np.ndarray: ...
+@overload
+def _gather(array: None, index: np.ndarray | None) -> None: ...
 def _gather(array: np.ndarray | None, index: np.ndarray | None) -> np.ndarray | None:
+    """array[index]; the whole array when index is None (nothing filtered), None when the column is absent."""
     return array if array is None or index is None else array[index]
 
 

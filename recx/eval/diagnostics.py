@@ -44,10 +44,10 @@ class ScoringView:
 
 
 def _spearman(x: torch.Tensor, y: torch.Tensor) -> float | None:
-    x, y = x.double().cpu().numpy(), y.double().cpu().numpy()
-    if x.std() == 0 or y.std() == 0:
+    a, b = x.double().cpu().numpy(), y.double().cpu().numpy()
+    if a.std() == 0 or b.std() == 0:
         return None
-    return float(spearmanr(x, y).statistic)
+    return float(spearmanr(a, b).statistic)
 
 
 @torch.no_grad()

@@ -30,6 +30,18 @@ class Evaluation:
     topk: torch.Tensor | None = None
     per_user: dict[tuple[str, int, str], torch.Tensor] | None = None
 
+    def listed(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(users [U], top-K lists [U, K]) of an evaluation asked for them."""
+        if self.users is None or self.topk is None:
+            raise ValueError("this evaluation was not asked for its top-K lists")
+        return self.users, self.topk
+
+    def per_user_values(self) -> tuple[torch.Tensor, dict[tuple[str, int, str], torch.Tensor]]:
+        """(users [U], (metric, k, stratum) -> values [U]) of an evaluation asked for them."""
+        if self.users is None or self.per_user is None:
+            raise ValueError("this evaluation was not asked for its per-user values")
+        return self.users, self.per_user
+
 
 def excluded_splits(dataset: Dataset, split: str) -> list[CSR]:
     exclude = [dataset.train]

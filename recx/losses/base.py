@@ -30,6 +30,18 @@ class LossInput:
     positive_repr: torch.Tensor | None = None
     neg_segments: tuple[tuple[int, float], ...] | None = None
 
+    def representations(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(query [B, d], positive_repr [B, d]) for the losses on representations."""
+        if self.query is None or self.positive_repr is None:
+            raise ValueError("this loss reads the representations (LossInput.query and positive_repr)")
+        return self.query, self.positive_repr
+
+    def ids(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(users [B], positives [B]): the batch's ids."""
+        if self.users is None or self.positives is None:
+            raise ValueError("this loss needs the batch's ids (LossInput.users and positives)")
+        return self.users, self.positives
+
 
 class Loss:
     """`__call__(LossInput) -> scalar`, the mean over the batch's queries (BPR's `reduction: sum`: their sum).

@@ -39,7 +39,7 @@ class DirectAU(Loss):
     uses_negatives = False
 
     def __call__(self, batch: LossInput):
-        users, items = batch.query, batch.positive_repr
+        users, items = batch.representations()
         which = self.args.uniformity_rows
         spread = uniformity(uniformity_rows(users, batch.users, which)) + uniformity(
             uniformity_rows(items, batch.positives, which)

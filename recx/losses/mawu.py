@@ -102,10 +102,10 @@ class MAWU(Loss):
         return 1.0 - torch.sigmoid(self.user_margin[users] + self.item_margin[items])
 
     def __call__(self, batch: LossInput):
-        users, items, args = batch.query, batch.positive_repr, self.args
-        align = margin_alignment(users, items, self.margins(batch.users, batch.positives), args.alignment)
-        user_rows = uniformity_rows(users, batch.users, args.uniformity_rows)
-        item_rows = uniformity_rows(items, batch.positives, args.uniformity_rows)
+        (users, items), (user_ids, item_ids), args = batch.representations(), batch.ids(), self.args
+        align = margin_alignment(users, items, self.margins(user_ids, item_ids), args.alignment)
+        user_rows = uniformity_rows(users, user_ids, args.uniformity_rows)
+        item_rows = uniformity_rows(items, item_ids, args.uniformity_rows)
         return (
             align
             + args.gamma_user * uniformity(user_rows, form=args.uniformity)

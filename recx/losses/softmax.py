@@ -32,7 +32,8 @@ def corrected_logits(
 
     Where a row's log q is the same for all its candidates (uniform proposals) it is returned as the shift, to be
     subtracted from the row's log-sum-exp instead of from each of its n logits: one pass over [B, n] less."""
-    pos, neg, shift = pos_scores, neg_scores, 0.0
+    pos, neg = pos_scores, neg_scores
+    shift: torch.Tensor | float = 0.0
     if temperature != 1.0:
         pos, neg = pos / temperature, neg / temperature
     if correct:
@@ -163,7 +164,8 @@ class SampledSoftmax(Loss):
         temperature = self.args.temperature
         if temperature != 1.0:
             query, pos_scores = query / temperature, pos_scores / temperature
-        pos, column_log_q, shift = pos_scores, None, 0.0
+        pos, column_log_q = pos_scores, None
+        shift: torch.Tensor | float = 0.0
         if self.args.logq_correction:
             pos = pos - pos_log_q
             column_log_q, shift = split_log_q(neg_log_q)

@@ -29,6 +29,7 @@ class LightGCNArgs(EmbeddingArgs):
 @MODELS.register("lightgcn")
 class LightGCN(EmbeddingModel):
     Args = LightGCNArgs
+    args: LightGCNArgs
 
     def __init__(self, n_users: int, n_items: int, dim: int, args: LightGCNArgs, dataset=None):
         super().__init__(n_users, n_items, dim, args, dataset)

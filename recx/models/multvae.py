@@ -76,6 +76,8 @@ class MultVAE(Model):
     Args = MultVAEArgs
     training_kind = "users"
     sampled_softmax = False  # True: the runner draws negatives with the run's sampler (FastVAE)
+    history_indptr: torch.Tensor  # buffers: the training CSR's indptr [n_users + 1] and indices [nnz]
+    history_items: torch.Tensor
 
     def __init__(self, n_users: int, n_items: int, dim: int, args: MultVAEArgs, dataset=None):
         super().__init__()

@@ -27,6 +27,7 @@ class MostPopularArgs:
 class MostPopular(Model):
     Args = MostPopularArgs
     training_kind = "none"
+    scores: torch.Tensor  # a buffer [n_items, 1]
 
     def __init__(self, n_users: int, n_items: int, dim: int, args: MostPopularArgs, dataset=None):
         super().__init__()

@@ -18,6 +18,8 @@ never read the number of distinct rows, so a step issues no host sync (see `RowS
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 
 from recx.core.device_paths import accelerator_branch
@@ -56,24 +58,23 @@ class RowSparseOptimizer(torch.optim.Optimizer):
                 state = self.state[param]
                 if param.grad.is_sparse:
                     sync_free = accelerator_branch(param) if self.sync_free is None else self.sync_free
-                    rows, grad = self._touched_rows(param, state, sync_free)
+                    rows, grad = self._touched_rows(param.grad, state, sync_free)
                     touched = TouchedRows(rows, distinct=not sync_free)
                 else:
                     touched, grad = TouchedRows(None, distinct=True), param.grad
                 self.update(param, touched, grad, state, group)
 
     @staticmethod
-    def _touched_rows(param: torch.Tensor, state: dict, sync_free: bool) -> tuple[torch.Tensor, torch.Tensor]:
-        """(row ids, their summed gradient rows). Distinct rows unless `sync_free`; then, since the
+    def _touched_rows(sparse: torch.Tensor, state: dict, sync_free: bool) -> tuple[torch.Tensor, torch.Tensor]:
+        """(row ids, their summed gradient rows) of the sparse gradient `sparse`. Distinct rows unless `sync_free`; then, since the
         number of distinct rows would need a host sync, rows are summed in a zero buffer that is reset after, and a
         row listed twice carries the same summed gradient both times (and is written twice with the same value)."""
-        sparse = param.grad
         rows, values = sparse._indices()[0], sparse._values()
         if not sync_free:  # torch.unique + index_add_: the same sums as coalesce(), in about half its time on a CPU
             distinct, position = torch.unique(rows, return_inverse=True)
             return distinct, values.new_zeros((distinct.numel(), *values.shape[1:])).index_add_(0, position, values)
         if "buffer" not in state:
-            state["buffer"] = torch.zeros_like(param)
+            state["buffer"] = values.new_zeros(sparse.shape)
         buffer = state["buffer"]
         buffer.index_add_(0, rows, values)
         grad = buffer.index_select(0, rows)
@@ -192,7 +193,7 @@ def make_optimizer(
     params: list[torch.nn.Parameter],
     lr: float,
     weight_decay: float = 0.0,
-    extra_params: list[torch.nn.Parameter] = (),
+    extra_params: Sequence[torch.nn.Parameter] = (),
 ) -> torch.optim.Optimizer:
     """The optimizer `name` over `params` (decayed by `weight_decay` every step, dense Adam only) and
     `extra_params` (never decayed: a loss's own parameters)."""

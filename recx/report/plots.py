@@ -13,12 +13,13 @@ import os
 from pathlib import Path
 
 import pandas as pd
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from recx.eval.strata import STRATA
 
 
-def _figure() -> tuple[Figure, object]:
+def _figure() -> tuple[Figure, Axes]:
     figure = Figure(figsize=(6.4, 4.2), layout="constrained")
     return figure, figure.add_subplot()
 

@@ -38,6 +38,20 @@ class ReportOptions:
     title: str = "recx report"
     sources: list = field(default_factory=list)
 
+    @property
+    def cutoffs(self) -> tuple:
+        """The cut-offs of resolved options (`resolve` fills them)."""
+        if self.ks is None:
+            raise ValueError("report options used before resolve()")
+        return self.ks
+
+    @property
+    def baseline_method(self) -> str:
+        """The baseline of resolved options (`resolve` fills it)."""
+        if self.baseline is None:
+            raise ValueError("report options used before resolve()")
+        return self.baseline
+
     def resolve(self, results: pd.DataFrame) -> "ReportOptions":
         if self.correction not in stats.CORRECTIONS:
             raise RecxError(f"--correction {self.correction!r}; valid: {', '.join(stats.CORRECTIONS)}")
@@ -73,7 +87,7 @@ def tested_keys(table: pd.DataFrame, options: ReportOptions) -> list[tuple[str, 
     return [
         (metric, k, stratum)
         for metric in options.metrics
-        for k in options.ks
+        for k in options.cutoffs
         for stratum in ("all",) + (STRATA if metric in options.stratified else ())
         if column_name(metric, k, stratum) in present
     ]
@@ -127,7 +141,7 @@ def swept_points(
 
 def figures(results: pd.DataFrame, folders: dict[str, Path], options: ReportOptions) -> Iterator[tuple]:
     """Every plot the results allow, as (file name, one-line description, matplotlib Figure)."""
-    metric, k = options.metrics[0], options.ks[0]
+    metric, k = options.metrics[0], options.cutoffs[0]
     label = column_name(metric, k, "all")
     rows = results[results.split == options.split]
     for dataset, runs in rows.groupby("dataset", sort=False):
@@ -188,11 +202,11 @@ def write_report(
         (out / REPORT_MARKER).write_text("report files written by recx report (recx may replace them)\n")
     except OSError as exc:
         raise write_failed(out / REPORT_MARKER, exc, "nothing was written") from None
-    table = summary(results, options.split, options.metrics, options.ks, options.stratified)
+    table = summary(results, options.split, options.metrics, options.cutoffs, options.stratified)
     tested, notes = significance.compare(
         results,
         folders,
-        options.baseline,
+        options.baseline_method,
         tested_keys(table, options),
         options.split,
         options.correction,

@@ -14,18 +14,23 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import torch
 
 from recx.core.errors import RecxError
+from recx.models.base import Model
 from recx.runs.evaluate import open_saved_run
 from recx.samplers import SAMPLERS
 from recx.samplers.base import Batch, Sampler
 from recx.train.build import build_model
 
 FIGURE_SAMPLERS = ["uniform", "popularity", "kernel", "dns", "midx_uni", "midx_pop", "midx"]
-PAPER_ARGS = {"popularity": {"variant": "log"}, "midx_pop": {"variant": "log"}}  # pop = log(1 + count), §7.1.4
+PAPER_ARGS: dict[str, dict[str, Any]] = {
+    "popularity": {"variant": "log"},
+    "midx_pop": {"variant": "log"},
+}  # pop = log(1 + count), §7.1.4
 DRAWS_PER_QUERY = 1000
 MAX_REPLICAS = 8192  # queries per sampling call when a user's law is estimated from draws
 
@@ -41,7 +46,7 @@ class ModelView:
 
 def make_sampler(name: str, dataset, n_codewords: int, seed: int, device: torch.device):
     sampler_class = SAMPLERS.get(name)
-    args = dict(PAPER_ARGS.get(name, {}))
+    args: dict[str, Any] = dict(PAPER_ARGS.get(name, {}))
     if name.startswith("midx"):
         args["n_codewords"] = n_codewords
     if name in ("uniform", "popularity", "dns"):
@@ -146,7 +151,7 @@ def plot_figure2(panels: list[tuple[str, dict[str, torch.Tensor]]], path: Path) 
     import matplotlib.pyplot as plt
 
     figure, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 4.5), squeeze=False)
-    for axis, (title, curves) in zip(axes[0], panels):
+    for axis, (title, curves) in zip(axes[0], panels, strict=True):
         for name, curve in curves.items():
             style = {"color": "black", "linewidth": 2.5} if name == "softmax" else {"linewidth": 1.2}
             axis.plot(range(1, curve.numel() + 1), curve.cpu().numpy(), label=name, **style)
@@ -168,7 +173,7 @@ def sample_users(dataset, n_users: int, seed: int, device: torch.device) -> torc
 
 
 @torch.no_grad()
-def views_of(models: list[tuple[str, object]], users: torch.Tensor) -> list[ModelView]:
+def views_of(models: list[tuple[str, Model]], users: torch.Tensor) -> list[ModelView]:
     views = []
     for name, model in models:
         model.eval()

@@ -77,9 +77,10 @@ def compare(
         for key in keys:
             family = []
             for method in methods:
-                if method == baseline or means[method] is None or key not in means[method].columns:
+                frame = means[method]
+                if method == baseline or frame is None or key not in frame.columns:
                     continue
-                pair = pd.concat([means[method][key], base[key]], axis=1, join="inner").to_numpy()
+                pair = pd.concat([frame[key], base[key]], axis=1, join="inner").to_numpy()
                 x, y = pair[:, 0], pair[:, 1]
                 t, p_t = stats.paired_t(x, y)
                 family.append(
@@ -98,9 +99,12 @@ def compare(
                     }
                 )
             if family:
-                p_t = stats.adjust([row["p_t"] for row in family], correction)
-                p_r = stats.adjust([row["p_randomisation"] for row in family], correction)
-                for row, adjusted_t, adjusted_r in zip(family, p_t, p_r):
+                adjusted = zip(
+                    stats.adjust([row["p_t"] for row in family], correction),
+                    stats.adjust([row["p_randomisation"] for row in family], correction),
+                    strict=True,
+                )
+                for row, (adjusted_t, adjusted_r) in zip(family, adjusted, strict=True):
                     row.update(
                         p_t_adjusted=adjusted_t,
                         p_randomisation_adjusted=adjusted_r,

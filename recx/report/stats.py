@@ -44,8 +44,8 @@ def randomisation(
     hits, done = 0, 0
     while done < resamples:
         size = min(max(1, batch_cells // n), resamples - done)
-        bits = np.unpackbits(rng.integers(0, 256, size=(size, (n + 7) // 8), dtype=np.uint8), axis=1, count=n)
-        hits += int(np.count_nonzero(np.abs((1.0 - 2.0 * bits) @ d) / n >= reach))
+        drawn = np.unpackbits(rng.integers(0, 256, size=(size, (n + 7) // 8), dtype=np.uint8), axis=1, count=n)
+        hits += int(np.count_nonzero(np.abs((1.0 - 2.0 * drawn) @ d) / n >= reach))
         done += size
     return (1 + hits) / (1 + resamples)
 

@@ -22,7 +22,7 @@ def summary(
     """One row per (dataset, method): mean and std over seeds of each selected (metric, k, stratum) column."""
     rows = results[(results.split == split) & results.metric.isin(metrics) & results.k.isin(ks)]
     rows = rows[(rows.stratum == "all") | rows.metric.isin(stratified)]
-    rows = rows.assign(column=[column_name(m, k, s) for m, k, s in zip(rows.metric, rows.k, rows.stratum)])
+    rows = rows.assign(column=[column_name(m, k, s) for m, k, s in zip(rows.metric, rows.k, rows.stratum, strict=True)])
     grouped = rows.groupby(["dataset", "method", "column"], sort=False)["value"]
     stats = grouped.agg(["mean", "std", "count"]).reset_index()
     order = [column_name(m, k, s) for m in metrics for k in ks for s in ("all",) + (STRATA if m in stratified else ())]

@@ -115,5 +115,5 @@ def evaluate_saved_run(
         kept=f"the previous eval_{split}.parquet, if any, is unchanged",
     )
     if dump_topk is not None:
-        write_topk(dump_topk, result.users, result.topk)
+        write_topk(dump_topk, *result.listed())
     return result.values, found

@@ -25,8 +25,9 @@ def file_name(split: str) -> str:
 
 
 def per_user_table(evaluation: Evaluation) -> pa.Table:
-    keys = sorted(evaluation.per_user)
-    users = evaluation.users.cpu().numpy().astype("int32")
+    evaluated, per_user = evaluation.per_user_values()
+    keys = sorted(per_user)
+    users = evaluated.cpu().numpy().astype("int32")
     n = users.size
 
     def labels(values: list[str]) -> pa.DictionaryArray:
@@ -39,7 +40,7 @@ def per_user_table(evaluation: Evaluation) -> pa.Table:
             "metric": labels([metric for metric, _, _ in keys]),
             "k": pa.array(np.repeat(np.array([k for _, k, _ in keys], dtype="int32"), n)),
             "stratum": labels([stratum for _, _, stratum in keys]),
-            "value": pa.array(np.concatenate([evaluation.per_user[key].numpy() for key in keys])),
+            "value": pa.array(np.concatenate([per_user[key].numpy() for key in keys])),
         }
     )
 

@@ -199,7 +199,7 @@ def verify(folder: Path, name: str, remedy: str) -> None:
         )
 
 
-def write_artifact(folder: Path, name: str, write: Callable[[Path], None], kept: str = NOT_KEPT) -> None:
+def write_artifact(folder: Path, name: str, write: Callable[[Path], object], kept: str = NOT_KEPT) -> None:
     """`write(path)` to a temporary name, renamed to `folder/name` when complete; then its checksum is recorded."""
     with atomic_file(folder / name, kept) as partial:
         write(partial)

@@ -7,7 +7,7 @@ import contextlib
 import shutil
 import sys
 import traceback
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -16,7 +16,7 @@ from rich.progress import Progress
 
 from recx.config.run_config import RunConfig, check_against_dataset, non_default_settings
 from recx.core.device import resolve_device
-from recx.core.errors import Interrupted, RecxError
+from recx.core.errors import Interrupted, RecxError, attach_log
 from recx.core.folders import clean_stale, swap_in, temp_sibling, writable_folder
 from recx.core.lock import exclusive
 from recx.core.names import check_name
@@ -59,8 +59,7 @@ def train_run(
     """
     check_name(folder.name, "run name")
     ks = sorted(set((ks or DEFAULT_KS) + [config.valid_metric_name[1]]))
-    default_negatives = next(f.default for f in fields(RunConfig) if f.name == "n_negatives")
-    check_against_dataset(config, dataset.n_items, ks, default_negatives, f"run {folder.name}")
+    check_against_dataset(config, dataset.n_items, ks, RunConfig.n_negatives, f"run {folder.name}")
     writable_folder(folder.parent, "runs folder")
     with exclusive(folder.parent / f".{folder.name}.lock", f"run {folder.name}"):
         return _train_locked(config, dataset, folder, progress, ks, force, diagnostics, checkpoint_every)
@@ -148,7 +147,7 @@ def _train_locked(config, dataset, folder, progress, ks, force, with_diagnostics
         if replacing:
             shutil.rmtree(target, ignore_errors=True)
         if folder.is_dir():
-            exc.recx_log = _save_traceback(folder)
+            attach_log(exc, _save_traceback(folder))
         raise
     return RunOutcome(folder, best_epoch, results)
 

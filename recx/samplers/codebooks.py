@@ -21,9 +21,10 @@ def split_halves(vectors: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 class ProductCodebooks:
+    codewords: tuple[torch.Tensor, torch.Tensor]  # set by `fit`
+
     def __init__(self, n_codewords: int, n_iterations: int, tolerance: float, init: str):
         self.n_codewords, self.n_iterations, self.tolerance, self.init = n_codewords, n_iterations, tolerance, init
-        self.codewords: tuple[torch.Tensor, torch.Tensor] | None = None
 
     def fit(self, item_table: torch.Tensor, seed: int) -> None:
         """k-means on each half of `item_table` (detached, on its device), random choices seeded by `seed`."""
@@ -32,7 +33,8 @@ class ProductCodebooks:
         generator = torch.Generator(item_table.device).manual_seed(seed)
         codewords, assignments = [], []
         for part, half in enumerate(split_halves(item_table.detach())):
-            previous = None if self.codewords is None else self.codewords[part]
+            fitted = getattr(self, "codewords", None)
+            previous = None if fitted is None else fitted[part]
             if self.init == "warm" and previous is not None and previous.shape == (k, half.shape[1]):
                 initial = previous
             else:

@@ -131,7 +131,7 @@ class InvertedMultiIndexSampler(Sampler):
         return torch.cat(
             [
                 self._log_q(self.proposal(query, batch.item_table), part)
-                for query, part in zip(self._chunks(batch.query), self._chunks(items))
+                for query, part in zip(self._chunks(batch.query), self._chunks(items), strict=True)
             ]
         )
 
@@ -152,7 +152,7 @@ class InvertedMultiIndexSampler(Sampler):
     def sample(self, batch: Batch) -> Negatives:
         self._ready(batch)
         items, log_q, positive_log_q = [], [], []
-        for query, positives in zip(self._chunks(batch.query), self._chunks(batch.positives)):
+        for query, positives in zip(self._chunks(batch.query), self._chunks(batch.positives), strict=True):
             proposal = self.proposal(query, batch.item_table)
             uniforms = torch.rand(
                 (3, query.shape[0], self.n_negatives),

@@ -132,8 +132,8 @@ class QuadraticKernelSampler(Sampler):
             chunk = max(1, CHUNK_ENTRIES // (dim * dim))
             leaf = torch.cat(
                 [
-                    self._leaves(lambda draws, nodes: self._mass(query[part[draws]], nodes), part_uniforms)
-                    for part, part_uniforms in zip(torch.split(rows, chunk), torch.split(uniforms, chunk))
+                    self._leaves(lambda draws, nodes, part=part: self._mass(query[part[draws]], nodes), part_uniforms)
+                    for part, part_uniforms in zip(torch.split(rows, chunk), torch.split(uniforms, chunk), strict=True)
                 ]
             )
         chunk = max(1, CHUNK_ENTRIES // (self.args.leaf_size * dim))
@@ -141,7 +141,7 @@ class QuadraticKernelSampler(Sampler):
             [
                 self._leaf_items(query[part], part_leaf, part_uniforms[:, -1])
                 for part, part_leaf, part_uniforms in zip(
-                    torch.split(rows, chunk), torch.split(leaf, chunk), torch.split(uniforms, chunk)
+                    torch.split(rows, chunk), torch.split(leaf, chunk), torch.split(uniforms, chunk), strict=True
                 )
             ]
         )

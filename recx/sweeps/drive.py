@@ -32,7 +32,9 @@ def drive(tasks: list[RunTask], backend, on_change: Callable[[str, RunTask, Outc
     """Run every task to an end (done, found complete, or failed). `on_change(event, task, outcome)` is called with
     event "start" (outcome None) and with each outcome's status."""
     report = DriveReport()
-    queue, held, running = deque(tasks), [], {}
+    queue = deque(tasks)
+    held: list[tuple[RunTask, float]] = []
+    running: dict[object, RunTask] = {}
     try:
         while queue or held or running:
             now = time.monotonic()

@@ -133,7 +133,7 @@ def grid_points(grid: dict, where: str) -> list[dict]:
     for key, values in grid.items():
         if not isinstance(values, list) or not values:
             raise RecxError(f"{where}: grid.{key} must be a non-empty list of values, got {values!r}")
-    return [dict(zip(grid, values)) for values in itertools.product(*grid.values())] or [{}]
+    return [dict(zip(grid, values, strict=True)) for values in itertools.product(*grid.values())] or [{}]
 
 
 def nested(point: dict) -> dict:

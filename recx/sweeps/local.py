@@ -16,6 +16,7 @@ import selectors
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from recx.sweeps.task import FAILED, Outcome, RunTask, execute
 
@@ -72,16 +73,20 @@ class Worker:
                 stderr=stderr,
                 text=True,
             )
-        self.gpu, self.log, self.task = gpu, log, None
+        if self.process.stdin is None or self.process.stdout is None:  # not reached: both are pipes above
+            raise RuntimeError("the worker process was started without its pipes")
+        self.requests, self.answers = self.process.stdin, self.process.stdout
+        self.gpu, self.log = gpu, log
+        self.task: RunTask | None = None
 
     def send(self, task: RunTask) -> None:
         self.task = task
-        self.process.stdin.write(task.to_json() + "\n")
-        self.process.stdin.flush()
+        self.requests.write(task.to_json() + "\n")
+        self.requests.flush()
 
     def receive(self) -> Outcome:
         """The answer for the current run; a worker that died instead is reaped and its run reported failed."""
-        line = self.process.stdout.readline()
+        line = self.answers.readline()
         self.task = None
         if line:
             answer = json.loads(line)
@@ -116,14 +121,16 @@ class LocalProcesses:
         worker, gpu = self.workers.get(slot), self.gpu(task, slot)
         if worker is None or worker.process.poll() is not None or worker.gpu != gpu:
             if worker is not None:
-                worker.process.stdin.close()
+                worker.requests.close()
             worker = Worker(self.environment(gpu), gpu, self.threads, self.logs / f"worker-{slot}.log")
             self.workers[slot] = worker
         worker.send(task)
         return task.run_id
 
     def poll(self, timeout: float) -> list:
-        busy = {worker.process.stdout: worker for worker in self.workers.values() if worker.task is not None}
+        busy: dict[Any, Worker] = {
+            worker.answers: worker for worker in self.workers.values() if worker.task is not None
+        }
         if not busy:
             return []
         with selectors.DefaultSelector() as selector:
@@ -133,8 +140,8 @@ class LocalProcesses:
         finished = []
         for key, _ in ready:
             worker = busy[key.fileobj]
-            run_id = worker.task.run_id
-            finished.append((run_id, worker.receive()))
+            if worker.task is not None:  # always: `busy` holds the workers with a run
+                finished.append((worker.task.run_id, worker.receive()))
         return finished
 
     def close(self) -> None:
@@ -142,6 +149,6 @@ class LocalProcesses:
             if worker.task is not None:
                 worker.process.terminate()
             else:
-                worker.process.stdin.close()
+                worker.requests.close()
         for worker in self.workers.values():
             worker.process.wait()

@@ -40,6 +40,34 @@ class FitHooks:
     resumed: Callable[[int], None] = lambda epochs_done: None
 
 
+def _step_reporter(
+    progress: Progress, task, watch: NonFiniteWatch, losses: torch.Tensor, started: float, on_host: bool
+) -> Callable[[int], None]:
+    """`after_step(step)` for one epoch: the non-finite watch, the bar, and (on the host) the running loss."""
+    shown = {"at": started}
+
+    def after_step(step: int) -> None:
+        watch.after_step(step)
+        now = time.perf_counter()
+        if now - shown["at"] >= LOSS_REFRESH_S:
+            shown["at"] = now
+            running = f"  loss {float(losses[:step].mean()):.4f}" if on_host else ""
+            progress.update(task, completed=step, status=f"{step / (now - started):.1f} steps/s{running}")
+        else:
+            progress.update(task, completed=step)
+
+    return after_step
+
+
+def _validation_reporter(progress: Progress, task, status: str) -> Callable[[int, int], None]:
+    """`validated(done, total)`: the bar's status during validation."""
+
+    def validated(done: int, total: int) -> None:
+        progress.update(task, status=f"{status}  validating {done:,}/{total:,} users")
+
+    return validated
+
+
 def fit(config: RunConfig, dataset: Dataset, model, progress: Progress, hooks: FitHooks) -> int:
     """Train `model` in place; returns the selected epoch (best validation metric, else the last epoch).
 
@@ -66,28 +94,14 @@ def fit(config: RunConfig, dataset: Dataset, model, progress: Progress, hooks: F
     checkpointed_at = time.perf_counter()
     name = config.model if model.training_kind == "alternating" else f"{config.loss}+{config.sampler}"
     task = progress.add_task(name, total=max(runner.n_steps, 1), status="")
-    on_host = not accelerator_branch(
-        model.device
-    )  # the running loss is shown only where reading it costs no device sync
+    on_host = not accelerator_branch(model.device)  # the running loss is shown only where reading it costs no sync
     epoch = loop.epoch
     for epoch in range(loop.epoch + 1, config.epochs + 1 if runner.n_steps else 1):
         model.train()
         started = time.perf_counter()
         losses = torch.zeros(runner.n_steps, device=model.device)
         progress.update(task, description=f"{name} epoch {epoch}/{config.epochs}", completed=0)
-        shown = {"at": started}
-        watch = NonFiniteWatch(losses, epoch, config.lr)
-
-        def after_step(step: int) -> None:
-            watch.after_step(step)
-            now = time.perf_counter()
-            if now - shown["at"] >= LOSS_REFRESH_S:
-                shown["at"] = now
-                running = f"  loss {float(losses[:step].mean()):.4f}" if on_host else ""
-                progress.update(task, completed=step, status=f"{step / (now - started):.1f} steps/s{running}")
-            else:
-                progress.update(task, completed=step)
-
+        after_step = _step_reporter(progress, task, NonFiniteWatch(losses, epoch, config.lr), losses, started, on_host)
         runner.train_epoch(epoch, losses, after_step)
         losses = losses.cpu()
         error = non_finite_error(losses, epoch, config.lr)
@@ -96,11 +110,7 @@ def fit(config: RunConfig, dataset: Dataset, model, progress: Progress, hooks: F
         record = {"epoch": epoch, "loss": float(losses.mean()), "seconds": time.perf_counter() - started}
         status = f"loss {record['loss']:.4f}"
         if hooks.validate is not None and epoch % config.eval_every == 0:
-
-            def validated(done: int, total: int) -> None:
-                progress.update(task, status=f"{status}  validating {done:,}/{total:,} users")
-
-            score = hooks.validate(model, validated)
+            score = hooks.validate(model, _validation_reporter(progress, task, status))
             record[f"valid_{config.valid_metric}"] = score
             status += f"  valid {config.valid_metric} {score:.4f}"
             if score > loop.best_score:

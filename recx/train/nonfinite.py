@@ -53,5 +53,6 @@ class NonFiniteWatch:
             self.checked = step
         while self.pending and (self.pending[0][2] is None or self.pending[0][2].query()):
             done, flag, _ = self.pending.pop(0)
-            if not bool(flag):
-                raise non_finite_error(self.losses[:done].cpu(), self.epoch, self.lr)
+            error = None if bool(flag) else non_finite_error(self.losses[:done].cpu(), self.epoch, self.lr)
+            if error is not None:
+                raise error

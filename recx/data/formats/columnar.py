@@ -53,7 +53,7 @@ def json_parser(schema: pa.Schema) -> Parser:
 
 def _non_empty_strings(table: pa.Table) -> pa.Table:
     """Ids given as strings must not be empty."""
-    for name, column in zip(table.column_names, table.columns):
+    for name, column in zip(table.column_names, table.columns, strict=True):
         if pa.types.is_string(column.type) and pc.any(pc.equal(column, "")).as_py():
             raise ValueError(f"empty {name!r}")
     return table

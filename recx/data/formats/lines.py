@@ -58,7 +58,7 @@ class _HashingReader:
 def _open_text_stream(raw: _HashingReader) -> BinaryIO | _HashingReader:
     """Gzip is recognised by its magic bytes, whatever the file's name."""
     magic = raw.handle.peek(2)[:2] if hasattr(raw.handle, "peek") else b""
-    return gzip.GzipFile(fileobj=raw, mode="rb") if magic == b"\x1f\x8b" else raw  # type: ignore[arg-type]
+    return gzip.GzipFile(fileobj=raw, mode="rb") if magic == b"\x1f\x8b" else raw  # type: ignore[call-overload]
 
 
 def line_blocks(path: Path, report: ReadReport) -> Iterator[tuple[bytes, int]]:

@@ -65,7 +65,7 @@ def read_netflix(source: Path, skip_bad_lines: bool = False, report: ReadReport 
     """All `combined_data_*.txt` files of a folder (or one file); timestamps are the rating dates at 00:00 UTC."""
     report = report if report is not None else ReadReport()
     parts = [_read_file(path, skip_bad_lines, report) for path in _files(source)]
-    user, item, rating, day = (np.concatenate(column) for column in zip(*parts))
+    user, item, rating, day = (np.concatenate(column) for column in zip(*parts, strict=True))
     del parts
     if user.size == 0:
         raise RecxError(f"{source}: no ratings")

@@ -134,7 +134,7 @@ def csr_contains(indptr: torch.Tensor, indices: torch.Tensor, rows: torch.Tensor
 
 def midx_draw(
     log_joint: torch.Tensor,
-    cumulative: torch.Tensor,
+    cumulative: torch.Tensor | None,
     cell_ptr: torch.Tensor,
     order: torch.Tensor,
     uniforms: torch.Tensor,
