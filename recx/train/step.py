@@ -15,7 +15,7 @@ import torch.nn.functional as F
 
 from recx.config.run_config import RunConfig
 from recx.losses.base import LossInput
-from recx.models.scoring import per_query_scores
+from recx.models.scoring import per_query_scores, whole_table_pays_per_query
 from recx.samplers.base import Batch, Negatives
 from recx.train.positive_mask import mask_positives, positive_mask
 
@@ -25,7 +25,7 @@ FEW_CANDIDATES = 9  # rows per query (positive + candidates) up to which element
 def whole_table_pays(n_items: int, negatives: Negatives) -> bool:
     """True when scoring against the whole item table costs no more than gathering the candidates' rows."""
     n_candidates = negatives.items.shape[1]
-    return n_candidates >= n_items if negatives.shared else n_items <= 8 * n_candidates
+    return n_candidates >= n_items if negatives.shared else whole_table_pays_per_query(n_items, n_candidates)
 
 
 def scores_from_table(
