@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from recx.core import threads
+from recx.core import cpu_share, threads
+from recx.core.cpu_share import share
 from recx.core.errors import RecxError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -78,3 +79,52 @@ def test_the_recx_command_runs_torch_with_the_chosen_threads():
         timeout=120,
     )
     assert done.returncode == 1 and "RECX_THREADS='zero'" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_the_share_divides_the_usable_cpus_among_the_live_processes():
+    assert [share(2, live) for live in (1, 2, 3)] == [2, 1, 1]
+    assert [share(16, live) for live in (1, 2, 3, 5, 40)] == [16, 8, 5, 3, 1]
+
+
+def _hold_registration(folder: Path) -> subprocess.Popen:
+    """Another process registered in `folder` (it prints the live count it saw, then waits for stdin to close)."""
+    script = (
+        "import sys; from pathlib import Path; from recx.core.cpu_share import register\n"
+        f"print(register(Path({str(folder)!r})), flush=True); sys.stdin.read()"
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-c", script],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    process.live_seen = int(process.stdout.readline())  # type: ignore[attr-defined]
+    return process
+
+
+def test_registrations_count_the_live_recx_processes_only(tmp_path):
+    first = _hold_registration(tmp_path)
+    second = _hold_registration(tmp_path)
+    assert (first.live_seen, second.live_seen) == (1, 2)
+    assert cpu_share.register(tmp_path) == 3
+    cpu_share.unregister(tmp_path)
+    assert not (tmp_path / str(os.getpid())).exists()
+    first.kill()  # killed: its file stays, but its lock is gone, so it no longer counts
+    first.wait()
+    assert (tmp_path / str(first.pid)).exists()
+    assert cpu_share.register(tmp_path) == 2
+    cpu_share.unregister(tmp_path)
+    second.stdin.close()
+    second.wait()
+
+
+def test_threads_option_anywhere_on_the_command_line(monkeypatch):
+    monkeypatch.setattr(os, "environ", {k: v for k, v in os.environ.items() if k != "RECX_THREADS"})
+    assert threads.pop_threads_option(["train", "--threads", "3", "--epochs", "2"]) == ["train", "--epochs", "2"]
+    assert os.environ["RECX_THREADS"] == "3"
+    assert threads.pop_threads_option(["--threads=1", "sweep"]) == ["sweep"]
+    assert threads.given_threads() == 1
+    with pytest.raises(RecxError, match="--threads"):
+        threads.pop_threads_option(["train", "--threads"])

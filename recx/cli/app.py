@@ -165,6 +165,13 @@ def options(
     debug: bool = typer.Option(
         False, "--debug", help="Show the full traceback of an internal error (accepted anywhere on the command line)."
     ),
+    threads: Optional[int] = typer.Option(
+        None,
+        "--threads",
+        help="CPU threads of this process (also RECX_THREADS; accepted anywhere on the command line). Default: the "
+        "usable CPUs divided among the recx processes running, chosen at start and recorded in each run's "
+        "environment.json; some results (BIR, XIR, shared-candidate softmax) change in the last digits with it.",
+    ),
 ):
     """Experiment runner for implicit-feedback recommendation."""
     if version:

@@ -17,9 +17,10 @@ def main() -> None:
         print(f"recx {__version__}")
         return
     from recx.core.errors import RecxError
-    from recx.core.threads import prepare_environment
+    from recx.core.threads import pop_threads_option, prepare_environment
 
     try:
+        sys.argv[1:] = pop_threads_option(sys.argv[1:])
         prepare_environment()
     except RecxError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -2,13 +2,9 @@
 
 A process may use the CPUs of its affinity mask, capped by its cgroup's CPU quota (a container given 2 CPUs of a
 64-core host): `usable_cpus`. The thread count is RECX_THREADS when set, else OMP_NUM_THREADS when set, else the
-usable CPUs. `prepare_environment` runs before torch is imported (the OpenMP runtime reads its settings once, at
-start-up).
-
-Idle OpenMP threads spin by default, which is fastest alone but costly when several processes share the cores
-(bench/shared_cores.py, 2 cores, synthetic MF: three runs side by side 2.6-5.7x their fair share spinning, 1.1-1.2x
-with OMP_WAIT_POLICY=PASSIVE; but PASSIVE makes a lone Gowalla BPR epoch ~30% slower, and one thread ~15%), so the
-wait policy is left to the user: the README says when to set it.
+usable CPUs divided among the recx processes running (recx.core.cpu_share). `prepare_environment` runs before torch
+is imported (the OpenMP runtime reads its settings once, at start-up). `recx --threads N` (anywhere on the command
+line) sets RECX_THREADS: `pop_threads_option`.
 """
 
 from __future__ import annotations
@@ -18,6 +14,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from recx.core.cpu_share import register, share
 from recx.core.errors import RecxError
 
 CGROUP_V2 = Path("/sys/fs/cgroup/cpu.max")
@@ -46,8 +43,8 @@ def usable_cpus() -> int:
     return max(1, min(cpus, limit) if limit else cpus)
 
 
-def compute_threads(environ: Mapping[str, str] | None = None) -> int:
-    """RECX_THREADS, else OMP_NUM_THREADS, else `usable_cpus()`; a bad RECX_THREADS is a RecxError."""
+def given_threads(environ: Mapping[str, str] | None = None) -> int | None:
+    """RECX_THREADS (--threads), else OMP_NUM_THREADS, else None; a bad RECX_THREADS is a RecxError."""
     if environ is None:
         environ = os.environ
     given = environ.get("RECX_THREADS", "").strip()
@@ -58,12 +55,38 @@ def compute_threads(environ: Mapping[str, str] | None = None) -> int:
     configured = environ.get("OMP_NUM_THREADS", "").strip()
     if configured.isdigit() and int(configured) > 0:
         return int(configured)
-    return usable_cpus()
+    return None
 
 
-def prepare_environment(threads: int | None = None) -> int:
-    """Set the OpenMP/MKL thread counts for this process (and the workers it starts), before torch is imported;
-    returns the thread count."""
-    count = compute_threads() if threads is None else threads
+def compute_threads(environ: Mapping[str, str] | None = None, live: int = 1) -> int:
+    """The given count (`given_threads`), else this process's share of the usable CPUs when `live` recx processes
+    run (recx.core.cpu_share.share)."""
+    given = given_threads(environ)
+    return given if given is not None else share(usable_cpus(), live)
+
+
+def pop_threads_option(argv: list[str]) -> list[str]:
+    """`argv` without `--threads N` / `--threads=N`, whose value goes to RECX_THREADS (checked by `given_threads`)."""
+    kept, index = [], 0
+    while index < len(argv):
+        arg = argv[index]
+        if arg == "--threads":
+            if index + 1 == len(argv):
+                raise RecxError("--threads: expected a whole number of threads >= 1")
+            os.environ["RECX_THREADS"] = argv[index + 1]
+            index += 2
+            continue
+        if arg.startswith("--threads="):
+            os.environ["RECX_THREADS"] = arg.partition("=")[2]
+        else:
+            kept.append(arg)
+        index += 1
+    return kept
+
+
+def prepare_environment() -> int:
+    """Register this process among the machine's recx processes, then set the OpenMP/MKL thread counts for it (and
+    the workers it starts), before torch is imported; returns the thread count."""
+    count = compute_threads(live=register())
     os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = str(count)
     return count

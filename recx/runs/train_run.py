@@ -114,6 +114,7 @@ def _train_locked(config, dataset, folder, progress, ks, force, with_diagnostics
                             "seed": config.seed,
                             "data_hash": dataset.data_hash,
                             "device": str(device),
+                            "threads": torch.get_num_threads(),
                             "data_folder": str(dataset.folder),
                             "dataset_card": dataset.card,
                             "packages": store.package_versions(),

@@ -18,6 +18,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from recx.core.cpu_share import unregister
+from recx.core.threads import compute_threads
 from recx.sweeps.task import FAILED, Outcome, RunTask, execute
 
 
@@ -39,11 +41,6 @@ class InProcess:
 
     def close(self) -> None:
         pass
-
-
-def thread_budget() -> int:
-    configured = os.environ.get("OMP_NUM_THREADS", "")
-    return int(configured) if configured.isdigit() and int(configured) > 0 else (os.cpu_count() or 1)
 
 
 def visible_gpus() -> list[str]:
@@ -101,7 +98,8 @@ class LocalProcesses:
 
     def __init__(self, jobs: int, logs: Path):
         self.capacity, self.logs = jobs, logs
-        self.threads = max(1, thread_budget() // jobs)
+        self.threads = max(1, compute_threads() // jobs)
+        unregister()  # the workers register and compute; this process only waits on them
         self.gpus = visible_gpus()
         self.workers: dict[int, Worker] = {}
 
