@@ -2,6 +2,8 @@
 per-name settings, one set of checks run for every name). A name registered without an entry here fails
 `test_every_registered_name_has_an_entry`: add its settings to SAMPLER_CASES / LOSS_CASES / MODEL_CASES.
 
+The other registries (FORMATS, RUNNERS) are checked for coverage by `test_every_format_and_training_kind_is_exercised`.
+
 Samplers: shapes, device, seed determinism, detached weights summing to 1, the log_q convention (one normaliser for
 a query's positive and its candidates: log_q - positive_log_q equals the formula's log q(j) - log q(i)),
 `exclude_train` honoured where offered. Losses: a finite scalar with gradients, deterministic. Models: the public
@@ -22,6 +24,7 @@ import torch
 
 from recx.config.run_config import resolve
 from recx.core.progress import make_progress
+from recx.data.formats import FORMATS
 from recx.losses import LOSSES
 from recx.losses.base import LossInput
 from recx.models import MODELS
@@ -29,6 +32,7 @@ from recx.runs import store
 from recx.runs.train_run import train_run
 from recx.samplers import SAMPLERS
 from recx.train.build import build_loss, build_model
+from recx.train.runners import RUNNERS
 from recx.train.step import step_scores
 from tests.sampler_helpers import make_sampler, random_batch, random_dataset
 
@@ -390,6 +394,70 @@ def test_model_trains_or_completes_without_training(name, tmp_path, tiny_root):
         assert len(losses) == 2 and losses[1] < losses[0]
     else:
         assert outcome.best_epoch == 0 and not (folder / "epochs.jsonl").exists()
+
+
+# Settings beyond each name's own case (they were test_samplers_smoke.py and test_models_smoke.py): each trains two
+# epochs through train_run and ends complete with finite results.
+VARIANT_CASES: dict[str, dict] = {
+    "uniform-exclude-bpr": {"sampler": "uniform", "loss": "bpr", "sampler_args": {"exclude_train": True}},
+    "popularity-exclude-softmax": {
+        "sampler": "popularity",
+        "loss": "softmax",
+        "sampler_args": {"variant": "pow0.75", "exclude_train": True},
+    },
+    "softmax_v-bce-form": {
+        "sampler": "softmax_v",
+        "loss": "bce",
+        "sampler_args": {"rho": 0.5, "n_candidates": 20, "loss_form": "bce"},
+    },
+    "self_adversarial-temperature": {
+        "sampler": "self_adversarial",
+        "loss": "bpr",
+        "sampler_args": {"temperature": 0.5},
+    },
+    "bir-defaults-softmax": {"sampler": "bir", "loss": "softmax"},
+    "bir-exclude-bpr": {"sampler": "bir", "loss": "bpr", "sampler_args": {"exclude_train": True, "n_resampled": 16}},
+    "xir-cache": {"sampler": "xir", "loss": "softmax", "sampler_args": {"cache_size": 16}},
+    "bce-batch-weight-decay": {"loss": "bce", "n_negatives": 4, "weight_decay": 1e-4, "weight_decay_mode": "batch"},
+    "directau-prism-init": {"loss": "directau", "n_negatives": 1, "model_args": {"init": "prism"}},
+    "mawu-weight-decay": {"loss": "mawu", "n_negatives": 1, "weight_decay": 1e-6},
+    "nonlinear_mf-directau": {"model": "nonlinear_mf", "loss": "directau", "n_negatives": 1},
+    "cosine-scoring": {
+        "loss": "softmax",
+        "n_negatives": 20,
+        "model_args": {"scoring": "cosine", "temperature": 0.1},
+    },
+}
+
+
+@pytest.mark.parametrize("label", sorted(VARIANT_CASES))
+def test_variant_settings_train_to_a_complete_run(label, tmp_path, tiny_root):
+    run = {"n_negatives": 8, **VARIANT_CASES[label]}
+    folder, outcome = _train(tmp_path, tiny_root, **run)
+    assert store.is_complete(folder)
+    values = outcome.results["value"]
+    assert not values.empty and np.isfinite(values).all()
+    losses = _epoch_losses(folder)
+    assert len(losses) == 2 and all(math.isfinite(v) for v in losses)
+
+
+def test_exclude_train_is_recorded_in_the_run_config():
+    offered = [name for name in SAMPLERS.names() if _offers_exclude_train(name)]
+    assert {"uniform", "popularity", "dns", "softmax_v", "self_adversarial", "bir", "xir"} <= set(offered)
+    for name in offered:
+        assert "exclude_train" in resolve({"sampler": name}).sampler_args
+    assert resolve({"sampler": "dns"}).sampler_args["exclude_train"] is True
+    assert resolve({"sampler": "dns", "sampler_args": {"exclude_train": False}}).sampler_args["exclude_train"] is False
+
+
+def test_every_format_and_training_kind_is_exercised():
+    """The other registries: every file format is read by the readers' fuzz test (tests/test_data_fuzz.py: parses or
+    raises RecxError) and `synthetic`, the generator, prepares the tiny datasets of these tests; every training kind
+    (RUNNERS) runs for at least one model of MODEL_CASES."""
+    from test_data_fuzz import FILES
+
+    assert set(FORMATS.names()) == set(FILES) | {"synthetic"}
+    assert {MODELS.get(name).training_kind for name in MODEL_CASES} == set(RUNNERS.names())
 
 
 @pytest.mark.gpu

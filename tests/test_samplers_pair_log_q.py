@@ -5,22 +5,42 @@ query's candidates: FastVAE reads its positives' log q through it and its negati
 
 from __future__ import annotations
 
+from dataclasses import fields
+
 import pytest
 import torch
 from sampler_helpers import make_sampler, random_batch, random_dataset
+from test_contract import SAMPLER_CASES
 
 import recx.samplers.midx as midx
+from recx.samplers import SAMPLERS
+from recx.samplers.base import Sampler
 
-SAMPLERS_WITH_LOG_Q = [
-    ("uniform", {}),
-    ("popularity", {}),
-    ("midx", {"n_codewords": 3}),
-    ("midx_uni", {"n_codewords": 3}),
-    ("midx_pop", {"n_codewords": 3, "variant": "log"}),
-    ("kernel", {"leaf_size": 4}),
-    ("uniform", {"exclude_train": True}),
-    ("popularity", {"exclude_train": True}),
-]
+
+def _has_closed_form(name: str) -> bool:
+    return SAMPLERS.get(name).log_probability is not Sampler.log_probability
+
+
+def _with_log_q() -> list[tuple[str, dict]]:
+    """Every registered sampler that overrides `log_probability`, with its contract arguments (test_contract's
+    SAMPLER_CASES), and again with `exclude_train` where it offers it."""
+    cases = []
+    for name in sorted(SAMPLERS.names()):
+        if _has_closed_form(name):
+            cases.append((name, dict(SAMPLER_CASES[name].args)))
+            if "exclude_train" in {f.name for f in fields(SAMPLERS.get(name).Args)}:
+                cases.append((name, {**SAMPLER_CASES[name].args, "exclude_train": True}))
+    return cases
+
+
+SAMPLERS_WITH_LOG_Q = _with_log_q()
+
+
+def test_the_closed_form_samplers_are_found_in_the_registry():
+    """A sampler with a closed-form proposal cannot be left out: the list is read from the registry."""
+    names = {name for name, _ in SAMPLERS_WITH_LOG_Q}
+    assert {"uniform", "popularity", "midx", "midx_uni", "midx_pop", "kernel"} <= names
+    assert "dns" not in names and "bir" not in names  # no closed form: their log_probability raises
 
 
 @pytest.mark.parametrize("name, args", SAMPLERS_WITH_LOG_Q)
