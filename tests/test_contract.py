@@ -396,8 +396,9 @@ def test_model_trains_or_completes_without_training(name, tmp_path, tiny_root):
         assert outcome.best_epoch == 0 and not (folder / "epochs.jsonl").exists()
 
 
-# Settings beyond each name's own case (they were test_samplers_smoke.py and test_models_smoke.py): each trains two
-# epochs through train_run and ends complete with finite results.
+# Settings beyond each name's own case (they were test_samplers_smoke.py and test_models_smoke.py; lightgcn with
+# n_layers 2, in_batch and in_batch_pop with softmax are the cases above): each trains two epochs through train_run,
+# ends complete with finite results, and lowers the training loss (the smoke tests' bound |loss| < 1e6 kept).
 VARIANT_CASES: dict[str, dict] = {
     "uniform-exclude-bpr": {"sampler": "uniform", "loss": "bpr", "sampler_args": {"exclude_train": True}},
     "popularity-exclude-softmax": {
@@ -415,9 +416,16 @@ VARIANT_CASES: dict[str, dict] = {
         "loss": "bpr",
         "sampler_args": {"temperature": 0.5},
     },
+    "dns-m2-of-20": {"sampler": "dns", "loss": "bpr", "sampler_args": {"m": 2, "n_candidates": 20}},
+    "softmax_v-20-candidates": {
+        "sampler": "softmax_v",
+        "loss": "bpr",
+        "sampler_args": {"rho": 1.0, "n_candidates": 20},
+    },
     "bir-defaults-softmax": {"sampler": "bir", "loss": "softmax"},
     "bir-exclude-bpr": {"sampler": "bir", "loss": "bpr", "sampler_args": {"exclude_train": True, "n_resampled": 16}},
     "xir-cache": {"sampler": "xir", "loss": "softmax", "sampler_args": {"cache_size": 16}},
+    "bce-4-negatives": {"loss": "bce", "n_negatives": 4},
     "bce-batch-weight-decay": {"loss": "bce", "n_negatives": 4, "weight_decay": 1e-4, "weight_decay_mode": "batch"},
     "directau-prism-init": {"loss": "directau", "n_negatives": 1, "model_args": {"init": "prism"}},
     "mawu-weight-decay": {"loss": "mawu", "n_negatives": 1, "weight_decay": 1e-6},
@@ -431,14 +439,15 @@ VARIANT_CASES: dict[str, dict] = {
 
 
 @pytest.mark.parametrize("label", sorted(VARIANT_CASES))
-def test_variant_settings_train_to_a_complete_run(label, tmp_path, tiny_root):
+def test_variant_settings_lower_the_training_loss_and_complete(label, tmp_path, tiny_root):
     run = {"n_negatives": 8, **VARIANT_CASES[label]}
     folder, outcome = _train(tmp_path, tiny_root, **run)
-    assert store.is_complete(folder)
+    assert store.is_complete(folder)  # the COMPLETE marker
     values = outcome.results["value"]
     assert not values.empty and np.isfinite(values).all()
     losses = _epoch_losses(folder)
-    assert len(losses) == 2 and all(math.isfinite(v) for v in losses)
+    assert len(losses) == 2 and all(math.isfinite(v) and abs(v) < 1e6 for v in losses)
+    assert losses[1] < losses[0]
 
 
 def test_exclude_train_is_recorded_in_the_run_config():
