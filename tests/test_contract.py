@@ -1,8 +1,8 @@
 """The contract every registered name keeps (in the spirit of implicit's tests/recommender_base_test.py: one table of
 per-name settings, one set of checks run for every name). A name registered without an entry here fails
-`test_every_registered_name_has_an_entry`: add its settings to SAMPLER_CASES / LOSS_CASES / MODEL_CASES.
-
-The other registries (FORMATS, RUNNERS) are checked for coverage by `test_every_format_and_training_kind_is_exercised`.
+`test_every_registered_name_has_an_entry`: add its settings to SAMPLER_CASES / LOSS_CASES / MODEL_CASES /
+FORMAT_CASES (a tiny source per format, read back to the rows written; `synthetic` is generated). RUNNERS, the training kinds, are covered through MODEL_CASES: every kind is some
+model case's `training_kind`, and that case's run is checked to go through it.
 
 Samplers: shapes, device, seed determinism, detached weights summing to 1, the log_q convention (one normaliser for
 a query's positive and its candidates: log_q - positive_log_q equals the formula's log q(j) - log q(i)),
@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field, fields
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -183,10 +184,102 @@ MODEL_CASES: dict[str, ModelCase] = {
 }
 
 
+def _write(name: str, text: str) -> Callable[[Path], Path]:
+    def write(folder: Path) -> Path:
+        (folder / name).write_text(text, encoding="utf-8")
+        return folder / name
+
+    return write
+
+
+def _write_mat(folder: Path) -> Path:
+    import scipy.io
+    import scipy.sparse
+
+    scipy.io.savemat(folder / "m.mat", {"data": scipy.sparse.csr_matrix(np.array([[0, 2.0, 0], [1.0, 0, 3.0]]))})
+    return folder / "m.mat"
+
+
+def _write_lightgcn(folder: Path) -> Path:
+    (folder / "lightgcn").mkdir()
+    (folder / "lightgcn" / "train.txt").write_text("0 1 2\n\n1 2\n")
+    (folder / "lightgcn" / "test.txt").write_text("0 3\n")
+    return folder / "lightgcn"
+
+
+def _check_synthetic(read: Callable[..., dict[str, list[tuple]]]) -> None:
+    """The generator: every user 0..5 has 1 to n_items // 2 distinct items in range, no rating or time; the seed
+    fixes the draw and another seed gives another one."""
+    options = {"seed": 3, "n_users": 6, "n_items": 10, "dim": 2, "mean_length": 3}
+    rows = read(**options)["all"]
+    assert rows == read(**options)["all"] and rows != read(**{**options, "seed": 4})["all"]
+    assert all(rating is None and time is None for _, _, rating, time in rows)
+    assert all(0 <= item < 10 for _, item, _, _ in rows) and len({(u, i) for u, i, _, _ in rows}) == len(rows)
+    lengths = np.bincount([user for user, _, _, _ in rows], minlength=6)
+    assert lengths.size == 6 and (lengths >= 1).all() and (lengths <= 5).all()
+
+
+@dataclass
+class FormatCase:
+    """A tiny source in the format, written under a folder; what the reader gives: split -> (user, item, rating,
+    timestamp) rows in file order (ids through their vocabulary; None for a column the format lacks; one split "all"
+    for a single table), or, for a generated format, a `check` of the rows `read(**options)` gives."""
+
+    source: Callable[[Path], Path | None]
+    expected: dict[str, list[tuple]] = field(default_factory=dict)
+    check: Callable | None = None
+    ordered: bool = True
+
+
+FORMAT_CASES: dict[str, FormatCase] = {
+    "movielens": FormatCase(
+        _write("ratings.dat", "1::122::5::838985046\r\n\r\n2::185::4.5::838983525\r\n"),
+        {"all": [(1, 122, 5.0, 838985046), (2, 185, 4.5, 838983525)]},
+    ),
+    "netflix": FormatCase(
+        _write("combined_data_1.txt", "7:\n11,3,2005-09-06\n12,5,1970-01-02\n8:\n11,1,1970-01-01\n"),
+        {"all": [(11, 7, 3, 1125964800), (12, 7, 5, 86400), (11, 8, 1, 0)]},
+    ),
+    "amazon-ratings": FormatCase(
+        _write("ratings.csv", "Aé,0001,5.0,12\nB,0001,2.0,13\n"),
+        {"all": [("Aé", "0001", 5.0, 12), ("B", "0001", 2.0, 13)]},
+    ),
+    "amazon-reviews": FormatCase(
+        _write(
+            "reviews.json",
+            '{"reviewerID": "A", "asin": "x1", "overall": 4.0, "unixReviewTime": 100, "reviewText": "ok"}\n'
+            '{"reviewerID": "B", "asin": "x1", "overall": 1.0, "unixReviewTime": 7}\n',
+        ),
+        {"all": [("A", "x1", 4.0, 100), ("B", "x1", 1.0, 7)]},
+    ),
+    "yelp": FormatCase(
+        _write(
+            "yelp_academic_dataset_review.json",
+            '{"review_id": "r", "user_id": "u1", "business_id": "b1", "stars": 4.0, "date": "1970-01-02 00:00:10"}\n',
+        ),
+        {"all": [("u1", "b1", 4.0, 86410)]},
+    ),
+    "gowalla-checkins": FormatCase(
+        _write("loc-gowalla_totalCheckins.txt", "0\t1970-01-01T00:01:40Z\t30.2\t-97.7\t22847\n"),
+        {"all": [(0, 22847, None, 100)]},
+    ),
+    "triplets": FormatCase(_write("t.txt", "3\t9\t1.5\n4\t9\t2\n"), {"all": [(3, 9, 1.5, None), (4, 9, 2.0, None)]}),
+    "mat": FormatCase(_write_mat, {"all": [(0, 1, 2.0, None), (1, 0, 1.0, None), (1, 2, 3.0, None)]}, ordered=False),
+    "lightgcn": FormatCase(
+        _write_lightgcn,
+        {
+            "train": [(0, 1, None, None), (0, 2, None, None), (1, 2, None, None)],
+            "test": [(0, 3, None, None)],
+        },
+    ),
+    "synthetic": FormatCase(lambda folder: None, check=_check_synthetic),
+}
+
+
 @pytest.mark.parametrize(
     "registry, table",
-    [(SAMPLERS, SAMPLER_CASES), (LOSSES, LOSS_CASES), (MODELS, MODEL_CASES)],
-    ids=["samplers", "losses", "models"],
+    [(SAMPLERS, SAMPLER_CASES), (LOSSES, LOSS_CASES), (MODELS, MODEL_CASES), (FORMATS, FORMAT_CASES)],
+    ids=["samplers", "losses", "models", "formats"],
 )
 def test_every_registered_name_has_an_entry(registry, table):
     assert set(registry.names()) == set(table), (
@@ -382,10 +475,14 @@ def test_model_is_deterministic_under_its_seed(name, tiny):
 
 
 @pytest.mark.parametrize("name", sorted(MODEL_CASES))
-def test_model_trains_or_completes_without_training(name, tmp_path, tiny_root):
+def test_model_trains_or_completes_without_training(name, tmp_path, tiny_root, monkeypatch):
     case = MODEL_CASES[name]
     run = {"loss": "bpr", "sampler": "uniform", "n_negatives": 1, **case.run}
+    looked_up = []
+    get = RUNNERS.get
+    monkeypatch.setattr(RUNNERS, "get", lambda kind: looked_up.append(kind) or get(kind))
     folder, outcome = _train(tmp_path, tiny_root, model=name, model_args=case.args, **run)
+    assert looked_up == [MODELS.get(name).training_kind]  # the model's training kind ran it
     assert store.is_complete(folder) and not outcome.results.empty
     ndcg = outcome.results.query("split == 'test' and metric == 'ndcg' and k == 10 and stratum == 'all'")["value"]
     assert len(ndcg) == 1 and np.isfinite(ndcg).all()
@@ -459,14 +556,44 @@ def test_exclude_train_is_recorded_in_the_run_config():
     assert resolve({"sampler": "dns", "sampler_args": {"exclude_train": False}}).sampler_args["exclude_train"] is False
 
 
-def test_every_format_and_training_kind_is_exercised():
-    """The other registries: every file format is read by the readers' fuzz test (tests/test_data_fuzz.py: parses or
-    raises RecxError) and `synthetic`, the generator, prepares the tiny datasets of these tests; every training kind
-    (RUNNERS) runs for at least one model of MODEL_CASES."""
+def _rows(raw) -> list[tuple]:
+    def ids(which: str) -> list:
+        values, vocab = getattr(raw, which), getattr(raw, f"{which}_vocab")
+        return (values if vocab is None else vocab[values]).tolist()
+
+    column = lambda values: [None] * len(raw) if values is None else values.tolist()  # noqa: E731
+    return list(zip(ids("user"), ids("item"), column(raw.rating), column(raw.timestamp), strict=True))
+
+
+@pytest.mark.parametrize("name", sorted(FORMAT_CASES))
+def test_format_reads_the_interactions_written(name, tmp_path):
+    case = FORMAT_CASES[name]
+
+    def read(**options) -> dict[str, list[tuple]]:
+        parts = FORMATS.get(name)(case.source(tmp_path), **options)
+        return {split: _rows(raw) for split, raw in (parts.items() if isinstance(parts, dict) else [("all", parts)])}
+
+    if case.check is not None:
+        case.check(read)
+        return
+    got = read()
+    assert got.keys() == case.expected.keys()
+    for split, rows in case.expected.items():
+        assert (got[split] if case.ordered else sorted(got[split])) == rows, split
+
+
+def test_every_file_format_is_fuzzed():
+    """tests/test_data_fuzz.py feeds arbitrary bytes to every reader of a file (`synthetic` reads none)."""
     from test_data_fuzz import FILES
 
     assert set(FORMATS.names()) == set(FILES) | {"synthetic"}
-    assert {MODELS.get(name).training_kind for name in MODEL_CASES} == set(RUNNERS.names())
+
+
+def test_every_training_kind_runs_for_a_model_case():
+    """Each training kind (RUNNERS) is the kind of at least one MODEL_CASES model, and that model's run uses it
+    (test_model_trains_or_completes_without_training records the runner the trainer looked up)."""
+    kinds = {MODELS.get(name).training_kind for name in MODEL_CASES}
+    assert kinds == set(RUNNERS.names()), f"training kinds no model case runs: {sorted(set(RUNNERS.names()) - kinds)}"
 
 
 @pytest.mark.gpu
