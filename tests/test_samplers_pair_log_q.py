@@ -13,37 +13,78 @@ from sampler_helpers import make_sampler, random_batch, random_dataset
 from test_contract import SAMPLER_CASES
 
 import recx.samplers.midx as midx
+from recx.core.errors import RecxError
 from recx.samplers import SAMPLERS
 from recx.samplers.base import Sampler
 
 
 def _has_closed_form(name: str) -> bool:
-    return SAMPLERS.get(name).log_probability is not Sampler.log_probability
+    """A closed-form proposal: the class overrides the base's `log_probability` (which raises) or
+    `pair_log_probability` (which reads it)."""
+    sampler_class = SAMPLERS.get(name)
+    return (
+        sampler_class.log_probability is not Sampler.log_probability
+        or sampler_class.pair_log_probability is not Sampler.pair_log_probability
+    )
+
+
+# Settings beyond the contract's arguments, per name (this file's hand list had them): popularity's default variant
+# (count) and the kernel's default alpha (100).
+EXTRA_SETTINGS: dict[str, list[dict]] = {
+    "popularity": [{}, {"exclude_train": True}],
+    "kernel": [{"leaf_size": 4}],
+}
 
 
 def _with_log_q() -> list[tuple[str, dict]]:
-    """Every registered sampler that overrides `log_probability`, with its contract arguments (test_contract's
-    SAMPLER_CASES), and again with `exclude_train` where it offers it."""
-    cases = []
+    """Every registered sampler with a closed form, with its contract arguments (test_contract's SAMPLER_CASES),
+    again with `exclude_train` where it offers it, and with its EXTRA_SETTINGS."""
+    cases: list[tuple[str, dict]] = []
     for name in sorted(SAMPLERS.names()):
-        if _has_closed_form(name):
-            cases.append((name, dict(SAMPLER_CASES[name].args)))
-            if "exclude_train" in {f.name for f in fields(SAMPLERS.get(name).Args)}:
-                cases.append((name, {**SAMPLER_CASES[name].args, "exclude_train": True}))
+        if not _has_closed_form(name):
+            continue
+        args = SAMPLER_CASES[name].args
+        settings = [dict(args)]
+        if "exclude_train" in {f.name for f in fields(SAMPLERS.get(name).Args)}:
+            settings.append({**args, "exclude_train": True})
+        for setting in settings + EXTRA_SETTINGS.get(name, []):
+            if (name, setting) not in cases:
+                cases.append((name, setting))
     return cases
 
 
 SAMPLERS_WITH_LOG_Q = _with_log_q()
+IDS = [f"{name}-" + (",".join(f"{k}={v}" for k, v in args.items()) or "defaults") for name, args in SAMPLERS_WITH_LOG_Q]
 
 
 def test_the_closed_form_samplers_are_found_in_the_registry():
-    """A sampler with a closed-form proposal cannot be left out: the list is read from the registry."""
+    """The list is read from the registry: the known closed forms are in, and the extra settings name samplers that
+    are in (the reading itself is checked sampler by sampler below)."""
     names = {name for name, _ in SAMPLERS_WITH_LOG_Q}
     assert {"uniform", "popularity", "midx", "midx_uni", "midx_pop", "kernel"} <= names
-    assert "dns" not in names and "bir" not in names  # no closed form: their log_probability raises
+    assert set(EXTRA_SETTINGS) <= names
 
 
-@pytest.mark.parametrize("name, args", SAMPLERS_WITH_LOG_Q)
+@pytest.mark.parametrize("name", sorted(SAMPLERS.names()))
+def test_a_sampler_left_out_has_no_closed_form(name):
+    """A sampler left out of SAMPLERS_WITH_LOG_Q has no closed form (its `log_probability` raises); one taken in
+    gives each query a normalised law over the items."""
+    dataset = random_dataset(20, 40, seed=2)
+    batch = random_batch(dataset, batch_size=7, dim=6, seed=3)
+    sampler = make_sampler(name, dataset, 5, **SAMPLER_CASES[name].args)
+    every_item = torch.arange(40)[None, :].expand(7, -1)
+    if name in {taken for taken, _ in SAMPLERS_WITH_LOG_Q}:
+        log_q = sampler.log_probability(batch, every_item).double()
+        assert not torch.isnan(log_q).any() and not torch.isposinf(log_q).any()
+        torch.testing.assert_close(
+            torch.logsumexp(log_q, dim=1), torch.zeros(7, dtype=torch.float64), rtol=0, atol=1e-5
+        )
+    else:
+        with pytest.raises(RecxError, match="no closed-form proposal"):
+            sampler.log_probability(batch, every_item)
+
+
+@pytest.mark.parametrize("name, args", SAMPLERS_WITH_LOG_Q, ids=IDS)
 def test_pairs_read_each_rows_log_probability(name, args, monkeypatch):
     monkeypatch.setattr(midx, "EXACT_CHUNK_ENTRIES", 3 * 40)  # the exact sampler then proposes 3 rows per chunk
     dataset = random_dataset(20, 40, seed=2)
@@ -61,7 +102,7 @@ def test_pairs_read_each_rows_log_probability(name, args, monkeypatch):
         assert not torch.allclose(pairs, sampler.log_probability(batch, every_item)[rows.flip(0), items], atol=1e-6)
 
 
-@pytest.mark.parametrize("name, args", SAMPLERS_WITH_LOG_Q)
+@pytest.mark.parametrize("name, args", SAMPLERS_WITH_LOG_Q, ids=IDS)
 def test_pairs_share_the_normaliser_of_the_drawn_candidates(name, args):
     """A user's positives (pairs) get the log q `sample` gives its positive, with the candidates' normaliser.
     Catches uniform with `exclude_train` reading -log n for FastVAE's positives while its negatives carried
