@@ -7,8 +7,8 @@ model case's `training_kind`, and that case's run is checked to go through it.
 Samplers: shapes, device, seed determinism, detached weights summing to 1, the log_q convention (one normaliser for
 a query's positive and its candidates: log_q - positive_log_q equals the formula's log q(j) - log q(i)),
 `exclude_train` honoured where offered. Losses: a finite scalar with gradients, deterministic. Models: the public
-API (`representations`, `item_table`, `query`) only. Every sampler, loss and trainable model: a two-epoch run lowers
-the training loss; an untrainable model gives a completed run with results.
+API (`representations`, `item_table`, `query`) only. Every sampler, loss and model (and each VARIANT_CASES setting): a
+two-epoch run completes with finite results, and lowers the training loss where the model trains.
 """
 
 from __future__ import annotations
@@ -393,12 +393,19 @@ def _epoch_losses(folder) -> list[float]:
     return [json.loads(line)["loss"] for line in (folder / "epochs.jsonl").read_text().splitlines()]
 
 
+def _assert_complete_with_finite_results(folder, outcome) -> None:
+    assert store.is_complete(folder)  # the COMPLETE marker
+    values = outcome.results["value"]
+    assert not values.empty and np.isfinite(values).all()
+
+
 @pytest.mark.parametrize("name", sorted(SAMPLER_CASES))
 def test_two_epochs_with_each_sampler_lower_the_training_loss(name, tmp_path, tiny_root):
     case = SAMPLER_CASES[name]
-    folder, _ = _train(
+    folder, outcome = _train(
         tmp_path, tiny_root, loss=case.loss, sampler=name, n_negatives=case.n_negatives, sampler_args=case.args
     )
+    _assert_complete_with_finite_results(folder, outcome)
     losses = _epoch_losses(folder)
     assert len(losses) == 2 and losses[1] < losses[0]
 
@@ -440,9 +447,10 @@ def test_loss_is_a_finite_differentiable_scalar(name, tiny):
 @pytest.mark.parametrize("name", sorted(LOSS_CASES))
 def test_two_epochs_with_each_loss_lower_the_training_loss(name, tmp_path, tiny_root):
     case = LOSS_CASES[name]
-    folder, _ = _train(
+    folder, outcome = _train(
         tmp_path, tiny_root, loss=name, sampler=case.sampler, n_negatives=case.n_negatives, loss_args=case.args
     )
+    _assert_complete_with_finite_results(folder, outcome)
     losses = _epoch_losses(folder)
     assert len(losses) == 2 and losses[1] < losses[0]
 
@@ -483,7 +491,7 @@ def test_model_trains_or_completes_without_training(name, tmp_path, tiny_root, m
     monkeypatch.setattr(RUNNERS, "get", lambda kind: looked_up.append(kind) or get(kind))
     folder, outcome = _train(tmp_path, tiny_root, model=name, model_args=case.args, **run)
     assert looked_up == [MODELS.get(name).training_kind]  # the model's training kind ran it
-    assert store.is_complete(folder) and not outcome.results.empty
+    _assert_complete_with_finite_results(folder, outcome)
     ndcg = outcome.results.query("split == 'test' and metric == 'ndcg' and k == 10 and stratum == 'all'")["value"]
     assert len(ndcg) == 1 and np.isfinite(ndcg).all()
     if case.trains:
@@ -539,9 +547,7 @@ VARIANT_CASES: dict[str, dict] = {
 def test_variant_settings_lower_the_training_loss_and_complete(label, tmp_path, tiny_root):
     run = {"n_negatives": 8, **VARIANT_CASES[label]}
     folder, outcome = _train(tmp_path, tiny_root, **run)
-    assert store.is_complete(folder)  # the COMPLETE marker
-    values = outcome.results["value"]
-    assert not values.empty and np.isfinite(values).all()
+    _assert_complete_with_finite_results(folder, outcome)
     losses = _epoch_losses(folder)
     assert len(losses) == 2 and all(math.isfinite(v) and abs(v) < 1e6 for v in losses)
     assert losses[1] < losses[0]
