@@ -118,6 +118,7 @@ def test_registrations_count_the_live_recx_processes_only(tmp_path):
     cpu_share.unregister(tmp_path)
     second.stdin.close()
     second.wait()
+    assert not (tmp_path / str(second.pid)).exists()  # a process that exits removes its own registration
 
 
 def test_threads_option_anywhere_on_the_command_line(monkeypatch):

@@ -15,6 +15,7 @@ reproduced by setting the same count (`--threads`, RECX_THREADS).
 
 from __future__ import annotations
 
+import atexit
 import fcntl
 import os
 import tempfile
@@ -59,6 +60,8 @@ def register(folder: Path | None = None) -> int:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         if _registration is not None:
             os.close(_registration)
+        else:
+            atexit.register(unregister, folder)
         _registration = handle
         others = [entry for entry in folder.iterdir() if entry.name.isdigit() and entry != own]
         return 1 + sum(1 for entry in others if _held_by_another(entry))
