@@ -20,10 +20,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import torch
 
 from recx.core.device_paths import accelerator_branch
 from recx.core.errors import RecxError
+from recx.optim import row_kernels
 
 OPTIMIZERS = ("adam", "lazy_adam", "adagrad", "rowwise_adagrad", "sgd")
 ROW_SPARSE = ("lazy_adam", "adagrad", "rowwise_adagrad", "sgd")
@@ -42,10 +44,13 @@ class DenseAdam(torch.optim.Adam):
 
 
 class RowSparseOptimizer(torch.optim.Optimizer):
-    """Applies `update(param, touched, grad, state, group)` to the rows a gradient touches (`TouchedRows`; its ids
-    are None for a dense gradient: every row).
+    """Applies the optimizer's rule to the rows a gradient touches.
 
-    `sync_free` (default: on CUDA) sums repeated rows without learning how many distinct rows there are."""
+    A row-sparse gradient on the host branch goes to `kernel_step`, the optimizer's compiled kernel
+    (recx.optim.row_kernels: repeated rows summed in listing order, then each distinct row updated). On the
+    accelerator branch (CUDA, or `sync_free` set) it goes to `update` with repeated rows summed in a zero buffer that
+    is reset after, without learning how many distinct rows there are (no host sync). A dense gradient goes to
+    `update` with every row."""
 
     sync_free: bool | None = None
 
@@ -55,24 +60,36 @@ class RowSparseOptimizer(torch.optim.Optimizer):
             for param in group["params"]:
                 if param.grad is None:
                     continue
-                state = self.state[param]
-                if param.grad.is_sparse:
-                    sync_free = accelerator_branch(param) if self.sync_free is None else self.sync_free
-                    rows, grad = self._touched_rows(param.grad, state, sync_free)
-                    touched = TouchedRows(rows, distinct=not sync_free)
+                state, grad = self.state[param], param.grad
+                if not grad.is_sparse:
+                    self.update(param, TouchedRows(None), grad, state, group)
+                elif accelerator_branch(param) if self.sync_free is None else self.sync_free:
+                    rows, summed = self._summed_rows(grad, state)
+                    self.update(param, TouchedRows(rows), summed, state, group)
                 else:
-                    touched, grad = TouchedRows(None, distinct=True), param.grad
-                self.update(param, touched, grad, state, group)
+                    values = grad._values().contiguous()
+                    self.kernel_step(
+                        grad._indices()[0].numpy(),
+                        values.view(values.shape[0], -1).numpy(),
+                        self._slot(param),
+                        param,
+                        state,
+                        group,
+                        values.numpy().dtype.type,
+                    )
+
+    def _slot(self, param: torch.Tensor) -> np.ndarray:
+        """The kernels' scratch for `param`: -1 per row (kept outside the optimizer state, so not checkpointed)."""
+        slots: dict[torch.Tensor, np.ndarray] = self.__dict__.setdefault("_slots", {})
+        if param not in slots:
+            slots[param] = np.full(param.shape[0], -1, dtype=np.int64)
+        return slots[param]
 
     @staticmethod
-    def _touched_rows(sparse: torch.Tensor, state: dict, sync_free: bool) -> tuple[torch.Tensor, torch.Tensor]:
-        """(row ids, their summed gradient rows) of the sparse gradient `sparse`. Distinct rows unless `sync_free`; then, since the
-        number of distinct rows would need a host sync, rows are summed in a zero buffer that is reset after, and a
-        row listed twice carries the same summed gradient both times (and is written twice with the same value)."""
+    def _summed_rows(sparse: torch.Tensor, state: dict) -> tuple[torch.Tensor, torch.Tensor]:
+        """(row ids as listed, each listed row's summed gradient) of the sparse gradient `sparse`: a row listed twice
+        carries the same summed gradient both times."""
         rows, values = sparse._indices()[0], sparse._values()
-        if not sync_free:  # torch.unique + index_add_: the same sums as coalesce(), in about half its time on a CPU
-            distinct, position = torch.unique(rows, return_inverse=True)
-            return distinct, values.new_zeros((distinct.numel(), *values.shape[1:])).index_add_(0, position, values)
         if "buffer" not in state:
             state["buffer"] = values.new_zeros(sparse.shape)
         buffer = state["buffer"]
@@ -84,13 +101,24 @@ class RowSparseOptimizer(torch.optim.Optimizer):
     def update(self, param, touched: "TouchedRows", grad, state, group) -> None:
         raise NotImplementedError
 
+    def kernel_step(self, rows, values, slot, param, state, group, scalar) -> None:
+        """The compiled step: `rows` [n] and `values` [n, d] numpy views of the gradient, `slot` the scratch, `param`
+        the parameter (its kernel view: `_rows_of`); `scalar` the table's dtype (the kernel's scalars are cast to
+        it)."""
+        raise NotImplementedError
+
+
+def _rows_of(tensor: torch.Tensor) -> np.ndarray:
+    """A [N, d] numpy view of a parameter or state tensor (torch's view raises rather than copy)."""
+    return tensor.detach().view(tensor.shape[0], -1).numpy()
+
 
 class TouchedRows:
-    """The rows a step updates: `ids` (None: every row), listed once each when `distinct` (else a repeated id
-    carries the same values every time it is listed, so a write of new values is idempotent but an add is not)."""
+    """The rows a step updates: `ids` (None: every row). A repeated id carries the same values every time it is
+    listed, so a write of new values is idempotent but an add is not."""
 
-    def __init__(self, ids: torch.Tensor | None, distinct: bool):
-        self.ids, self.distinct = ids, distinct
+    def __init__(self, ids: torch.Tensor | None):
+        self.ids = ids
 
     def read(self, tensor: torch.Tensor) -> torch.Tensor:
         return tensor if self.ids is None else tensor.index_select(0, self.ids)
@@ -103,11 +131,9 @@ class TouchedRows:
             tensor.index_copy_(0, self.ids, values)
 
     def add(self, tensor: torch.Tensor, delta: torch.Tensor) -> None:
-        """tensor[ids] += delta: an in-place add on distinct rows (no read of the old rows), else a write."""
+        """tensor[ids] += delta, as a write of the new rows when ids are listed."""
         if self.ids is None:
             tensor.add_(delta)
-        elif self.distinct:
-            tensor.index_add_(0, self.ids, delta)
         else:
             self.write(tensor, self.read(tensor) + delta)
 
@@ -119,18 +145,32 @@ class RowSparseSGD(RowSparseOptimizer):
     def update(self, param, touched, grad, state, group) -> None:
         touched.add(param, grad * -group["lr"])
 
+    def kernel_step(self, rows, values, slot, param, state, group, scalar) -> None:
+        row_kernels.sgd_step(rows, values, slot, _rows_of(param), scalar(group["lr"]))
+
 
 class RowSparseAdagrad(RowSparseOptimizer):
     def __init__(self, params, lr: float, eps: float = 1e-10):
         super().__init__(params, {"lr": lr, "eps": eps})
 
-    def update(self, param, touched, grad, state, group) -> None:
+    @staticmethod
+    def _squares(param, state) -> torch.Tensor:
         if "sum" not in state:
             state["sum"] = torch.zeros_like(param)
+        return state["sum"]
+
+    def update(self, param, touched, grad, state, group) -> None:
+        sums = self._squares(param, state)
         grad_squared = grad * grad
-        squares = touched.read(state["sum"]) + grad_squared
-        touched.add(state["sum"], grad_squared)
+        squares = touched.read(sums) + grad_squared
+        touched.add(sums, grad_squared)
         touched.add(param, grad.div(squares.sqrt_().add_(group["eps"])).mul_(-group["lr"]))
+
+    def kernel_step(self, rows, values, slot, param, state, group, scalar) -> None:
+        squares = _rows_of(self._squares(param, state))
+        row_kernels.adagrad_step(
+            rows, values, slot, _rows_of(param), squares, scalar(group["lr"]), scalar(group["eps"])
+        )
 
 
 class RowwiseAdagrad(RowSparseOptimizer):
@@ -139,25 +179,38 @@ class RowwiseAdagrad(RowSparseOptimizer):
     def __init__(self, params, lr: float, eps: float = 1e-10):
         super().__init__(params, {"lr": lr, "eps": eps})
 
-    def update(self, param, touched, grad, state, group) -> None:
+    @staticmethod
+    def _squares(param, state) -> torch.Tensor:
         if "sum" not in state:
             state["sum"] = param.new_zeros(param.shape[:1])
+        return state["sum"]
+
+    def update(self, param, touched, grad, state, group) -> None:
+        sums = self._squares(param, state)
         row_squares = grad.pow(2).flatten(1).mean(1) if grad.dim() > 1 else grad * grad
-        squares = touched.read(state["sum"]) + row_squares
-        touched.add(state["sum"], row_squares)
+        squares = touched.read(sums) + row_squares
+        touched.add(sums, row_squares)
         step = squares.sqrt_().add_(group["eps"]).reciprocal_().mul_(-group["lr"])
         touched.add(param, grad * step.view(grad.shape[:1] + (1,) * max(grad.dim() - 1, 0)))
 
+    def kernel_step(self, rows, values, slot, param, state, group, scalar) -> None:
+        squares = self._squares(param, state).numpy()
+        lr, eps, inverse_dim = scalar(group["lr"]), scalar(group["eps"]), scalar(1.0 / values.shape[1])
+        row_kernels.rowwise_adagrad_step(rows, values, slot, _rows_of(param), squares, lr, eps, inverse_dim)
+
 
 class LazyAdam(RowSparseOptimizer):
-    """The touched rows of the moments are gathered and updated by torch's fused Adam kernel (the one
-    `torch.optim.Adam(fused=True)` runs; one pass instead of a dozen elementwise operations) applied to a zero
-    parameter, which leaves the step's change in it; the moments are written back and the change added to the rows."""
+    """On the host branch the compiled kernel updates each touched row's moments and values in one pass. Elsewhere
+    the touched rows of the moments are gathered and updated by torch's fused Adam kernel (the one
+    `torch.optim.Adam(fused=True)` runs) applied to a zero parameter, which leaves the step's change in it; the
+    moments are written back and the change added to the rows."""
 
     def __init__(self, params, lr: float, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8):
         super().__init__(params, {"lr": lr, "betas": betas, "eps": eps})
 
-    def update(self, param, touched, grad, state, group) -> None:
+    @staticmethod
+    def _counted(param, state) -> None:
+        """Creates the moments on the first step and counts the step (t, in `state["step"]`)."""
         if "step" not in state:
             state.update(
                 step=torch.zeros((), dtype=torch.float32, device=param.device),
@@ -165,6 +218,9 @@ class LazyAdam(RowSparseOptimizer):
                 exp_avg_sq=torch.zeros_like(param),
             )
         state["step"] += 1
+
+    def update(self, param, touched, grad, state, group) -> None:
+        self._counted(param, state)
         first, second = touched.read(state["exp_avg"]), touched.read(state["exp_avg_sq"])
         change = torch.zeros_like(grad)
         beta1, beta2 = group["betas"]
@@ -186,6 +242,25 @@ class LazyAdam(RowSparseOptimizer):
         touched.write(state["exp_avg"], first)
         touched.write(state["exp_avg_sq"], second)
         touched.add(param, change)
+
+    def kernel_step(self, rows, values, slot, param, state, group, scalar) -> None:
+        self._counted(param, state)
+        (beta1, beta2), t = group["betas"], float(state["step"])
+        row_kernels.lazy_adam_step(
+            rows,
+            values,
+            slot,
+            _rows_of(param),
+            _rows_of(state["exp_avg"]),
+            _rows_of(state["exp_avg_sq"]),
+            scalar(group["lr"] / (1 - beta1**t)),
+            scalar(beta1),
+            scalar(1 - beta1),
+            scalar(beta2),
+            scalar(1 - beta2),
+            scalar(group["eps"]),
+            scalar((1 - beta2**t) ** 0.5),
+        )
 
 
 def make_optimizer(

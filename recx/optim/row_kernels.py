@@ -1,0 +1,96 @@
+"""Compiled CPU kernels (numba) for the row-sparse optimizers' step on a row-sparse gradient.
+
+A gradient read through `F.embedding(..., sparse=True)` lists a row once per lookup. Each kernel sums the listed
+gradient rows of every distinct row in the order they are listed (the sums `index_add_` forms), then applies its
+optimizer's rule to each distinct row, rows in parallel. A row's result depends only on its own summed gradient
+and state, so a step's numbers do not depend on the thread count. One pass over the listed rows replaces torch's
+sort-based `unique`, the gathers, a dozen elementwise passes and the scattered writes (`recx.optim.optimizers`).
+
+Shapes: `rows` [n] int64 (row ids, repeats allowed), `values` [n, d] (the listed gradient rows), `slot` [N] int64
+(a scratch of the table's length holding -1; restored to -1 before returning), `param` [N, d], state [N, d] or [N].
+Scalars arrive in the table's dtype (`one_*` are 1 - β), so float32 tables are updated in float32 arithmetic.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+
+@numba.njit(cache=True, nogil=True)
+def distinct_sums(rows, values, slot):
+    """(distinct rows in order of first listing [k], their summed gradient rows [k, d])."""
+    n, d = values.shape
+    distinct = np.empty(n, np.int64)
+    sums = np.empty((n, d), values.dtype)
+    k = 0
+    for i in range(n):
+        row = rows[i]
+        at = slot[row]
+        if at < 0:
+            slot[row] = k
+            distinct[k] = row
+            for c in range(d):
+                sums[k, c] = values[i, c]
+            k += 1
+        else:
+            for c in range(d):
+                sums[at, c] += values[i, c]
+    for j in range(k):
+        slot[distinct[j]] = -1
+    return distinct[:k], sums[:k]
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def sgd_step(rows, values, slot, param, lr):
+    """θ_r ← θ_r - lr g_r."""
+    distinct, sums = distinct_sums(rows, values, slot)
+    for j in numba.prange(distinct.shape[0]):
+        row = distinct[j]
+        for c in range(sums.shape[1]):
+            param[row, c] += sums[j, c] * -lr
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def adagrad_step(rows, values, slot, param, squares, lr, eps):
+    """s_r ← s_r + g_r², θ_r ← θ_r - lr g_r / (√s_r + ε) (elementwise; Duchi et al. 2011)."""
+    distinct, sums = distinct_sums(rows, values, slot)
+    for j in numba.prange(distinct.shape[0]):
+        row = distinct[j]
+        for c in range(sums.shape[1]):
+            grad = sums[j, c]
+            total = squares[row, c] + grad * grad
+            squares[row, c] = total
+            param[row, c] += grad / (np.sqrt(total) + eps) * -lr
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def rowwise_adagrad_step(rows, values, slot, param, squares, lr, eps, inverse_dim):
+    """s_r ← s_r + mean_j g_rj², θ_r ← θ_r - lr g_r / (√s_r + ε) (one accumulator per row)."""
+    distinct, sums = distinct_sums(rows, values, slot)
+    for j in numba.prange(distinct.shape[0]):
+        row = distinct[j]
+        mean = sums[j, 0] * sums[j, 0]
+        for c in range(1, sums.shape[1]):
+            mean += sums[j, c] * sums[j, c]
+        total = squares[row] + mean * inverse_dim
+        squares[row] = total
+        step = -lr / (np.sqrt(total) + eps)
+        for c in range(sums.shape[1]):
+            param[row, c] += sums[j, c] * step
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def lazy_adam_step(rows, values, slot, param, first, second, step_size, beta1, one_beta1, beta2, one_beta2, eps, root2):
+    """m_r ← β1 m_r + (1-β1) g_r, v_r ← β2 v_r + (1-β2) g_r², θ_r ← θ_r - step_size m_r / (√v_r / root2 + ε), where
+    step_size = lr / (1 - β1^t) and root2 = √(1 - β2^t) (Kingma & Ba 2015, on the touched rows only)."""
+    distinct, sums = distinct_sums(rows, values, slot)
+    for j in numba.prange(distinct.shape[0]):
+        row = distinct[j]
+        for c in range(sums.shape[1]):
+            grad = sums[j, c]
+            moment = first[row, c] * beta1 + grad * one_beta1
+            square = second[row, c] * beta2 + grad * grad * one_beta2
+            first[row, c] = moment
+            second[row, c] = square
+            param[row, c] -= step_size * moment / (np.sqrt(square) / root2 + eps)
