@@ -7,8 +7,10 @@ import math
 
 import torch
 
+from recx.core.device_paths import accelerator_branch
 from recx.models.scoring import per_query_scores
 from recx.samplers.base import Batch, Negatives, Sampler
+from recx.samplers.kernels.inverse_cdf import inverse_cdf_counts
 from recx.samplers.uniform import redraw_training_items
 
 
@@ -35,20 +37,27 @@ def positive_scores(batch: Batch) -> torch.Tensor:
     return (batch.query * batch.item_table[batch.positives]).sum(-1)
 
 
-def resample_rows(probabilities: torch.Tensor, m: int, generator: torch.Generator) -> torch.Tensor:
-    """[R, m] column indices, each row drawn i.i.d. with replacement from its row of `probabilities` [R, K]
-    (inverse CDF: a binary search of uniforms in the row's cumulative sum; zero-probability columns are never drawn)."""
+def scaled_uniforms(
+    probabilities: torch.Tensor, m: int, generator: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(each row's cumulative sum [R, K], m uniforms per row scaled to the row's total [R, m])."""
     cdf = torch.cumsum(probabilities, dim=1)
     uniforms = (
         torch.rand((probabilities.shape[0], m), generator=generator, device=probabilities.device, dtype=cdf.dtype)
         * cdf[:, -1:]
     )
-    return torch.searchsorted(cdf, uniforms, right=True).clamp_max(probabilities.shape[1] - 1)
+    return cdf, uniforms
 
 
 def draw_counts(probabilities: torch.Tensor, m: int, generator: torch.Generator) -> torch.Tensor:
-    """[R, K] multiplicities of m i.i.d. draws per row from `probabilities` [R, K]."""
-    positions = resample_rows(probabilities, m, generator)
+    """[R, K] multiplicities of m i.i.d. draws per row from `probabilities` [R, K] by the inverse CDF: for each
+    uniform, the first column whose cumulative sum exceeds it (zero-probability columns are never drawn). Found by
+    the guide-table kernel on the host branch (recx.samplers.kernels.inverse_cdf) and by a binary search and a
+    scatter on the accelerator branch: the same uniforms give the same columns on both."""
+    cdf, uniforms = scaled_uniforms(probabilities, m, generator)
+    if not accelerator_branch(probabilities):
+        return torch.from_numpy(inverse_cdf_counts(cdf.detach().numpy(), uniforms.detach().numpy()))
+    positions = torch.searchsorted(cdf, uniforms, right=True).clamp_max(probabilities.shape[1] - 1)
     return torch.zeros_like(probabilities).scatter_add_(
         1, positions, torch.ones_like(positions, dtype=probabilities.dtype)
     )
