@@ -41,22 +41,24 @@ class BIRArgs:
         check_resampling_args("bir", self)
 
 
-def training_item_mask(sampler: Sampler, users: torch.Tensor, items: torch.Tensor) -> torch.Tensor:
-    """[B, K] True where the shared candidate items[k] is a training item of users[b] (all False unless the
-    sampler's `exclude_train` is on)."""
+def training_item_mask(sampler: Sampler, users: torch.Tensor, items: torch.Tensor) -> torch.Tensor | None:
+    """[B, K] True where the shared candidate items[k] is a training item of users[b]; None (nothing excluded)
+    unless the sampler's `exclude_train` is on."""
     if not sampler.args.exclude_train:
-        return torch.zeros(users.numel(), items.numel(), dtype=torch.bool, device=items.device)
+        return None
     return sampler.is_training_item(users, items[None, :].expand(users.numel(), -1))
 
 
 def resampling_weights(
-    sampler: Sampler, batch: Batch, items: torch.Tensor, log_p: torch.Tensor, excluded: torch.Tensor
+    sampler: Sampler, batch: Batch, items: torch.Tensor, log_p: torch.Tensor, excluded: torch.Tensor | None
 ) -> torch.Tensor:
-    """[B, K] softmax(s(u, j)/τ - log p(j)) over the shared candidates `items` [K], zero where `excluded` (a query
-    with every candidate excluded keeps them all)."""
-    logits = batch.query @ batch.item_table[items].T / sampler.args.temperature - log_p[items][None, :]
-    excluded = excluded & ~excluded.all(dim=1, keepdim=True)
-    return torch.softmax(logits.masked_fill(excluded, float("-inf")), dim=1)
+    """[B, K] softmax(s(u, j)/τ - log p(j)) over the shared candidates `items` [K], zero where `excluded` (None:
+    nothing; a query with every candidate excluded keeps them all)."""
+    shift = -log_p[items][None, :].expand(batch.query.shape[0], -1)
+    logits = torch.addmm(shift, batch.query, batch.item_table[items].T, alpha=1 / sampler.args.temperature)
+    if excluded is not None:
+        logits = logits.masked_fill(excluded & ~excluded.all(dim=1, keepdim=True), float("-inf"))
+    return torch.softmax(logits, dim=1)
 
 
 def check_resampling_args(name: str, args) -> None:

@@ -27,6 +27,8 @@ class ImportanceWeightedBatchResampler(BatchImportanceResampler):
     def sample(self, batch: Batch) -> Negatives:
         m = self.args.n_resampled or batch.positives.numel()
         items = batch.positives
-        excluded = training_item_mask(self, batch.users, items) | (items[None, :] == batch.positives[:, None])
+        excluded = items[None, :] == batch.positives[:, None]
+        training = training_item_mask(self, batch.users, items)
+        excluded = excluded if training is None else excluded | training
         weights = resampling_weights(self, batch, items, self.log_p, excluded)
         return importance_resampled_negatives(items, weights, m, self.generator)

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 
 from recx.core.device_paths import accelerator_branch
 from recx.models.scoring import per_query_scores
 from recx.samplers.base import Batch, Negatives, Sampler
-from recx.samplers.kernels.inverse_cdf import inverse_cdf_counts
+from recx.samplers.kernels.inverse_cdf import inverse_cdf_counts, negative_log_counts
 from recx.samplers.uniform import redraw_training_items
 
 
@@ -37,26 +38,17 @@ def positive_scores(batch: Batch) -> torch.Tensor:
     return (batch.query * batch.item_table[batch.positives]).sum(-1)
 
 
-def scaled_uniforms(
-    probabilities: torch.Tensor, m: int, generator: torch.Generator
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """(each row's cumulative sum [R, K], m uniforms per row scaled to the row's total [R, m])."""
-    cdf = torch.cumsum(probabilities, dim=1)
-    uniforms = (
-        torch.rand((probabilities.shape[0], m), generator=generator, device=probabilities.device, dtype=cdf.dtype)
-        * cdf[:, -1:]
-    )
-    return cdf, uniforms
-
-
 def draw_counts(probabilities: torch.Tensor, m: int, generator: torch.Generator) -> torch.Tensor:
     """[R, K] multiplicities of m i.i.d. draws per row from `probabilities` [R, K] by the inverse CDF: for each
-    uniform, the first column whose cumulative sum exceeds it (zero-probability columns are never drawn). Found by
-    the guide-table kernel on the host branch (recx.samplers.kernels.inverse_cdf) and by a binary search and a
-    scatter on the accelerator branch: the same uniforms give the same columns on both."""
-    cdf, uniforms = scaled_uniforms(probabilities, m, generator)
+    uniform, the first column whose cumulative sum exceeds it (zero-probability columns are never drawn). On the
+    host branch the guide-table kernel draws and counts (recx.samplers.kernels.inverse_cdf, its own counter-based
+    uniforms from a seed drawn from `generator`); on the accelerator branch torch.rand, a binary search and a
+    scatter. The two branches draw from the same law, not the same draws."""
+    cdf = torch.cumsum(probabilities, dim=1)
     if not accelerator_branch(probabilities):
-        return torch.from_numpy(inverse_cdf_counts(cdf.detach().numpy(), uniforms.detach().numpy()))
+        seed = int(torch.randint(0, 2**63 - 1, (), generator=generator, device=cdf.device))
+        return torch.from_numpy(inverse_cdf_counts(cdf.detach().numpy(), m, np.uint64(seed)))
+    uniforms = torch.rand((cdf.shape[0], m), generator=generator, device=cdf.device, dtype=cdf.dtype) * cdf[:, -1:]
     positions = torch.searchsorted(cdf, uniforms, right=True).clamp_max(probabilities.shape[1] - 1)
     return torch.zeros_like(probabilities).scatter_add_(
         1, positions, torch.ones_like(positions, dtype=probabilities.dtype)
@@ -66,8 +58,11 @@ def draw_counts(probabilities: torch.Tensor, m: int, generator: torch.Generator)
 def multiset_log_q(counts: torch.Tensor) -> torch.Tensor:
     """log_q = -log c for atoms drawn c times (+inf where c = 0): with positive_log_q = 0, the corrected softmax
     Σ_k exp(o_k - log_q_k) = Σ_k c_k exp(o_k) is the plain softmax over the drawn multiset, every draw (and the
-    positive) with the same constant log-probability."""
-    return torch.where(counts > 0, -torch.log(counts.clamp_min(1)), float("inf"))
+    positive) with the same constant log-probability. On the host branch a compiled kernel (see
+    recx.samplers.kernels.inverse_cdf.negative_log_counts)."""
+    if not accelerator_branch(counts):
+        return torch.from_numpy(negative_log_counts(counts.numpy()))
+    return torch.log(counts).neg_()
 
 
 def importance_resampled_negatives(
