@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from recx.core.memory import keep_freed_memory
+from recx.core.threads import set_compute_threads
 from recx.data.dataset import load_dataset
 from recx.data.prepare import PrepareOptions, prepare
 from recx.eval.evaluator import evaluate
@@ -126,7 +127,7 @@ def main() -> None:
     parser.add_argument("--source", type=Path, default=GOWALLA)
     args = parser.parse_args()
     keep_freed_memory()  # as the recx command does (recx/memory.py)
-    torch.set_num_threads(args.threads)
+    set_compute_threads(args.threads)
     with tempfile.TemporaryDirectory() as root:
         prepare("gowalla", PrepareOptions(format="lightgcn", source=args.source), Path(root))
         dataset = load_dataset(Path(root), "gowalla")

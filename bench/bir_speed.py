@@ -21,6 +21,7 @@ import torch
 
 from recx.config.run_config import resolve
 from recx.core.memory import keep_freed_memory
+from recx.core.threads import set_compute_threads
 from recx.data.dataset import load_dataset
 from recx.train.build import build_model
 from recx.train.runners.interactions import InteractionEpochs
@@ -57,7 +58,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     options = parser.parse_args()
     keep_freed_memory()
-    torch.set_num_threads(options.threads)
+    set_compute_threads(options.threads)
     dataset = load_dataset(options.data_root, options.dataset)
     print(f"{options.dataset}: {dataset.train.nnz:,} training interactions; {options.threads} thread(s)")
     print(f"{'batch':>6s} {'SSL-Pop s/epoch':>16s} {'BIR s/epoch':>12s} {'BIR/SSL-Pop':>12s}")

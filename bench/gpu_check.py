@@ -42,6 +42,7 @@ import torch
 
 from recx.config.run_config import resolve
 from recx.core.device_paths import forced_accelerator_branches
+from recx.core.threads import set_compute_threads
 from recx.data.dataset import load_dataset
 from recx.data.prepare import PrepareOptions, prepare
 from recx.train.build import build_model
@@ -380,7 +381,7 @@ def main() -> int:
     options = parser.parse_args()
     if options.device == "cuda" and not torch.cuda.is_available():
         parser.error("--device cuda: CUDA is not available here (install a CUDA build of torch), or use --device cpu")
-    torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))
+    set_compute_threads(max(1, min(4, os.cpu_count() or 1)))
     checks = []
     with tempfile.TemporaryDirectory(prefix="recx-gpu-check-") as scratch:
         work = Path(scratch)

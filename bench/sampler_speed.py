@@ -21,6 +21,7 @@ import torch
 from recx.config.run_config import resolve
 from recx.core.device import resolve_device
 from recx.core.memory import keep_freed_memory
+from recx.core.threads import set_compute_threads
 from recx.data.dataset import load_dataset
 from recx.data.prepare import PrepareOptions, prepare
 from recx.train.build import build_loss, build_model, build_sampler
@@ -142,7 +143,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     options = parser.parse_args()
     keep_freed_memory()  # as the recx command does (recx/memory.py)
-    torch.set_num_threads(options.threads)
+    set_compute_threads(options.threads)
     device = resolve_device(options.device)
     with tempfile.TemporaryDirectory() as root:
         prepare("gowalla", PrepareOptions(format="lightgcn", source=GOWALLA), Path(root))

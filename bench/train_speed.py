@@ -26,6 +26,7 @@ import torch
 from recx.config.run_config import resolve
 from recx.core.device import resolve_device
 from recx.core.memory import keep_freed_memory
+from recx.core.threads import set_compute_threads
 from recx.data.dataset import load_dataset
 from recx.train.build import build_model
 from recx.train.runners.interactions import InteractionEpochs
@@ -135,7 +136,7 @@ def main() -> None:
     parser.add_argument("--cases", default=",".join(CASES), help=f"comma-separated, of: {', '.join(CASES)}")
     options = parser.parse_args()
     keep_freed_memory()  # as the recx command does (recx/memory.py)
-    torch.set_num_threads(options.threads)
+    set_compute_threads(options.threads)
     device = resolve_device(options.device)
     dataset = load_dataset(options.data_root, options.dataset).to(device)
     n_steps = math.ceil(dataset.train.nnz / 2048)

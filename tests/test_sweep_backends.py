@@ -120,7 +120,7 @@ def test_workers_are_pinned_to_one_gpu_each_or_share_the_threads(monkeypatch, tm
     assert [backend.gpu(task("auto"), slot) for slot in range(3)] == ["2", "5", "2"]
     assert backend.gpu(task("cpu"), 0) is None
     env = backend.environment(backend.gpu(task("cuda"), 1))
-    assert env["CUDA_VISIBLE_DEVICES"] == "5" and env["OMP_NUM_THREADS"] == "2"
+    assert env["CUDA_VISIBLE_DEVICES"] == "5" and env["OMP_NUM_THREADS"] == env["NUMBA_NUM_THREADS"] == "2"
     monkeypatch.setattr(local, "visible_gpus", lambda: [])
     assert local.LocalProcesses(16, tmp_path).threads == 1
     assert local.LocalProcesses(2, tmp_path).gpu(task("auto"), 0) is None

@@ -56,12 +56,13 @@ def test_recx_threads_wins_then_omp_num_threads_then_the_usable_cpus(monkeypatch
             threads.compute_threads({"RECX_THREADS": bad})
 
 
-def test_the_recx_command_runs_torch_with_the_chosen_threads():
+def test_the_recx_command_runs_torch_and_the_kernels_with_the_chosen_threads():
     script = (
         "from recx.core.threads import prepare_environment; prepare_environment()\n"
-        "import os, torch; print(torch.get_num_threads(), os.environ.get('OMP_WAIT_POLICY', 'unset'))"
+        "import os, numba, torch\n"
+        "print(torch.get_num_threads(), os.environ.get('OMP_WAIT_POLICY', 'unset'), numba.get_num_threads())"
     )
-    env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "OMP_WAIT_POLICY")}
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "OMP_WAIT_POLICY", "NUMBA_NUM_THREADS")}
     done = subprocess.run(
         [sys.executable, "-c", script],
         env={**env, "RECX_THREADS": "1", "PYTHONPATH": str(ROOT)},
@@ -69,7 +70,7 @@ def test_the_recx_command_runs_torch_with_the_chosen_threads():
         text=True,
         timeout=120,
     )
-    assert done.stdout.split() == ["1", "unset"], done.stderr
+    assert done.stdout.split() == ["1", "unset", "1"], done.stderr
     done = subprocess.run(
         [sys.executable, "-m", "recx", "list", "metrics"],
         cwd=ROOT,
@@ -129,3 +130,38 @@ def test_threads_option_anywhere_on_the_command_line(monkeypatch):
     assert threads.given_threads() == 1
     with pytest.raises(RecxError, match="--threads"):
         threads.pop_threads_option(["train", "--threads"])
+
+
+def test_a_process_without_a_given_count_follows_its_share_as_processes_come_and_go(monkeypatch):
+    import numba
+    import torch
+
+    before = torch.get_num_threads()
+    monkeypatch.setattr(threads, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(threads, "SHARE_POLL_S", 0.0)
+    running = {"live": 1}
+    monkeypatch.setattr(threads, "live", lambda: running["live"])
+    monkeypatch.setattr(threads, "register", lambda: running["live"])
+    for name in ("RECX_THREADS", *threads.THREAD_VARIABLES):
+        monkeypatch.delenv(name, raising=False)
+    try:
+        assert threads.prepare_environment() == 2
+        seen = []
+        for running["live"] in (2, 3, 1):
+            threads.follow_share()
+            seen.append((torch.get_num_threads(), numba.get_num_threads()))
+        assert seen == [(1, 1), (1, 1), (2, min(2, numba.config.NUMBA_NUM_THREADS))]
+        monkeypatch.setenv("RECX_THREADS", "2")
+        threads.prepare_environment()
+        running["live"] = 2
+        threads.follow_share()  # a given count is kept
+        assert torch.get_num_threads() == 2
+    finally:
+        monkeypatch.setattr(threads, "_follower", None)
+        threads.set_compute_threads(before)
+
+
+def test_live_counts_the_registered_processes_that_hold_their_lock(tmp_path):
+    assert cpu_share.live(tmp_path) == 1  # this process, registered or not
+    (tmp_path / "999999").write_text("")  # a stale registration: nobody holds its lock
+    assert cpu_share.live(tmp_path) == 1

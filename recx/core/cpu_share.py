@@ -8,9 +8,9 @@ file never counts), and one that was given no thread count takes its share of th
 max(1, ⌊usable / live⌋), live counting the registered processes, itself included. Registration and counting happen
 under one lock, so processes started together see each other in turn.
 
-The count is chosen once, before torch starts, and recorded in the run's environment.json: some results depend on
-the thread count (BIR's and XIR's resampling, shared-candidate softmax: a matrix product's rounding), so a run is
-reproduced by setting the same count (`--threads`, RECX_THREADS).
+The count is chosen before torch starts (the OpenMP runtime's pool size) and recorded in the run's
+environment.json; a training run then follows its share as processes come and go (recx.core.threads.follow_share,
+every SHARE_POLL_S seconds). Results do not depend on the thread count (tests/test_thread_invariance.py).
 """
 
 from __future__ import annotations
@@ -63,12 +63,22 @@ def register(folder: Path | None = None) -> int:
         else:
             atexit.register(unregister, folder)
         _registration = handle
-        others = [entry for entry in folder.iterdir() if entry.name.isdigit() and entry != own]
-        return 1 + sum(1 for entry in others if _held_by_another(entry))
+        return live(folder)
     except OSError:
         return 1
     finally:
         os.close(guard)
+
+
+def live(folder: Path | None = None) -> int:
+    """How many registered recx processes are alive (at least 1: this one, registered or not)."""
+    folder = default_folder() if folder is None else folder
+    try:
+        entries = [entry for entry in folder.iterdir() if entry.name.isdigit()]
+    except OSError:
+        return 1
+    own = str(os.getpid())
+    return 1 + sum(1 for entry in entries if entry.name != own and _held_by_another(entry))
 
 
 def unregister(folder: Path | None = None) -> None:

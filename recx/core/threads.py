@@ -2,8 +2,9 @@
 
 A process may use the CPUs of its affinity mask, capped by its cgroup's CPU quota (a container given 2 CPUs of a
 64-core host): `usable_cpus`. The thread count is RECX_THREADS when set, else OMP_NUM_THREADS when set, else the
-usable CPUs divided among the recx processes running (recx.core.cpu_share). `prepare_environment` runs before torch
-is imported (the OpenMP runtime reads its settings once, at start-up). `recx --threads N` (anywhere on the command
+usable CPUs divided among the recx processes running (recx.core.cpu_share), followed as they come and go
+(`follow_share`). `prepare_environment` runs before torch is imported (the OpenMP runtime reads its settings once,
+at start-up). `recx --threads N` (anywhere on the command
 line) sets RECX_THREADS: `pop_threads_option`.
 """
 
@@ -11,10 +12,11 @@ from __future__ import annotations
 
 import math
 import os
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from recx.core.cpu_share import register, share
+from recx.core.cpu_share import live, register, share
 from recx.core.errors import RecxError
 
 CGROUP_V2 = Path("/sys/fs/cgroup/cpu.max")
@@ -84,9 +86,62 @@ def pop_threads_option(argv: list[str]) -> list[str]:
     return kept
 
 
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")  # torch's OpenMP, MKL, numba's kernels
+
+
+def thread_environment(count: int) -> dict[str, str]:
+    """The environment variables that give a process (read at its start-up) `count` compute threads."""
+    return dict.fromkeys(THREAD_VARIABLES, str(count))
+
+
+def set_compute_threads(count: int) -> None:
+    """Give this process `count` compute threads now: the compiled kernels' (numba's pool cannot grow past the size it
+    started with), then torch's. In that order: starting numba's OpenMP pool resets the OpenMP thread count that
+    torch reads to the pool's size."""
+    import numba
+    import torch
+
+    numba.set_num_threads(min(count, numba.config.NUMBA_NUM_THREADS))
+    torch.set_num_threads(count)
+
+
+class ShareFollower:
+    """Keeps a process that was given no thread count at its share of the usable CPUs as recx processes start and
+    end: `poll()` recounts them at most every SHARE_POLL_S seconds and sets the compute threads when the share
+    changed (a start-up share of 2 on 2 cores drops to 1 while another run is alive, and comes back)."""
+
+    def __init__(self, threads: int):
+        self.threads, self.checked = threads, time.monotonic()
+
+    def poll(self) -> None:
+        now = time.monotonic()
+        if now - self.checked < SHARE_POLL_S:
+            return
+        self.checked = now
+        count = share(usable_cpus(), live())
+        if count != self.threads:
+            set_compute_threads(count)
+            self.threads = count
+
+
+SHARE_POLL_S = 2.0
+_follower: ShareFollower | None = None  # set by prepare_environment when no thread count was given
+
+
+def follow_share() -> None:
+    """Poll this process's share (the training loop calls it after every step; a no-op unless `recx` chose the
+    thread count from the share at start-up)."""
+    if _follower is not None:
+        _follower.poll()
+
+
 def prepare_environment() -> int:
-    """Register this process among the machine's recx processes, then set the OpenMP/MKL thread counts for it (and
-    the workers it starts), before torch is imported; returns the thread count."""
+    """Register this process among the machine's recx processes, then set the OpenMP/MKL/numba thread counts for it
+    (and the workers it starts), before torch is imported; returns the thread count. Without a given count the
+    process follows its share from then on (`follow_share`)."""
+    global _follower
+    following = given_threads() is None
     count = compute_threads(live=register())
-    os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = str(count)
+    os.environ.update(thread_environment(count))
+    _follower = ShareFollower(count) if following else None
     return count

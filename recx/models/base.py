@@ -5,6 +5,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from recx.core.gather import gather_rows
+
 
 class Model(nn.Module):
     """Subclasses implement `representations`; scoring, evaluation and samplers only use these tensors."""
@@ -22,7 +24,7 @@ class Model(nn.Module):
         asks for the rows it scores, so gradients (and row-sparse optimizer updates) touch only those rows where the
         model allows it. This default computes the whole item table and picks the rows."""
         query, table = self.representations(users)
-        return query, table[items]
+        return query, gather_rows(table, items)
 
     def embedding_tables(self) -> list[nn.Parameter]:
         """The per-user / per-item parameter tables (rows indexed by id), for weight decay modes."""

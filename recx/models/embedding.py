@@ -15,6 +15,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from recx.core.errors import RecxError
+from recx.core.gather import gather_rows
 from recx.models.base import Model
 from recx.models.init import INITS, init_table
 from recx.models.scoring import SCORINGS, apply_scoring
@@ -80,7 +81,7 @@ class EmbeddingModel(Model):
     def encode_rows(self, users: torch.Tensor, items: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(query [len(users), d], items [len(items), d]) before scoring; by default through `encode`."""
         query, table = self.encode(users)
-        return query, table[items]
+        return query, gather_rows(table, items)
 
     def representations(self, users: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return apply_scoring(*self.encode(users), self.args.scoring, self.args.temperature)

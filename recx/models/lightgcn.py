@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import torch
 
 from recx.core.errors import RecxError
+from recx.core.gather import gather_rows
 from recx.models import MODELS
 from recx.models.embedding import EmbeddingArgs, EmbeddingModel
 from recx.models.graph import normalized_adjacency
@@ -63,4 +64,4 @@ class LightGCN(EmbeddingModel):
 
     def encode(self, users: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         all_users, all_items = self._propagated()
-        return all_users[users], all_items
+        return gather_rows(all_users, users), all_items

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import torch
 
+from recx.core.gather import gather_rows
 from recx.models import MODELS
 from recx.models.embedding import EmbeddingArgs, EmbeddingModel
 
@@ -20,7 +21,7 @@ class MatrixFactorization(EmbeddingModel):
     Args = MFArgs
 
     def encode(self, users: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        return self.user_embedding[users], self.item_embedding
+        return gather_rows(self.user_embedding, users), self.item_embedding
 
     def encode_rows(self, users: torch.Tensor, items: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return self.user_rows(users), self.item_rows(items)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from recx.core.gather import gather_rows
 from recx.models import MODELS
 from recx.models.embedding import EmbeddingArgs, EmbeddingModel
 
@@ -32,7 +33,7 @@ class NonlinearMF(EmbeddingModel):
         self.user_mlp, self.item_mlp = two_layer_mlp(dim), two_layer_mlp(dim)
 
     def encode(self, users: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        return self.user_mlp(self.user_embedding[users]), self.item_mlp(self.item_embedding)
+        return self.user_mlp(gather_rows(self.user_embedding, users)), self.item_mlp(self.item_embedding)
 
     def encode_rows(self, users: torch.Tensor, items: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """The MLPs act row by row, so only the requested rows are read."""

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from recx.core.cpu_share import unregister
-from recx.core.threads import compute_threads
+from recx.core.threads import compute_threads, thread_environment
 from recx.sweeps.task import FAILED, Outcome, RunTask, execute
 
 
@@ -107,7 +107,7 @@ class LocalProcesses:
         return self.gpus[slot % len(self.gpus)] if wants_cuda(task, self.gpus) else None
 
     def environment(self, gpu: str | None) -> dict:
-        env = dict(os.environ, OMP_NUM_THREADS=str(self.threads), MKL_NUM_THREADS=str(self.threads))
+        env = dict(os.environ, **thread_environment(self.threads))
         if gpu is not None:
             env["CUDA_VISIBLE_DEVICES"] = gpu
         return env

@@ -13,13 +13,13 @@ from recx.sweeps.task import Outcome, RunTask
 
 
 def _run(task_json: str, threads: int) -> tuple[str, str]:
-    import torch
 
     from recx.core.memory import keep_freed_memory
+    from recx.core.threads import set_compute_threads
     from recx.sweeps.task import execute
 
     keep_freed_memory()
-    torch.set_num_threads(threads)
+    set_compute_threads(threads)
     outcome = execute(RunTask.from_json(task_json))
     return outcome.status, outcome.message
 

@@ -12,16 +12,16 @@ import sys
 
 
 def serve(threads: int) -> None:
-    import torch
 
     from recx.core.memory import keep_freed_memory
     from recx.core.progress import make_progress
+    from recx.core.threads import set_compute_threads
     from recx.sweeps.task import RunTask, execute
 
     keep_freed_memory()
     answers = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
-    torch.set_num_threads(threads)
+    set_compute_threads(threads)
     for line in sys.stdin:
         task = RunTask.from_json(line)
         outcome = execute(task, make_progress(quiet=True))

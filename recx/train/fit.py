@@ -18,6 +18,7 @@ from recx.config.run_config import RunConfig
 from recx.core.device_paths import accelerator_branch
 from recx.core.errors import RecxError
 from recx.core.progress import RunProgress
+from recx.core.threads import follow_share
 from recx.data.dataset import Dataset
 from recx.train import checkpoint
 from recx.train.nonfinite import NonFiniteWatch, non_finite_error
@@ -43,11 +44,13 @@ class FitHooks:
 def _step_reporter(
     progress: Progress, task, watch: NonFiniteWatch, losses: torch.Tensor, started: float, on_host: bool
 ) -> Callable[[int], None]:
-    """`after_step(step)` for one epoch: the non-finite watch, the bar, and (on the host) the running loss."""
+    """`after_step(step)` for one epoch: the non-finite watch, the CPU share (recx.core.threads.follow_share), the bar,
+    and (on the host) the running loss."""
     shown = {"at": started}
 
     def after_step(step: int) -> None:
         watch.after_step(step)
+        follow_share()
         now = time.perf_counter()
         if now - shown["at"] >= LOSS_REFRESH_S:
             shown["at"] = now

@@ -14,6 +14,7 @@ import torch
 import torch.nn.functional as F
 
 from recx.config.run_config import RunConfig
+from recx.core.gather import gather_rows
 from recx.losses.base import LossInput
 from recx.models.scoring import per_query_scores, whole_table_pays_per_query
 from recx.samplers.base import Batch, Negatives
@@ -31,9 +32,9 @@ def whole_table_pays(n_items: int, negatives: Negatives) -> bool:
 def scores_from_table(
     query: torch.Tensor, item_table: torch.Tensor, positives: torch.Tensor, negatives: Negatives
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    positive_repr = item_table[positives]
+    positive_repr = gather_rows(item_table, positives)
     if negatives.shared:
-        neg_scores = query @ item_table[negatives.items[0]].T
+        neg_scores = query @ gather_rows(item_table, negatives.items[0]).T
     else:
         neg_scores = per_query_scores(query, item_table, negatives.items)
     return (query * positive_repr).sum(-1), neg_scores, positive_repr

@@ -23,6 +23,7 @@ import math
 import torch
 
 from recx.core.errors import RecxError
+from recx.core.gather import gather_rows
 from recx.models.multvae import kl_divergence, row_counts
 from recx.samplers.base import Batch
 from recx.train.build import build_sampler
@@ -45,11 +46,11 @@ def full_softmax_nll(
 ) -> torch.Tensor:
     """Σ over (row, positive) pairs of -log softmax(query[row] · item_table + item_bias)[positive]."""
     logits = query @ item_table.T
-    positive_scores = (query[rows] * item_table[positives]).sum(-1)
+    positive_scores = (gather_rows(query, rows) * gather_rows(item_table, positives)).sum(-1)
     if item_bias is not None:
         logits = logits + item_bias
         positive_scores = positive_scores + item_bias[positives]
-    return (torch.logsumexp(logits, dim=1)[rows] - positive_scores).sum()
+    return (gather_rows(torch.logsumexp(logits, dim=1), rows) - positive_scores).sum()
 
 
 def sampled_softmax_nll(
@@ -62,14 +63,14 @@ def sampled_softmax_nll(
 ) -> torch.Tensor:
     """Σ over (row, positive) pairs of the logQ-corrected sampled softmax over {positive} ∪ Φ_row."""
     if negatives.shared:
-        negative_scores = query @ item_table[negatives.items[0]].T
+        negative_scores = query @ gather_rows(item_table, negatives.items[0]).T
     elif item_table.shape[0] <= DENSE_SCORES_RATIO * negatives.items.shape[1]:
         negative_scores = (query @ item_table.T).gather(1, negatives.items)
     else:
-        negative_scores = torch.einsum("bd,bnd->bn", query, item_table[negatives.items])
+        negative_scores = torch.einsum("bd,bnd->bn", query, gather_rows(item_table, negatives.items))
     negative_lse = torch.logsumexp(negative_scores - negatives.log_q, dim=1)
-    positive = (query[rows] * item_table[positives]).sum(-1) - positive_log_q
-    return (torch.logaddexp(positive, negative_lse[rows]) - positive).sum()
+    positive = (gather_rows(query, rows) * gather_rows(item_table, positives)).sum(-1) - positive_log_q
+    return (torch.logaddexp(positive, gather_rows(negative_lse, rows)) - positive).sum()
 
 
 @RUNNERS.register("users")
