@@ -14,8 +14,10 @@ import torch
 import torch.nn.functional as F
 
 from recx.config.run_config import RunConfig
+from recx.core.device_paths import accelerator_branch
 from recx.core.gather import gather_rows
 from recx.losses.base import LossInput
+from recx.models.row_dots import row_dots
 from recx.models.scoring import per_query_scores, whole_table_pays_per_query
 from recx.samplers.base import Batch, Negatives
 from recx.train.positive_mask import mask_positives, positive_mask
@@ -51,9 +53,10 @@ def per_query_scores_from_rows(
     query: torch.Tensor, rows: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """`rows` [B, 1 + n, d]: each query's positive then its candidates. One product for all of them, sliced after,
-    so the backward never scatters into a zero-filled copy of the tall row tensor."""
+    so the backward never scatters into a zero-filled copy of the tall row tensor; for a few rows per query on the
+    host branch, the compiled row dots (recx.models.row_dots)."""
     if rows.shape[1] <= FEW_CANDIDATES:
-        scores = (query[:, None, :] * rows).sum(-1)
+        scores = (query[:, None, :] * rows).sum(-1) if accelerator_branch(rows) else row_dots(query, rows)
     else:
         scores = torch.bmm(rows, query[:, :, None]).squeeze(-1)
     return scores[:, 0], scores[:, 1:], rows[:, 0]
