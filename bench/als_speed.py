@@ -1,4 +1,5 @@
-"""ALS speed: recx WRMF against implicit's CPU ALS on Gowalla's training split, then RG² and RG× beside them.
+"""ALS speed: recx WRMF against implicit's CPU ALS on Gowalla's training split (or a prepared dataset: --data-root,
+--dataset), then RG² and RG× beside them.
 
 Same start, factors, iterations, threads, α, λ and CG steps in one process, iterations interleaved so that both
 see the same machine load; recx WRMF uses implicit's confidence (`confidence: scaled`, c = α on observed pairs)
@@ -7,7 +8,7 @@ so that both minimise the same loss. Prints seconds per iteration
 excluded), and the ratio recx / implicit. On CUDA it also times recx WRMF on the GPU (implicit.gpu is absent: its
 PyPI wheel has no CUDA build), against recx's CPU figure and the arithmetic floor per iteration: exact solves
 2|D|d² + (M+N)d³/3 flops, CG (cg_steps + 1)(4|D|d + 2(M+N)d²).
-Run by hand:  python bench/als_speed.py [--iterations 15] [--threads 2] [--factors 64]
+Run by hand:  python bench/als_speed.py [--iterations 15] [--threads 2] [--factors 64] [--data-root R --dataset D]
 """
 
 from __future__ import annotations
@@ -125,14 +126,19 @@ def main() -> None:
     parser.add_argument("--alpha", type=float, default=40.0)
     parser.add_argument("--regularization", type=float, default=0.05)
     parser.add_argument("--source", type=Path, default=GOWALLA)
+    parser.add_argument("--data-root", type=Path, default=None, help="a prepared dataset instead of --source")
+    parser.add_argument("--dataset", default="gowalla", help="its name under --data-root (e.g. ml10m)")
     args = parser.parse_args()
     keep_freed_memory()  # as the recx command does (recx/memory.py)
     set_compute_threads(args.threads)
-    with tempfile.TemporaryDirectory() as root:
-        prepare("gowalla", PrepareOptions(format="lightgcn", source=args.source), Path(root))
-        dataset = load_dataset(Path(root), "gowalla")
+    if args.data_root is not None:
+        dataset = load_dataset(args.data_root, args.dataset)
+    else:
+        with tempfile.TemporaryDirectory() as root:
+            prepare("gowalla", PrepareOptions(format="lightgcn", source=args.source), Path(root))
+            dataset = load_dataset(Path(root), "gowalla")
     print(
-        f"Gowalla train: {dataset.n_users:,} users x {dataset.n_items:,} items, {dataset.train.nnz:,} interactions; "
+        f"{args.dataset} train: {dataset.n_users:,} users x {dataset.n_items:,} items, {dataset.train.nnz:,} interactions; "
         f"factors {args.factors}, {args.iterations} iterations, {args.threads} threads, alpha {args.alpha}, "
         f"lambda {args.regularization}, 3 CG steps"
     )

@@ -8,8 +8,11 @@ bench dependency: `pip install implicit`), and the floor: forward and backward o
 (per-query dot products for BPR, the [B, d] x [d, 2000] product for sampled softmax) on random tensors, per epoch.
 On CUDA it also counts host syncs inside an epoch with torch's sync debug mode (each synchronising call warns).
 
+With --quality N it then trains the BPR case and implicit's BPR for N epochs each and prints both models' test
+NDCG@20 through recx's evaluator (implicit's factors carry its item bias as a last column: an MF of d + 1).
+
     python bench/train_speed.py --data-root /tmp/speed-data [--threads 1] [--epochs 1] [--optimizer lazy_adam]
-                                [--cases bpr,dns,softmax] [--device cuda]
+                                [--cases bpr,dns,softmax] [--device cuda] [--quality 10]
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from recx.core.device import resolve_device
 from recx.core.memory import keep_freed_memory
 from recx.core.threads import set_compute_threads
 from recx.data.dataset import load_dataset
+from recx.eval.evaluator import evaluate
 from recx.train.build import build_model
 from recx.train.runners.interactions import InteractionEpochs
 
@@ -125,6 +129,35 @@ def implicit_bpr_seconds(dataset, threads: int, epochs: int) -> float | None:
     return (time.perf_counter() - started) / epochs
 
 
+def quality(dataset, optimizer: str, threads: int, epochs: int) -> tuple[float, float]:
+    """(recx's, implicit's) test NDCG@20 after `epochs` epochs of BPR (uniform, 1 negative; MF d 64) on the CPU."""
+    import scipy.sparse
+    from implicit.cpu.bpr import BayesianPersonalizedRanking
+
+    device = torch.device("cpu")
+    config = case_config(CASES["bpr"][1], optimizer, device)
+    model = build_model(config, dataset, device)
+    runner = InteractionEpochs(config, dataset, model, torch.Generator().manual_seed(0))
+    losses = torch.zeros(runner.n_steps)
+    for epoch in range(1, epochs + 1):
+        runner.train_epoch(epoch, losses, lambda step: None)
+    train = dataset.train
+    matrix = scipy.sparse.csr_matrix(
+        (torch.ones(train.nnz).numpy(), train.indices.numpy(), train.indptr.numpy()),
+        shape=(dataset.n_users, dataset.n_items),
+    )
+    reference = BayesianPersonalizedRanking(factors=64, iterations=epochs, num_threads=threads, random_state=0)
+    reference.fit(matrix, show_progress=False)
+    theirs = build_model(resolve({"model": "mf", "dim": reference.user_factors.shape[1]}), dataset, device)
+    theirs.user_embedding.data.copy_(torch.from_numpy(reference.user_factors))
+    theirs.item_embedding.data.copy_(torch.from_numpy(reference.item_factors))
+    return ndcg20(model, dataset), ndcg20(theirs, dataset)
+
+
+def ndcg20(model, dataset) -> float:
+    return evaluate(model, dataset, "test", [20]).values[("ndcg", 20, "all")]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data-root", type=Path, default=Path("data"))
@@ -134,6 +167,7 @@ def main() -> None:
     parser.add_argument("--optimizer", default="auto")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--cases", default=",".join(CASES), help=f"comma-separated, of: {', '.join(CASES)}")
+    parser.add_argument("--quality", type=int, default=0, help="epochs of the NDCG@20 comparison with implicit")
     options = parser.parse_args()
     keep_freed_memory()  # as the recx command does (recx/memory.py)
     set_compute_threads(options.threads)
@@ -167,6 +201,9 @@ def main() -> None:
             f"{name:32s} {config.optimizer:>10s} {seconds:8.3f} {floor:8.3f} {seconds / floor:7.2f} {versus}",
             flush=True,
         )
+    if options.quality and device.type == "cpu":
+        ours, theirs = quality(dataset, options.optimizer, options.threads, options.quality)
+        print(f"test NDCG@20 after {options.quality} epochs: recx {ours:.4f}, implicit {theirs:.4f}", flush=True)
     if device.type == "cuda":
         for name, raw in cases:
             config = case_config(raw, options.optimizer, device)
