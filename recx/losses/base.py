@@ -52,13 +52,17 @@ class Loss:
     does not touch their rows. Losses with learned parameters (margins) return them from `parameters()`; the
     optimizer trains them too. `fuses_shared_candidates`: the loss has `over_shared_candidates(query, candidates,
     pos_scores, pos_log_q, neg_log_q, mask)`, the same loss computed from the representations of candidates shared
-    by the batch (the step uses it when there are no segments).
+    by the batch (the step uses it when there are no segments). `fuses_row_gradients`: the loss has
+    `row_gradients(user_table, item_table, users, ids) -> (loss, user row gradients, candidate row gradients)`, the
+    loss and its gradients on dot scores of per-query candidates in one compiled CPU pass (the step uses it for
+    models scored by a dot product of two tables, with a row-sparse optimizer: recx.train.step).
     """
 
     required_sampler: str | None = None
     mask_positive: bool = False
     uses_negatives: bool = True
     fuses_shared_candidates: bool = False
+    fuses_row_gradients: bool = False
 
     def __init__(self, args, dataset=None):
         self.args = args

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import torch
 import torch.nn.functional as F
 
 from recx.core.errors import RecxError
 from recx.losses import LOSSES
 from recx.losses.base import Loss, LossInput
+from recx.losses.bpr_rows import bpr_row_gradients
 
 REDUCTIONS = ("mean", "sum")
 
@@ -31,6 +33,7 @@ class BPRArgs:
 @LOSSES.register("bpr")
 class BPR(Loss):
     Args = BPRArgs
+    fuses_row_gradients = True
 
     def __call__(self, batch: LossInput):
         pairwise = F.softplus(batch.neg_scores - batch.pos_scores[:, None])
@@ -40,3 +43,20 @@ class BPR(Loss):
             return pairwise.mean(dim=1).mean()
         per_query = pairwise.sum(dim=1)
         return per_query.sum() if self.args.reduction == "sum" else per_query.mean()
+
+    def row_gradients(
+        self, user_table: torch.Tensor, item_table: torch.Tensor, users: torch.Tensor, ids: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(loss, user row gradients [B, d], candidate row gradients [B, 1 + k, d]) of unweighted BPR on the dot
+        scores of user_table[users] [B, d] with item_table[ids] [B, 1 + k, d] (positive first), CPU tables only:
+        the compiled pass of recx.losses.bpr_rows, the loss reduced as `__call__` reduces it."""
+        n_queries, n_negatives = ids.shape[0], ids.shape[1] - 1
+        scalar = user_table.detach().numpy().dtype.type
+        mean = self.args.reduction == "mean"
+        pair_weight = scalar(1.0) / scalar(n_queries) / scalar(n_negatives) if mean else scalar(1.0)
+        pair_losses, user_grads, row_grads = bpr_row_gradients(
+            user_table.detach().numpy(), item_table.detach().numpy(), users.numpy(), ids.numpy(), pair_weight
+        )
+        pairwise = torch.from_numpy(pair_losses)
+        loss = pairwise.mean(dim=1).mean() if mean else pairwise.sum(dim=1).sum()
+        return loss, torch.from_numpy(user_grads), torch.from_numpy(row_grads)

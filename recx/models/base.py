@@ -26,6 +26,11 @@ class Model(nn.Module):
         query, table = self.representations(users)
         return query, gather_rows(table, items)
 
+    def dot_tables(self) -> tuple[nn.Parameter, nn.Parameter] | None:
+        """(user table, item table) when score(u, i) is exactly user_table[u] · item_table[i] and those two tables are
+        all the model's parameters (a step may then compute its gradients row by row: recx.train.step); else None."""
+        return None
+
     def embedding_tables(self) -> list[nn.Parameter]:
         """The per-user / per-item parameter tables (rows indexed by id), for weight decay modes."""
         raise NotImplementedError

@@ -25,3 +25,8 @@ class MatrixFactorization(EmbeddingModel):
 
     def encode_rows(self, users: torch.Tensor, items: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return self.user_rows(users), self.item_rows(items)
+
+    def dot_tables(self) -> tuple[torch.nn.Parameter, torch.nn.Parameter] | None:
+        if self.args.scoring != "dot" or self.args.temperature != 1.0:
+            return None
+        return self.user_embedding, self.item_embedding

@@ -67,16 +67,27 @@ class RowSparseOptimizer(torch.optim.Optimizer):
                     rows, summed = self._summed_rows(grad, state)
                     self.update(param, TouchedRows(rows), summed, state, group)
                 else:
-                    values = grad._values().contiguous()
-                    self.kernel_step(
-                        grad._indices()[0].numpy(),
-                        values.view(values.shape[0], -1).numpy(),
-                        self._slot(param),
-                        param,
-                        state,
-                        group,
-                        values.numpy().dtype.type,
-                    )
+                    self._kernel_rows(param, grad._indices()[0], grad._values(), group)
+
+    @torch.no_grad()
+    def step_rows(self, param: torch.nn.Parameter, rows: torch.Tensor, values: torch.Tensor) -> None:
+        """One step of `param` (a CPU parameter of this optimizer) on the row-sparse gradient listed as `rows` [n]
+        (repeats allowed, summed in listing order) with `values` [n, ...]: what `step` does with the sparse gradient
+        that F.embedding(rows, param, sparse=True) receives. For a step that computed its row gradients itself."""
+        group = next(group for group in self.param_groups if any(p is param for p in group["params"]))
+        self._kernel_rows(param, rows, values, group)
+
+    def _kernel_rows(self, param: torch.Tensor, rows: torch.Tensor, values: torch.Tensor, group: dict) -> None:
+        values = values.contiguous()
+        self.kernel_step(
+            rows.numpy(),
+            values.view(values.shape[0], -1).numpy(),
+            self._slot(param),
+            param,
+            self.state[param],
+            group,
+            values.numpy().dtype.type,
+        )
 
     def _slot(self, param: torch.Tensor) -> np.ndarray:
         """The kernels' scratch for `param`: -1 per row (kept outside the optimizer state, so not checkpointed)."""

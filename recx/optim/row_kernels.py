@@ -16,7 +16,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from recx.core.prefetch import PREFETCH_DISTANCE, prefetch_row
+from recx.core.prefetch import PREFETCH_DISTANCE, prefetch_row, prefetch_whole_row
 
 
 @numba.njit(cache=True, nogil=True)
@@ -44,10 +44,17 @@ def distinct_sums(rows, values, slot):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _prefetch_ahead(distinct, j, table):
-    """Ask for the table's row PREFETCH_DISTANCE updates ahead (recx.core.prefetch)."""
+def _prefetch_ahead(distinct, j, vector):
+    """Ask for the vector's entry PREFETCH_DISTANCE updates ahead (recx.core.prefetch)."""
     if j + PREFETCH_DISTANCE < distinct.shape[0]:
-        prefetch_row(table, distinct[j + PREFETCH_DISTANCE])
+        prefetch_row(vector, distinct[j + PREFETCH_DISTANCE])
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _prefetch_rows_ahead(distinct, j, table):
+    """Ask for every cache line of the 2-D table's row PREFETCH_DISTANCE updates ahead."""
+    if j + PREFETCH_DISTANCE < distinct.shape[0]:
+        prefetch_whole_row(table, distinct[j + PREFETCH_DISTANCE])
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
@@ -55,7 +62,7 @@ def sgd_step(rows, values, slot, param, lr):
     """θ_r ← θ_r - lr g_r."""
     distinct, sums = distinct_sums(rows, values, slot)
     for j in numba.prange(distinct.shape[0]):
-        _prefetch_ahead(distinct, j, param)
+        _prefetch_rows_ahead(distinct, j, param)
         row = distinct[j]
         for c in range(sums.shape[1]):
             param[row, c] += sums[j, c] * -lr
@@ -66,8 +73,8 @@ def adagrad_step(rows, values, slot, param, squares, lr, eps):
     """s_r ← s_r + g_r², θ_r ← θ_r - lr g_r / (√s_r + ε) (elementwise; Duchi et al. 2011)."""
     distinct, sums = distinct_sums(rows, values, slot)
     for j in numba.prange(distinct.shape[0]):
-        _prefetch_ahead(distinct, j, param)
-        _prefetch_ahead(distinct, j, squares)
+        _prefetch_rows_ahead(distinct, j, param)
+        _prefetch_rows_ahead(distinct, j, squares)
         row = distinct[j]
         for c in range(sums.shape[1]):
             grad = sums[j, c]
@@ -81,7 +88,7 @@ def rowwise_adagrad_step(rows, values, slot, param, squares, lr, eps, inverse_di
     """s_r ← s_r + mean_j g_rj², θ_r ← θ_r - lr g_r / (√s_r + ε) (one accumulator per row)."""
     distinct, sums = distinct_sums(rows, values, slot)
     for j in numba.prange(distinct.shape[0]):
-        _prefetch_ahead(distinct, j, param)
+        _prefetch_rows_ahead(distinct, j, param)
         _prefetch_ahead(distinct, j, squares)
         row = distinct[j]
         mean = sums[j, 0] * sums[j, 0]
@@ -100,9 +107,9 @@ def lazy_adam_step(rows, values, slot, param, first, second, step_size, beta1, o
     step_size = lr / (1 - β1^t) and root2 = √(1 - β2^t) (Kingma & Ba 2015, on the touched rows only)."""
     distinct, sums = distinct_sums(rows, values, slot)
     for j in numba.prange(distinct.shape[0]):
-        _prefetch_ahead(distinct, j, param)
-        _prefetch_ahead(distinct, j, first)
-        _prefetch_ahead(distinct, j, second)
+        _prefetch_rows_ahead(distinct, j, param)
+        _prefetch_rows_ahead(distinct, j, first)
+        _prefetch_rows_ahead(distinct, j, second)
         row = distinct[j]
         for c in range(sums.shape[1]):
             grad = sums[j, c]

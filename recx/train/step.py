@@ -5,7 +5,9 @@ so gradients and row-sparse optimizer updates touch only those rows. The whole i
 method needs it: a sampler that scores every item (read lazily through `Batch.item_table`), a candidate set as large
 as the catalogue (full softmax), or per-query candidates on a catalogue small enough that one [B, n_items] product
 is cheaper than gathering rows. Candidates shared by the batch go to a loss that `fuses_shared_candidates` (sampled
-softmax) as representations, so that its backward needs no [B, n] product of gradients.
+softmax) as representations, so that its backward needs no [B, n] product of gradients. A loss with compiled row
+gradients (BPR) on a dot-product model with a row-sparse optimizer on the CPU skips autograd: `train_step` hands
+the rows' gradients straight to the optimizer (`row_gradient_step`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from recx.core.gather import gather_rows
 from recx.losses.base import LossInput
 from recx.models.row_dots import row_dots
 from recx.models.scoring import per_query_scores, whole_table_pays_per_query
+from recx.optim.optimizers import RowSparseOptimizer
 from recx.samplers.base import Batch, Negatives
 from recx.train.positive_mask import mask_positives, positive_mask
 
@@ -110,11 +113,66 @@ def fused_shared_loss(
     )
 
 
+def row_gradients_apply(model, loss_fn, optimizer, config: RunConfig, negatives: Negatives) -> bool:
+    """True when the step can take the loss's compiled row gradients (`Loss.fuses_row_gradients`) instead of
+    autograd: a model scored by the dot product of its two tables (`Model.dot_tables`) on the host branch, a
+    row-sparse optimizer, no batched weight decay, and unweighted per-query candidates in the range where the
+    autograd path scores gathered rows by the row dots (so both paths do the same arithmetic)."""
+    tables = model.dot_tables()
+    return (
+        loss_fn.fuses_row_gradients
+        and tables is not None
+        and isinstance(optimizer, RowSparseOptimizer)
+        and not optimizer.sync_free
+        and not accelerator_branch(tables[0])
+        and not (config.weight_decay_mode == "batch" and config.weight_decay > 0)
+        and not negatives.shared
+        and negatives.weights is None
+        and negatives.segments is None
+        and 1 + negatives.items.shape[1] <= FEW_CANDIDATES
+        and not whole_table_pays(model.n_items, negatives)
+    )
+
+
+def row_gradient_step(model, loss_fn, optimizer, users: torch.Tensor, positives: torch.Tensor, negatives: Negatives):
+    """The loss, its row gradients in one compiled pass, and the optimizer's step on them (`row_gradients_apply`):
+    the update autograd and `optimizer.step()` make, without building the graph. Returns the detached loss."""
+    user_table, item_table = model.dot_tables()
+    ids = torch.cat([positives[:, None], negatives.items], dim=1)
+    loss, user_grads, row_grads = loss_fn.row_gradients(user_table, item_table, users, ids)
+    optimizer.step_rows(user_table, users, user_grads)
+    optimizer.step_rows(item_table, ids.flatten(), row_grads.flatten(0, 1))
+    return loss
+
+
+def train_step(model, sampler, loss_fn, optimizer, config: RunConfig, users: torch.Tensor, positives: torch.Tensor):
+    """One training step on the batch (users [B], positives [B]): negatives, loss, gradients, the optimizer's
+    update. Returns the detached loss."""
+    negatives = sample_negatives(model, sampler, users, positives)
+    if row_gradients_apply(model, loss_fn, optimizer, config, negatives):
+        return row_gradient_step(model, loss_fn, optimizer, users, positives, negatives)
+    loss = loss_with(model, loss_fn, config, users, positives, negatives)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    optimizer.step()
+    return loss.detach()
+
+
+def sample_negatives(model, sampler, users: torch.Tensor, positives: torch.Tensor) -> Negatives:
+    return sampler.sample(Batch(users, positives, lambda: model.query(users), model.item_table))
+
+
 def training_loss(
     model, sampler, loss_fn, config: RunConfig, users: torch.Tensor, positives: torch.Tensor
 ) -> torch.Tensor:
-    batch = Batch(users, positives, lambda: model.query(users), model.item_table)
-    negatives = sampler.sample(batch)
+    """The step's loss through autograd (negatives drawn from `sampler`)."""
+    negatives = sample_negatives(model, sampler, users, positives)
+    return loss_with(model, loss_fn, config, users, positives, negatives)
+
+
+def loss_with(
+    model, loss_fn, config: RunConfig, users: torch.Tensor, positives: torch.Tensor, negatives: Negatives
+) -> torch.Tensor:
     if (
         loss_fn.fuses_shared_candidates
         and negatives.shared

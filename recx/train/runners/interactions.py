@@ -14,7 +14,7 @@ from recx.train.build import build_loss, build_sampler
 from recx.train.runners import RUNNERS
 from recx.train.runners.base import EpochRunner
 from recx.train.schedule import EpochSchedule
-from recx.train.step import training_loss
+from recx.train.step import train_step
 
 
 def run_optimizer(model, loss_fn, config) -> torch.optim.Optimizer:
@@ -44,10 +44,6 @@ class InteractionEpochs(EpochRunner):
         for step in range(self.n_steps):
             batch = slice(step * config.batch_size, (step + 1) * config.batch_size)
             users, positives = users_of[batch], items_of[batch]
-            loss = training_loss(model, self.sampler, self.loss_fn, config, users, positives)
-            self.optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            self.optimizer.step()
-            losses[step] = loss.detach()
+            losses[step] = train_step(model, self.sampler, self.loss_fn, self.optimizer, config, users, positives)
             after_step(step + 1)
         self.schedule.end_epoch()
