@@ -5,16 +5,19 @@ half-step minimises no common loss, is checked against the authors' code in test
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 import pytest
 import torch
 
 from recx.config.run_config import resolve
+from recx.core.device_paths import forced_accelerator_branches
 from recx.core.errors import RecxError
 from recx.core.progress import make_progress
 from recx.data.csr import CSR
 from recx.models import MODELS
+from recx.models.als.base import DTYPES
 from recx.models.als.layout import chunk_bounds, padded_chunks
 from recx.models.als.solve import solve_rows
 from recx.runs.train_run import train_run
@@ -146,6 +149,29 @@ def test_loss_never_increases(case, solver):
     steps = torch.tensor(losses).diff()
     assert (steps <= 1e-9 * abs(losses[0])).all(), losses
     assert losses[-1] < losses[0]
+
+
+@pytest.mark.parametrize("case", ["wrmf", "rg2-eq18", "rgx-hyper"])
+@pytest.mark.parametrize("dtype, tolerance", [("float64", 1e-10), ("float32", 2e-5)])
+def test_each_row_cg_kernel_equals_the_whole_side_cg(case, dtype, tolerance):
+    """The host branch's compiled CG (a row at a time) against the torch CG over the whole side (the accelerator
+    branch, forced on the CPU), from the same start, over two iterations of both half-steps."""
+    R = random_matrix(9)
+    results = []
+    for forced in (False, True):
+        model = make_model(case, solver="cg", cg_steps=2)
+        model.user_factors.data = model.user_factors.data.to(DTYPES[dtype])
+        model.item_factors.data = model.item_factors.data.to(DTYPES[dtype])
+        model.args.dtype = dtype
+        problem = model.weighted_squares(to_csr(R))
+        with forced_accelerator_branches() if forced else contextlib.nullcontext():
+            for _ in range(2):
+                model.solve_users(problem)
+                model.solve_items(problem)
+        results.append((model.user_factors.data.clone(), model.item_factors.data.clone()))
+    assert results[0][1].abs().max() > 0.05
+    for kernel, torch_path in zip(results[0], results[1], strict=True):
+        torch.testing.assert_close(kernel, torch_path, rtol=tolerance, atol=tolerance)
 
 
 def test_batched_solves_equal_per_row_solves():

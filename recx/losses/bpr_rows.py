@@ -9,7 +9,7 @@ k negatives), s_j = u · r_j, x_j = s_j - s_0 and (Rendle et al. 2009)
 where c is the loss's weight of one pair (1/(B k) for the mean over queries of the mean over candidates, 1 for the
 sum). This is the gradient autograd forms through the row gathers, the row dots (recx.models.row_dots), softplus
 and the reduction, with the same float32 operations in the same order (softplus with torch's threshold 20, its
-derivative as z / (z + 1), z = e^x), except the dot products, summed in eight interleaved partial sums (`dot_rows`)
+derivative as z / (z + 1), z = e^x), except the dot products, summed in eight interleaved partial sums (recx.core.lanes)
 where the row dots sum in order, and e^x, from another library: results agree to rounding.
 Queries run in parallel, each on its own, so the numbers do not depend on the thread count.
 
@@ -22,35 +22,11 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from recx.core.lanes import dot_rows
 from recx.core.prefetch import prefetch_whole_row
 
 SOFTPLUS_THRESHOLD = 20.0  # torch's softplus: x itself above it
 PREFETCH_QUERIES = 4  # the rows of the query this many ahead are asked for (recx.core.prefetch)
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def dot_rows(left, i, right, j):
-    """left[i] · right[j] in eight interleaved partial sums (c mod 8), added pairwise, then the tail of d mod 8 in
-    order: independent chains that the compiler runs as one vector, in an order that does not depend on the CPU."""
-    d = left.shape[1]
-    zero = left.dtype.type(0.0)
-    s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = zero
-    c = 0
-    while c + 8 <= d:
-        s0 += left[i, c] * right[j, c]
-        s1 += left[i, c + 1] * right[j, c + 1]
-        s2 += left[i, c + 2] * right[j, c + 2]
-        s3 += left[i, c + 3] * right[j, c + 3]
-        s4 += left[i, c + 4] * right[j, c + 4]
-        s5 += left[i, c + 5] * right[j, c + 5]
-        s6 += left[i, c + 6] * right[j, c + 6]
-        s7 += left[i, c + 7] * right[j, c + 7]
-        c += 8
-    total = ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
-    while c < d:
-        total += left[i, c] * right[j, c]
-        c += 1
-    return total
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)

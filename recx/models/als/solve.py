@@ -13,7 +13,9 @@ O(M N). Everything runs on the factors' device with no per-row Python loop:
 - cg: implicit's `least_squares_cg` (Takács et al. 2011) for all rows at once: warm start from the current rows,
   `cg_steps` steps, a row whose residual norm² falls below 1e-20 stops moving. A_r z_r is applied without forming
   A_r: the per-entry products y_j · z_r by one sampled dense-dense product (SDDMM) on the sparsity pattern, their
-  weighted sum by one sparse-dense product; memory O(|D| + R d).
+  weighted sum by one sparse-dense product; memory O(|D| + R d). That is the accelerator branch; on the host
+  branch each row runs its steps on its own in a compiled kernel (recx.models.als.cg_kernel), its neighbours' rows
+  read once into cache.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from dataclasses import dataclass
 
 import torch
 
+from recx.core.device_paths import accelerator_branch
+from recx.models.als.cg_kernel import cg_rows
 from recx.models.als.layout import Chunk
 
 SOLVERS = ("cg", "cholesky")
@@ -157,6 +161,36 @@ def solve_rows(
     if solver == "cholesky":
         for chunk in chunks:
             rows[chunk.rows] = exact_rows(ChunkSystem(system, chunk))
-    else:
+    elif accelerator_branch(rows):
         rows.copy_(conjugate_gradient_rows(SparseSystem(system), rows, cg_steps))
+    else:
+        conjugate_gradient_each_row(rows, system, cg_steps)
     rows[system.zero_rows] = 0.0
+
+
+def conjugate_gradient_each_row(rows: torch.Tensor, system: RowSystem, steps: int) -> None:
+    """`steps` CG steps on A_r x_r = b_r from the current `rows` (updated in place), each row by the compiled
+    kernel (recx.models.als.cg_kernel); host branch only."""
+    if system.uniform:
+        eye = torch.eye(system.gram.shape[0], dtype=system.gram.dtype)
+        matrix = system.gram_scale[0] * system.gram + system.ridge[0] * eye
+    else:
+        matrix = system.gram
+    numpy = lambda tensor: tensor.detach().contiguous().numpy()  # noqa: E731
+    cg_rows(
+        rows.numpy(),
+        numpy(system.indptr),
+        numpy(system.neighbours),
+        numpy(system.other),
+        numpy(matrix),
+        system.uniform,
+        numpy(system.gram_scale),
+        numpy(system.ridge),
+        numpy(system.shared_scale),
+        numpy(system.shared),
+        numpy(system.extra_weight),
+        numpy(system.target_weight),
+        numpy(system.zero_rows),
+        steps,
+        rows.numpy().dtype.type(RESIDUAL_FLOOR),
+    )

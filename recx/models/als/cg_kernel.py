@@ -1,0 +1,125 @@
+"""Conjugate gradient on every row's normal equations, each row on its own (numba, CPU): implicit's
+`least_squares_cg` (Takács et al. 2011) as recx.models.als.solve states it.
+
+For row r, A_r z = M z + Σ_{e ∈ pos(r)} c_e (y_e · z) y_e, with M = g_r G + μ_r I (one matrix D when every row has
+the same g and μ), and b_r = h_r v + Σ_e t_e y_e. From x_r: residual ρ = b_r - A_r x_r, direction p = ρ, then
+`steps` times, while ‖ρ‖² > floor:  α = ‖ρ‖² / (p · A_r p),  x_r += α p,  ρ -= α A_r p,  p ← ρ + (‖ρ_new‖² / ‖ρ‖²) p.
+
+A row reads its own neighbours' rows of Y once into cache and reuses them for all its steps, where the whole-side
+torch path (solve.conjugate_gradient_rows) streams every entry's row through memory twice a step: on dense data the
+difference is most of a half-step. Rows run in parallel, each summed in a fixed order (dots in eight partial sums,
+recx.core.lanes), so results do not depend on the thread count; they agree with the torch path to rounding.
+
+Shapes: x [R, d] (updated in place), indptr [R + 1], neighbours [nnz], other Y [n_other, d], matrix [d, d] (D, or
+G when not uniform), gram_scale g [R], ridge μ [R], shared_scale h [R], shared v [d], extra c [nnz], target t
+[nnz], zero_rows bool [R] (rows set to zero after).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from recx.core.lanes import dot_rows
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _dense_part(out, z, r, matrix, uniform, gram_scale, ridge):
+    """out[r] = M z[r] (M = D, or g_r G + μ_r I)."""
+    d = z.shape[1]
+    for i in range(d):
+        out[r, i] = 0.0
+    for k in range(d):
+        zk = z[r, k]
+        for i in range(d):
+            out[r, i] += matrix[k, i] * zk
+    if not uniform:
+        for i in range(d):
+            out[r, i] = gram_scale[r] * out[r, i] + ridge[r] * z[r, i]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _apply(out, z, r, matrix, uniform, gram_scale, ridge, indptr, neighbours, other, extra):
+    """out[r] = A_r z[r]."""
+    _dense_part(out, z, r, matrix, uniform, gram_scale, ridge)
+    for e in range(indptr[r], indptr[r + 1]):
+        j = neighbours[e]
+        weight = extra[e] * dot_rows(other, j, z, r)
+        for i in range(z.shape[1]):
+            out[r, i] += weight * other[j, i]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _residual(
+    out, x, r, matrix, uniform, gram_scale, ridge, shared_scale, shared, indptr, neighbours, other, extra, target
+):
+    """out[r] = b_r - A_r x[r] = h_r v - M x[r] + Σ_e (t_e - c_e (y_e · x[r])) y_e, one pass over the neighbours."""
+    d = x.shape[1]
+    _dense_part(out, x, r, matrix, uniform, gram_scale, ridge)
+    for i in range(d):
+        out[r, i] = shared_scale[r] * shared[i] - out[r, i]
+    for e in range(indptr[r], indptr[r + 1]):
+        j = neighbours[e]
+        weight = target[e] - extra[e] * dot_rows(other, j, x, r)
+        for i in range(d):
+            out[r, i] += weight * other[j, i]
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def cg_rows(
+    x,
+    indptr,
+    neighbours,
+    other,
+    matrix,
+    uniform,
+    gram_scale,
+    ridge,
+    shared_scale,
+    shared,
+    extra,
+    target,
+    zero_rows,
+    steps,
+    floor,
+):
+    n_rows, d = x.shape
+    residual = np.empty_like(x)
+    direction = np.empty_like(x)
+    product = np.empty_like(x)
+    for r in numba.prange(n_rows):
+        _residual(
+            residual,
+            x,
+            r,
+            matrix,
+            uniform,
+            gram_scale,
+            ridge,
+            shared_scale,
+            shared,
+            indptr,
+            neighbours,
+            other,
+            extra,
+            target,
+        )
+        for i in range(d):
+            direction[r, i] = residual[r, i]
+        norm = dot_rows(residual, r, residual, r)
+        for _ in range(steps):
+            if not norm > floor:
+                break
+            _apply(product, direction, r, matrix, uniform, gram_scale, ridge, indptr, neighbours, other, extra)
+            step = norm / dot_rows(direction, r, product, r)
+            for i in range(d):
+                x[r, i] += step * direction[r, i]
+                residual[r, i] -= step * product[r, i]
+            new_norm = dot_rows(residual, r, residual, r)
+            scale = new_norm / max(norm, floor)
+            for i in range(d):
+                direction[r, i] = direction[r, i] * scale + residual[r, i]
+            norm = new_norm
+        if zero_rows[r]:
+            for i in range(d):
+                x[r, i] = 0.0
