@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from recx.core.device_paths import forced_accelerator_branches
-from recx.samplers.candidates import draw_counts, multiset_log_q
+from recx.samplers.candidates import draw_counts, draw_shares, multiset_log_q
 from recx.samplers.kernels.inverse_cdf import splitmix_uniform
 from tests.sampler_helpers import assert_counts_follow
 
@@ -74,3 +74,32 @@ def test_multiset_log_q_is_minus_log_count_and_inf_where_undrawn(forced):
         log_q = multiset_log_q(counts)
     expected = torch.tensor([[float("inf"), 0.0, -np.log(2.0), -np.log(7.0), float("inf")]], dtype=torch.float32)
     torch.testing.assert_close(log_q, expected, rtol=1e-6, atol=0)
+
+
+def test_host_draws_are_searchsorted_over_torchs_cumulative_sums_for_the_same_uniforms(monkeypatch):
+    """The kernel forms each row's cumulative sums itself; with its uniforms, the columns are exactly those of
+    torch.searchsorted(torch.cumsum(p), u, right=True) (the accelerator branch's rule)."""
+    probabilities = torch.softmax(torch.randn(64, 3000, generator=torch.Generator().manual_seed(5)) * 4, 1)
+    probabilities[:, ::7] = 0.0
+    m, seed = 300, 12345
+    monkeypatch.setattr(torch, "randint", lambda *args, **kwargs: torch.tensor(seed))
+    counts = draw_counts(probabilities, m, torch.Generator())
+    cdf = torch.cumsum(probabilities, dim=1)
+    uniforms = np.array(
+        [splitmix_uniform(np.uint64(seed), np.uint64(counter + 1)) for counter in range(64 * m)], np.float32
+    ).reshape(64, m)
+    positions = torch.searchsorted(cdf, torch.from_numpy(uniforms) * cdf[:, -1:], right=True).clamp_max(2999)
+    expected = torch.zeros_like(probabilities).scatter_add_(1, positions, torch.ones(64, m))
+    assert torch.equal(counts, expected)
+    assert (counts[:, ::7] == 0).all()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_draw_shares_are_counts_over_draws_on_both_branches(dtype):
+    probabilities = torch.softmax(torch.randn(50, 400, generator=torch.Generator().manual_seed(6), dtype=dtype), 1)
+    counts = draw_counts(probabilities, 333, torch.Generator().manual_seed(7))
+    for forced in (False, True):
+        with forced_accelerator_branches() if forced else torch.enable_grad():
+            shares = draw_shares(counts, 333)
+        assert shares.dtype == dtype and torch.equal(shares, counts / 333)
+    assert (shares.sum(1) - 1).abs().max() < 1e-5 and (shares == 0).any()

@@ -27,7 +27,7 @@ import torch
 from recx.core.errors import RecxError
 from recx.samplers import SAMPLERS
 from recx.samplers.base import Batch, Negatives, Sampler
-from recx.samplers.candidates import draw_counts, multiset_log_q
+from recx.samplers.candidates import draw_counts, draw_shares, multiset_log_q
 from recx.samplers.in_batch import log_popularity
 
 
@@ -84,4 +84,5 @@ class BatchImportanceResampler(Sampler):
         weights = resampling_weights(self, batch, items, self.log_p, training_item_mask(self, batch.users, items))
         counts = draw_counts(weights, m, self.generator)
         positive_log_q = torch.zeros(items.numel(), device=items.device)
-        return Negatives(items[None, :], multiset_log_q(counts), positive_log_q, counts / m, keeps_positive=True)
+        shares = draw_shares(counts, m)
+        return Negatives(items[None, :], multiset_log_q(counts), positive_log_q, shares, keeps_positive=True)

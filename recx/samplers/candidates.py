@@ -11,7 +11,7 @@ import torch
 from recx.core.device_paths import accelerator_branch
 from recx.models.scoring import per_query_scores
 from recx.samplers.base import Batch, Negatives, Sampler
-from recx.samplers.kernels.inverse_cdf import inverse_cdf_counts, negative_log_counts
+from recx.samplers.kernels.inverse_cdf import inverse_cdf_counts, negative_log_counts, shares_of_draws
 from recx.samplers.uniform import redraw_training_items
 
 
@@ -44,10 +44,10 @@ def draw_counts(probabilities: torch.Tensor, m: int, generator: torch.Generator)
     host branch the guide-table kernel draws and counts (recx.samplers.kernels.inverse_cdf, its own counter-based
     uniforms from a seed drawn from `generator`); on the accelerator branch torch.rand, a binary search and a
     scatter. The two branches draw from the same law, not the same draws."""
-    cdf = torch.cumsum(probabilities, dim=1)
     if not accelerator_branch(probabilities):
-        seed = int(torch.randint(0, 2**63 - 1, (), generator=generator, device=cdf.device))
-        return torch.from_numpy(inverse_cdf_counts(cdf.detach().numpy(), m, np.uint64(seed)))
+        seed = int(torch.randint(0, 2**63 - 1, (), generator=generator, device=probabilities.device))
+        return torch.from_numpy(inverse_cdf_counts(probabilities.detach().contiguous().numpy(), m, np.uint64(seed)))
+    cdf = torch.cumsum(probabilities, dim=1)
     uniforms = torch.rand((cdf.shape[0], m), generator=generator, device=cdf.device, dtype=cdf.dtype) * cdf[:, -1:]
     positions = torch.searchsorted(cdf, uniforms, right=True).clamp_max(probabilities.shape[1] - 1)
     return torch.zeros_like(probabilities).scatter_add_(
@@ -65,6 +65,14 @@ def multiset_log_q(counts: torch.Tensor) -> torch.Tensor:
     return torch.log(counts).neg_()
 
 
+def draw_shares(counts: torch.Tensor, m: int) -> torch.Tensor:
+    """c / m: each atom's share of a row's m draws (pairwise losses' candidate weights); on the host branch a
+    compiled kernel that divides only the drawn entries (recx.samplers.kernels.inverse_cdf.shares_of_draws)."""
+    if not accelerator_branch(counts):
+        return torch.from_numpy(shares_of_draws(counts.numpy(), m))
+    return counts / m
+
+
 def importance_resampled_negatives(
     atoms: torch.Tensor, probabilities: torch.Tensor, m: int, generator: torch.Generator
 ) -> Negatives:
@@ -79,4 +87,4 @@ def importance_resampled_negatives(
     drawn = counts > 0
     log_q = torch.where(drawn, torch.log(m * probabilities / counts.clamp_min(1)), float("inf"))
     positive_log_q = torch.zeros(probabilities.shape[0], device=probabilities.device)
-    return Negatives(atoms[None, :], log_q, positive_log_q, counts / m)
+    return Negatives(atoms[None, :], log_q, positive_log_q, draw_shares(counts, m))

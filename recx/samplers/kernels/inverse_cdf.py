@@ -5,14 +5,17 @@ SplittableRandom) of the counter r·m + j + 1 from the call's `seed`, its top 24
 resolution of torch.rand's float32), times the row's total. Every draw is a pure function of (seed, r, j), so rows
 run in parallel and the counts do not depend on the thread count; the seed is drawn from the run's generator.
 
-For each row r, the draw of a uniform u (scaled to the row's total) is the first column k with cdf[r, k] > u
+Each row's cumulative sums are formed in the kernel (a float64 running sum cast to the dtype per entry: what
+torch.cumsum computes on the CPU, to the bit). For each row r, the draw of a uniform u (scaled to the row's total)
+is the first column k with cdf[r, k] > u
 (torch.searchsorted(..., right=True), clamped to the last column). A binary search costs log2(K) dependent,
 unpredictable steps per draw. Here each row's cumulative sums are put in G = 4K buckets, bucket(x) = ⌊x · G / total⌋
 (monotone in x), and guide[b] counts the columns whose bucket is below b: for every u in bucket b those columns have
 cdf < u, so the answer is at or after guide[b], and a forward scan finds it, almost always at once (a bucket holds a
 quarter of a column on average). The columns found are exactly searchsorted's for the same uniforms.
 
-Shapes: `cdf` [R, K] (non-decreasing, non-negative rows), m draws per row; returns counts [R, K] in cdf's dtype.
+Shapes: `probabilities` [R, K] (non-negative rows, not normalised), m draws per row; returns counts [R, K] in their
+dtype.
 """
 
 from __future__ import annotations
@@ -38,22 +41,28 @@ def splitmix_uniform(seed, counter):
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def inverse_cdf_counts(cdf, m, seed):
-    n_rows, n_columns = cdf.shape
+def inverse_cdf_counts(probabilities, m, seed):
+    n_rows, n_columns = probabilities.shape
     n_buckets = BUCKETS_PER_COLUMN * n_columns
-    counts = np.zeros_like(cdf)
+    counts = np.zeros_like(probabilities)
+    cdfs = np.empty_like(probabilities)
     for r in numba.prange(n_rows):
-        total = cdf[r, n_columns - 1]
+        cdf = cdfs[r]
+        running = 0.0  # float64, cast per entry: torch.cumsum's float32 sums on the CPU, to the bit
+        for column in range(n_columns):
+            running += probabilities[r, column]
+            cdf[column] = running
+        total = cdf[n_columns - 1]
         scale = n_buckets / total if total > 0 else 0.0
         guide = np.zeros(n_buckets + 2, np.int64)
         for column in range(n_columns):
-            guide[min(int(cdf[r, column] * scale), n_buckets) + 1] += 1
+            guide[min(int(cdf[column] * scale), n_buckets) + 1] += 1
         for bucket in range(1, n_buckets + 1):
             guide[bucket] += guide[bucket - 1]
         for j in range(m):
             u = splitmix_uniform(seed, np.uint64(r * m + j + 1)) * total
             column = guide[min(max(int(u * scale), 0), n_buckets)]
-            while column < n_columns and cdf[r, column] <= u:
+            while column < n_columns and cdf[column] <= u:
                 column += 1
             counts[r, min(column, n_columns - 1)] += 1
     return counts
@@ -68,4 +77,18 @@ def negative_log_counts(counts):
         for k in range(counts.shape[1]):
             count = counts[r, k]
             out[r, k] = -np.log(count) if count > 0 else np.inf
+    return out
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def shares_of_draws(counts, m):
+    """c / m per entry of `counts` [R, K] (the share of a row's m draws), dividing only where c > 0: torch's
+    counts / m divides every entry, ~3x this kernel on a [2048, 2048] count matrix with 2048 draws a row."""
+    out = np.zeros_like(counts)
+    draws = counts.dtype.type(m)
+    for r in numba.prange(counts.shape[0]):
+        for k in range(counts.shape[1]):
+            count = counts[r, k]
+            if count > 0:
+                out[r, k] = count / draws
     return out
