@@ -173,6 +173,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--skip-draws", default="", help="comma-separated samplers not to time per draw")
+    parser.add_argument("--samplers", default="uniform,midx_uni,midx_pop", help="FastVAE's samplers to time per epoch")
     args = parser.parse_args()
     keep_freed_memory()  # as the recx command does (recx/memory.py)
     device = torch.device(args.device)
@@ -190,7 +191,7 @@ def main() -> None:
         print(f"\n== {n_items:,} items, {math.ceil(args.users / 256)} steps per epoch (batch 256 users)")
         baseline = epoch_time(dataset, "multvae", "full", args.negatives, args.steps, device)
         print(f"  mult-vae          epoch {baseline['epoch']:8.2f} s  (step {baseline['per_step'] * 1e3:7.1f} ms)")
-        for sampler in ("uniform", "midx_uni", "midx_pop"):
+        for sampler in args.samplers.split(","):
             fast = epoch_time(dataset, "fastvae", sampler, args.negatives, args.steps, device)
             print(
                 f"  fastvae {sampler:9s} epoch {fast['epoch']:8.2f} s  (step {fast['per_step'] * 1e3:7.1f} ms, "

@@ -15,10 +15,25 @@ import math
 
 import torch
 
+from recx.core.device_paths import accelerator_branch
+from recx.samplers.kernels.cluster_sums import cluster_sums
+
 
 def random_points(points: torch.Tensor, n: int, generator: torch.Generator) -> torch.Tensor:
     """n distinct rows of `points`, uniformly at random."""
     return points[torch.randperm(points.shape[0], generator=generator, device=generator.device)[:n].to(points.device)]
+
+
+def cluster_sums_of(points: torch.Tensor, labels: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(Σ of each cluster's points [K, D], its size [K]) in the points' dtype: on the host branch a compiled pass
+    summing in float64 (recx.samplers.kernels.cluster_sums), elsewhere a one-hot product (sums by a product, not an
+    atomic scatter-add: deterministic)."""
+    if not accelerator_branch(points):
+        sums, counts = cluster_sums(points.numpy(), labels.numpy(), k)
+        return torch.from_numpy(sums).to(points.dtype), torch.from_numpy(counts).to(points.dtype)
+    members = torch.zeros(k, points.shape[0], dtype=points.dtype, device=points.device)
+    members.scatter_(0, labels[None, :], 1.0)
+    return members @ points, members.sum(1)
 
 
 def kmeans(
@@ -37,10 +52,8 @@ def kmeans(
         if previous - loss < previous * tolerance:
             break
         previous = loss
-        members = torch.zeros(k, points.shape[0], dtype=points.dtype, device=points.device)
-        members.scatter_(0, labels[None, :], 1.0)  # sums by a product, not an atomic scatter-add: deterministic
-        counts = members.sum(1)
-        centroids = (members @ points) / counts[:, None]
+        sums, counts = cluster_sums_of(points, labels, k)
+        centroids = sums / counts[:, None]
         empty = counts < 0.5
         if empty.any():
             centroids[empty] = random_points(points, int(empty.sum()), generator)

@@ -1,0 +1,37 @@
+"""Per-cluster sums of points for Lloyd's centroid update, a compiled CPU kernel (numba).
+
+sums[k] = Σ_{i: labels_i = k} x_i and counts[k] = |{i: labels_i = k}|, accumulated in float64. Points are split
+into fixed chunks of CHUNK rows, each summed in order into its own partial sums (chunks in parallel), and the
+partials are added in chunk order: the result does not depend on the thread count. One pass over the points,
+where the one-hot product `members @ points` (recx.samplers.kmeans on the accelerator branch) writes a [K, N]
+matrix and multiplies it: ~2x this kernel's time for 1.5M points of 100 dimensions.
+
+Shapes: points [N, D], labels int64 [N] in [0, k) -> (sums [k, D] float64, counts [k] float64).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+CHUNK = 1 << 16
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def cluster_sums(points, labels, k):
+    n, d = points.shape
+    n_chunks = (n + CHUNK - 1) // CHUNK
+    partial = np.zeros((n_chunks, k, d))
+    partial_counts = np.zeros((n_chunks, k))
+    for chunk in numba.prange(n_chunks):
+        for i in range(chunk * CHUNK, min(n, (chunk + 1) * CHUNK)):
+            label = labels[i]
+            partial_counts[chunk, label] += 1.0
+            for c in range(d):
+                partial[chunk, label, c] += points[i, c]
+    sums = np.zeros((k, d))
+    counts = np.zeros(k)
+    for chunk in range(n_chunks):
+        sums += partial[chunk]
+        counts += partial_counts[chunk]
+    return sums, counts
