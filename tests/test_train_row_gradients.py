@@ -2,6 +2,8 @@
 (recx.train.step.row_gradient_step): the same loss, gradients and updates as autograd through the generic step,
 against a float64 reference too, and taken exactly where they apply."""
 
+import warnings
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -124,3 +126,16 @@ def test_train_step_takes_the_row_gradients_without_autograd(tiny, monkeypatch):
     runner, model = _runner(tiny, optimizer="adam")
     with pytest.raises(AssertionError, match="autograd loss"):
         step.train_step(model, runner.sampler, runner.loss_fn, runner.optimizer, runner.config, users, positives)
+
+
+def test_row_gradient_steps_count_as_optimizer_steps_for_the_schedule(tiny):
+    """The row path steps through `optimizer.step`, so the learning-rate schedule sees its steps (torch warns when a
+    scheduler steps before its optimizer ever did) and steps the rate down by epoch."""
+    runner, model = _runner(tiny, lr=0.1, lr_step_epochs=1, lr_step_gamma=0.5)
+    losses = torch.zeros(runner.n_steps)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for epoch in (1, 2):
+            runner.train_epoch(epoch, losses, lambda step: None)
+    assert runner.optimizer.param_groups[0]["lr"] == pytest.approx(0.025)
+    assert torch.isfinite(losses).all()

@@ -53,9 +53,14 @@ class RowSparseOptimizer(torch.optim.Optimizer):
     `update` with every row."""
 
     sync_free: bool | None = None
+    _listed: Sequence[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = ()
 
     @torch.no_grad()
     def step(self, closure=None):
+        listed, self._listed = self._listed, ()
+        for param, rows, values in listed:
+            group = next(group for group in self.param_groups if any(p is param for p in group["params"]))
+            self._kernel_rows(param, rows, values, group)
         for group in self.param_groups:
             for param in group["params"]:
                 if param.grad is None:
@@ -69,13 +74,13 @@ class RowSparseOptimizer(torch.optim.Optimizer):
                 else:
                     self._kernel_rows(param, grad._indices()[0], grad._values(), group)
 
-    @torch.no_grad()
-    def step_rows(self, param: torch.nn.Parameter, rows: torch.Tensor, values: torch.Tensor) -> None:
-        """One step of `param` (a CPU parameter of this optimizer) on the row-sparse gradient listed as `rows` [n]
-        (repeats allowed, summed in listing order) with `values` [n, ...]: what `step` does with the sparse gradient
-        that F.embedding(rows, param, sparse=True) receives. For a step that computed its row gradients itself."""
-        group = next(group for group in self.param_groups if any(p is param for p in group["params"]))
-        self._kernel_rows(param, rows, values, group)
+    def step_rows(self, listed: Sequence[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]) -> None:
+        """One step on row-sparse gradients a step computed itself: for each (param, rows [n], values [n, ...]) of
+        CPU parameters of this optimizer, what `step` does with the sparse gradient that F.embedding(rows, param,
+        sparse=True) receives (repeated rows summed in listing order). Goes through `step`, so its hooks (an LR
+        scheduler's count among them) see the step."""
+        self._listed = listed
+        self.step()
 
     def _kernel_rows(self, param: torch.Tensor, rows: torch.Tensor, values: torch.Tensor, group: dict) -> None:
         values = values.contiguous()

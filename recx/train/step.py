@@ -140,8 +140,7 @@ def row_gradient_step(model, loss_fn, optimizer, users: torch.Tensor, positives:
     user_table, item_table = model.dot_tables()
     ids = torch.cat([positives[:, None], negatives.items], dim=1)
     loss, user_grads, row_grads = loss_fn.row_gradients(user_table, item_table, users, ids)
-    optimizer.step_rows(user_table, users, user_grads)
-    optimizer.step_rows(item_table, ids.flatten(), row_grads.flatten(0, 1))
+    optimizer.step_rows([(user_table, users, user_grads), (item_table, ids.flatten(), row_grads.flatten(0, 1))])
     return loss
 
 
