@@ -39,30 +39,34 @@ def _dense_part(out, z, r, matrix, uniform, gram_scale, ridge):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _apply(out, z, r, matrix, uniform, gram_scale, ridge, indptr, neighbours, other, extra):
-    """out[r] = A_r z[r]."""
-    _dense_part(out, z, r, matrix, uniform, gram_scale, ridge)
+def _add_entries(out, z, r, indptr, neighbours, other, extra, target, with_target):
+    """out[r] += Σ_e w_e y_e over row r's entries, w_e = c_e (y_e · z[r]), or t_e - c_e (y_e · z[r]) `with_target`:
+    one pass over the neighbours' rows."""
     for e in range(indptr[r], indptr[r + 1]):
         j = neighbours[e]
         weight = extra[e] * dot_rows(other, j, z, r)
+        if with_target:
+            weight = target[e] - weight
         for i in range(z.shape[1]):
             out[r, i] += weight * other[j, i]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _apply(out, z, r, matrix, uniform, gram_scale, ridge, indptr, neighbours, other, extra, target):
+    """out[r] = A_r z[r]."""
+    _dense_part(out, z, r, matrix, uniform, gram_scale, ridge)
+    _add_entries(out, z, r, indptr, neighbours, other, extra, target, False)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def _residual(
     out, x, r, matrix, uniform, gram_scale, ridge, shared_scale, shared, indptr, neighbours, other, extra, target
 ):
-    """out[r] = b_r - A_r x[r] = h_r v - M x[r] + Σ_e (t_e - c_e (y_e · x[r])) y_e, one pass over the neighbours."""
-    d = x.shape[1]
+    """out[r] = b_r - A_r x[r] = h_r v - M x[r] + Σ_e (t_e - c_e (y_e · x[r])) y_e."""
     _dense_part(out, x, r, matrix, uniform, gram_scale, ridge)
-    for i in range(d):
+    for i in range(x.shape[1]):
         out[r, i] = shared_scale[r] * shared[i] - out[r, i]
-    for e in range(indptr[r], indptr[r + 1]):
-        j = neighbours[e]
-        weight = target[e] - extra[e] * dot_rows(other, j, x, r)
-        for i in range(d):
-            out[r, i] += weight * other[j, i]
+    _add_entries(out, x, r, indptr, neighbours, other, extra, target, True)
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
@@ -110,7 +114,7 @@ def cg_rows(
         for _ in range(steps):
             if not norm > floor:
                 break
-            _apply(product, direction, r, matrix, uniform, gram_scale, ridge, indptr, neighbours, other, extra)
+            _apply(product, direction, r, matrix, uniform, gram_scale, ridge, indptr, neighbours, other, extra, target)
             step = norm / dot_rows(direction, r, product, r)
             for i in range(d):
                 x[r, i] += step * direction[r, i]
