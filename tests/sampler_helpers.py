@@ -50,7 +50,7 @@ def assert_follows(draws: torch.Tensor, probabilities, min_p_value: float = 1e-3
 def item_counts(negatives, row: int, n_items: int, m: int) -> np.ndarray:
     """How many times query `row` drew each item, from a resampler's multiplicities (weights c / m over atoms)."""
     counts = torch.zeros(n_items, dtype=torch.float64)
-    counts.index_add_(0, negatives.items[0], (negatives.weights[row].double() * m).round())
+    counts.index_add_(0, negatives.items[0], (negatives.candidate_weights()[row].double() * m).round())
     return counts.numpy()
 
 

@@ -64,10 +64,10 @@ def _multiset_gap(dataset, batch, negatives, sampler) -> torch.Tensor:
     """The official BIR/XIR: every draw and the positive share one constant, so log_q - positive_log_q = -log c,
     c the draw's multiplicity (weights are c / m per group: recovered from the group's weight and size)."""
     m = sampler.args.n_resampled or batch.positives.numel()
-    counts = negatives.weights.double() * m
+    counts = negatives.candidate_weights().double() * m
     if negatives.segments is not None:
         half, start = m // 2, 0
-        counts = negatives.weights.double().clone()
+        counts = negatives.candidate_weights().double().clone()
         for size, weight in negatives.segments:
             counts[:, start : start + size] *= half / weight
             start += size
@@ -84,7 +84,7 @@ def _importance_gap(dataset, batch, negatives, sampler) -> torch.Tensor:
     if sampler.args.exclude_train:
         excluded |= sampler.is_training_item(batch.users, items[None, :].expand(excluded.shape))
     w = torch.softmax(logits.masked_fill(excluded, -math.inf), dim=1)
-    return torch.log(m * w / (negatives.weights.double() * m).round())
+    return torch.log(m * w / (negatives.candidate_weights().double() * m).round())
 
 
 def _softmax_gap(dataset, batch, negatives, sampler) -> torch.Tensor:
@@ -318,16 +318,17 @@ def test_sampler_shapes_device_and_weights(name, exclude):
     assert negatives.log_q.shape in ((n_rows, n), (batch.users.numel(), n))
     assert negatives.positive_log_q.shape == batch.positives.shape
     assert not torch.isnan(negatives.log_q).any() and torch.isfinite(negatives.positive_log_q).all()
-    if negatives.weights is not None:
-        assert negatives.weights.shape == (batch.users.numel(), n) and not negatives.weights.requires_grad
-        assert (negatives.weights >= 0).all()
+    weights = negatives.candidate_weights()
+    if weights is not None:
+        assert weights.shape == (batch.users.numel(), n) and not weights.requires_grad
+        assert (weights >= 0).all()
         torch.testing.assert_close(
-            negatives.weights.double().sum(1),  # float32 rows: a few ulps of 1
+            weights.double().sum(1),  # float32 rows: a few ulps of 1
             torch.ones(batch.users.numel(), dtype=torch.float64),
             rtol=0,
             atol=1e-6,
         )
-        assert (negatives.weights[torch.isposinf(negatives.log_q.expand_as(negatives.weights))] == 0).all()
+        assert (weights[torch.isposinf(negatives.log_q.expand_as(weights))] == 0).all()
     if negatives.segments is not None:
         assert sum(size for size, _ in negatives.segments) == n
         assert math.isclose(sum(weight for _, weight in negatives.segments), 1.0)
@@ -341,7 +342,7 @@ def test_sampler_is_deterministic_under_its_seed(name, exclude):
         (first.items, second.items),
         (first.log_q, second.log_q),
         (first.positive_log_q, second.positive_log_q),
-        (first.weights, second.weights),
+        (first.candidate_weights(), second.candidate_weights()),
     ):
         assert (a is None and b is None) or torch.equal(a, b)
 
@@ -362,7 +363,9 @@ def test_log_q_has_one_normaliser_for_positive_and_candidates(name, exclude):
 def test_exclude_train_is_honoured(name):
     dataset, batch, sampler, negatives = _sample(name, exclude_train=True)
     items = negatives.items.expand(batch.users.numel(), -1)
-    proposed = torch.ones_like(items, dtype=torch.bool) if negatives.weights is None else negatives.weights > 0
+    proposed = (
+        torch.ones_like(items, dtype=torch.bool) if negatives.weights is None else negatives.candidate_weights() > 0
+    )
     training = sampler.is_training_item(batch.users, items)
     assert not (training & proposed).any()
 
@@ -430,7 +433,7 @@ def test_loss_is_a_finite_differentiable_scalar(name, tiny):
             neg,
             negatives.positive_log_q,
             negatives.log_q,
-            negatives.weights,
+            negatives.candidate_weights(),
             users,
             positives,
             query,

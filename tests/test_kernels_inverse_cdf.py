@@ -69,10 +69,14 @@ def test_splitmix_uniforms_are_uniform_on_24_bits():
 
 @pytest.mark.parametrize("forced", [False, True], ids=["host kernel", "accelerator branch"])
 def test_multiset_log_q_is_minus_log_count_and_inf_where_undrawn(forced):
-    counts = torch.tensor([[0.0, 1.0, 2.0, 7.0, 0.0]])
+    """Counts past the kernel's table of small counts (4096) are computed, not looked up."""
+    counts = torch.tensor([[0.0, 1.0, 2.0, 7.0, 0.0, 4095.0, 4096.0, 90_001.0]])
     with forced_accelerator_branches() if forced else torch.enable_grad():
         log_q = multiset_log_q(counts)
-    expected = torch.tensor([[float("inf"), 0.0, -np.log(2.0), -np.log(7.0), float("inf")]], dtype=torch.float32)
+    expected = torch.tensor(
+        [[float("inf"), 0.0, -np.log(2.0), -np.log(7.0), float("inf"), -np.log(4095), -np.log(4096), -np.log(90_001)]],
+        dtype=torch.float32,
+    )
     torch.testing.assert_close(log_q, expected, rtol=1e-6, atol=0)
 
 
@@ -103,3 +107,5 @@ def test_draw_shares_are_counts_over_draws_on_both_branches(dtype):
             shares = draw_shares(counts, 333)
         assert shares.dtype == dtype and torch.equal(shares, counts / 333)
     assert (shares.sum(1) - 1).abs().max() < 1e-5 and (shares == 0).any()
+    large = torch.tensor([[0.0, 3.0, 4095.0, 4096.0, 70_000.0]], dtype=dtype)
+    assert torch.equal(draw_shares(large, 70_000), large / 70_000)

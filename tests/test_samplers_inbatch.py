@@ -76,7 +76,7 @@ def test_bir_resamples_the_whole_batch_from_exp_score_minus_log_popularity(tempe
             item_counts(negatives, row, dataset.n_items, m),
             np.bincount(items, weights=weights[row], minlength=dataset.n_items),
         )
-    counts = (negatives.weights.double() * m).round().numpy()
+    counts = (negatives.candidate_weights().double() * m).round().numpy()
     assert (counts.sum(1) == m).all()
     drawn = counts > 0
     np.testing.assert_allclose(negatives.log_q.double().numpy()[drawn], -np.log(counts[drawn]), atol=1e-6)
@@ -95,7 +95,7 @@ def test_bir_loss_is_the_plain_softmax_over_the_positive_and_the_draws():
     loss = SampledSoftmax(SoftmaxArgs())(
         LossInput(positive, scores, negatives.positive_log_q.double(), negatives.log_q.double())
     )
-    counts = (negatives.weights.double() * 7).round().long()
+    counts = (negatives.candidate_weights().double() * 7).round().long()
     reference = []
     for row in range(len(positive)):
         draws = [float(scores[row, k]) for k in range(counts.shape[1]) for _ in range(int(counts[row, k]))]
@@ -118,7 +118,7 @@ def test_bir_iw_resamples_other_positions_with_importance_weights(temperature):
             item_counts(negatives, row, dataset.n_items, m),
             np.bincount(items, weights=weights[row], minlength=dataset.n_items),
         )
-    counts = (negatives.weights.double() * m).round().numpy()
+    counts = (negatives.candidate_weights().double() * m).round().numpy()
     drawn = counts > 0
     expected_log_q = np.log(m * weights[drawn] / counts[drawn])
     np.testing.assert_allclose(negatives.log_q.double().numpy()[drawn], expected_log_q, rtol=1e-5, atol=1e-5)
@@ -172,12 +172,12 @@ def test_xir_draws_half_from_the_batch_and_half_from_the_cache():
     log_p = _log_p64(dataset)
     batch_w = _bir_weights64(batch, log_p, 0.7, own_positive=True)
     cache_w = _bir_weights64(batch, log_p, 0.7, own_positive=True, items=cache.numpy())
-    counts = negatives.weights.double().clone()
+    counts = negatives.candidate_weights().double().clone()
     counts[:, :8] *= (m // 2) / 0.7
     counts[:, 8:] *= (m // 2) / 0.3
     counts = counts.round()
     assert (counts[:, :8].sum(1) == m // 2).all() and (counts[:, 8:].sum(1) == m // 2).all()
-    torch.testing.assert_close(negatives.weights.sum(1), torch.ones(8))
+    torch.testing.assert_close(negatives.candidate_weights().sum(1), torch.ones(8))
     for row in range(8):
         assert_counts_follow(counts[row, :8].numpy(), batch_w[row])
         assert_counts_follow(counts[row, 8:].numpy(), cache_w[row])
@@ -196,7 +196,7 @@ def test_xir_official_cache_rule():
     occurrence = sampler.occurrence.clone()
     cache_before = sampler.cache.clone()
     negatives = sampler.sample(batch)
-    counts = negatives.weights.double() * 5 * 2  # cache_weight 0.5 on both halves of 5 draws
+    counts = negatives.candidate_weights().double() * 5 * 2  # cache_weight 0.5 on both halves of 5 draws
     expected = occurrence.clone().index_add_(0, negatives.items[0], counts.round().sum(0))
     torch.testing.assert_close(sampler.occurrence, expected)
     assert torch.equal(negatives.items[0][16:], cache_before)

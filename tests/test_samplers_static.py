@@ -67,7 +67,11 @@ def test_exclude_train_removes_training_items_and_can_be_turned_off(name, args):
         for _ in range(3):  # xir: the cache fills after the first step
             negatives = sampler.sample(batch)
             items = negatives.items.expand(batch.users.numel(), -1)
-            drawn = torch.ones_like(items, dtype=torch.bool) if negatives.weights is None else negatives.weights > 0
+            drawn = (
+                torch.ones_like(items, dtype=torch.bool)
+                if negatives.weights is None
+                else negatives.candidate_weights() > 0
+            )
             found += int((dataset.train.contains(batch.users[:, None].expand_as(items), items) & drawn).sum())
         return found
 

@@ -21,7 +21,8 @@ class Negatives:
     `log_q` is the log of the probability with which each item was proposed. `positive_log_q` [B] is the same
     quantity for each query's positive item, with the same normaliser as its candidates (a normaliser may be dropped
     only when it is the same for a query's positive and all its candidates, since it then cancels).
-    `weights` (optional, detached, rows summing to 1) re-weight the candidates in pairwise losses.
+    `weights` (optional, detached, rows summing to 1) re-weight the candidates in pairwise losses; given as a function,
+    they are computed only when a loss reads them (`candidate_weights`).
     `keeps_positive`: the draws may hold the query's own positive on purpose (the official BIR/XIR code resamples
     the whole batch and does not mask it), so losses must not mask it.
     `segments` (optional): ((n_columns, weight), ...) splitting the candidate columns, in order, into groups whose
@@ -31,13 +32,17 @@ class Negatives:
     items: torch.Tensor
     log_q: torch.Tensor
     positive_log_q: torch.Tensor
-    weights: torch.Tensor | None = None  # detached per-candidate weights [B, n] for weighted losses
+    weights: torch.Tensor | Callable[[], torch.Tensor] | None = None  # detached [B, n] per-candidate weights
     keeps_positive: bool = False
     segments: tuple[tuple[int, float], ...] | None = None
 
     @property
     def shared(self) -> bool:
         return self.items.shape[0] == 1
+
+    def candidate_weights(self) -> torch.Tensor | None:
+        """The weights [B, n], computed now if they were given as a function."""
+        return self.weights() if callable(self.weights) else self.weights
 
 
 class Batch:

@@ -21,6 +21,7 @@ proof of Theorem 3.2 is the sampler `bir_iw` (recx/samplers/bir_importance.py).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 import torch
 
@@ -84,5 +85,5 @@ class BatchImportanceResampler(Sampler):
         weights = resampling_weights(self, batch, items, self.log_p, training_item_mask(self, batch.users, items))
         counts = draw_counts(weights, m, self.generator)
         positive_log_q = torch.zeros(items.numel(), device=items.device)
-        shares = draw_shares(counts, m)
+        shares = partial(draw_shares, counts, m)  # computed when a pairwise loss reads them
         return Negatives(items[None, :], multiset_log_q(counts), positive_log_q, shares, keeps_positive=True)

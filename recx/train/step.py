@@ -189,7 +189,7 @@ def loss_with(
                 neg_scores,
                 negatives.positive_log_q,
                 negatives.log_q,
-                negatives.weights,
+                negatives.candidate_weights(),
                 users,
                 positives,
                 query,

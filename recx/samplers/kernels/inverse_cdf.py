@@ -50,6 +50,8 @@ def inverse_cdf_counts(probabilities, m, seed):
     for block in numba.prange(n_blocks):
         cdf = np.empty(n_columns, probabilities.dtype)  # a block's rows reuse its buffers
         guide = np.empty(n_buckets + 2, np.int32)
+        uniforms = np.empty(m, probabilities.dtype)
+        row_counts = np.zeros(n_columns, np.int32)  # integer counts in cache, copied out once per row
         for r in range(block * ROWS_PER_BLOCK, min(n_rows, (block + 1) * ROWS_PER_BLOCK)):
             running = 0.0  # float64, cast per entry: torch.cumsum's float32 sums on the CPU, to the bit
             for column in range(n_columns):
@@ -62,36 +64,59 @@ def inverse_cdf_counts(probabilities, m, seed):
                 guide[min(int(cdf[column] * scale), n_buckets) + 1] += 1
             for bucket in range(1, n_buckets + 1):
                 guide[bucket] += guide[bucket - 1]
+            first = np.uint64(r * m + 1)
+            for j in range(m):  # the row's uniforms first: a loop without the searches' branches
+                uniforms[j] = splitmix_uniform(seed, first + np.uint64(j)) * total
             for j in range(m):
-                u = splitmix_uniform(seed, np.uint64(r * m + j + 1)) * total
+                u = uniforms[j]
                 column = guide[min(max(int(u * scale), 0), n_buckets)]
                 while column < n_columns and cdf[column] <= u:
                     column += 1
-                counts[r, min(column, n_columns - 1)] += 1
+                row_counts[min(column, n_columns - 1)] += 1
+            for column in range(n_columns):
+                counts[r, column] = row_counts[column]
+                row_counts[column] = 0
     return counts
+
+
+SMALL_COUNTS = 4096  # counts below this are looked up in a table built per call; larger ones computed
+
+
+@numba.njit(cache=True, nogil=True)
+def _minus_log_table(dtype_sample):
+    """-log c for c = 0..SMALL_COUNTS-1 in the counts' dtype (+inf at 0), by the same expression as the fallback."""
+    table = np.empty(SMALL_COUNTS, dtype_sample.dtype)
+    table[0] = np.inf
+    for count in range(1, SMALL_COUNTS):
+        table[count] = -np.log(dtype_sample.dtype.type(count))
+    return table
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
 def negative_log_counts(counts):
-    """-log c per entry of `counts` [R, K], +inf where c = 0 (torch.log of zeros takes a slow path on the CPU:
-    ~4x this kernel on a [4096, 4096] count matrix)."""
+    """-log c per entry of `counts` [R, K], +inf where c = 0. Counts are whole numbers, mostly small: a table lookup
+    (torch.log of zeros takes a slow path on the CPU, and a log or a branch per entry costs ~4x the lookup on a
+    [2048, 2048] count matrix with 2048 draws a row)."""
+    table = _minus_log_table(counts[:1, 0])
     out = np.empty_like(counts)
     for r in numba.prange(counts.shape[0]):
         for k in range(counts.shape[1]):
             count = counts[r, k]
-            out[r, k] = -np.log(count) if count > 0 else np.inf
+            out[r, k] = table[np.int64(count)] if count < SMALL_COUNTS else -np.log(count)
     return out
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
 def shares_of_draws(counts, m):
-    """c / m per entry of `counts` [R, K] (the share of a row's m draws), dividing only where c > 0: torch's
-    counts / m divides every entry, ~3x this kernel on a [2048, 2048] count matrix with 2048 draws a row."""
-    out = np.zeros_like(counts)
+    """c / m per entry of `counts` [R, K] (the share of a row's m draws), small counts by a table lookup (the same
+    division, done once per value): torch's counts / m divides every entry, ~3x the lookup."""
     draws = counts.dtype.type(m)
+    table = np.zeros(SMALL_COUNTS, counts.dtype)
+    for count in range(1, SMALL_COUNTS):
+        table[count] = counts.dtype.type(count) / draws
+    out = np.empty_like(counts)
     for r in numba.prange(counts.shape[0]):
         for k in range(counts.shape[1]):
             count = counts[r, k]
-            if count > 0:
-                out[r, k] = count / draws
+            out[r, k] = table[np.int64(count)] if count < SMALL_COUNTS else count / draws
     return out
