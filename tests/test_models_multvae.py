@@ -297,3 +297,66 @@ def test_a_cuda_vae_step_issues_no_host_sync(name, loss, sampler):
             runner.optimizer.step()
         finally:
             torch.cuda.set_sync_debug_mode("default")
+
+
+def _trained_fastvae(steps: int = 3, fresh_gradients: bool = False) -> UserEpochs:
+    """FastVAE after `steps` steps of the user runner; `fresh_gradients`: torch's usual loop instead (gradients set
+    to None before each backward, which allocates them anew)."""
+    dataset = random_dataset(n_users=40, n_items=600)
+    config = resolve(
+        {
+            "model": "fastvae",
+            "loss": "softmax",
+            "sampler": "uniform",
+            "n_negatives": 5,
+            "dim": 4,
+            "batch_size": 8,
+            "lr": 0.01,
+            "weight_decay": 0.01,
+            "device": "cpu",
+            "model_args": {"hidden": 6},
+        }
+    )
+    torch.manual_seed(0)
+    model = build_model(config, dataset, torch.device("cpu"))
+    runner = UserEpochs(config, dataset, model, torch.Generator().manual_seed(0))
+    if fresh_gradients:
+        optimizer, step = runner.optimizer, runner.optimizer.step
+
+        def step_then_drop_gradients():
+            step()
+            torch.optim.Adam.zero_grad(optimizer, set_to_none=True)
+
+        torch.optim.Adam.zero_grad(optimizer, set_to_none=True)
+        optimizer.step = step_then_drop_gradients
+    runner.users_all = runner.users
+    runner.users, runner.n_steps = runner.users[:8], 1
+    runner.train_epoch(1, torch.zeros(1), lambda step: None)
+    runner.first_buffers = [
+        table.grad.data_ptr() for table in (model.items, model.encoder_in) if table.grad is not None
+    ]
+    runner.users, runner.n_steps = runner.users_all[: steps * 8], steps
+    runner.train_epoch(2, torch.zeros(steps), lambda step: None)
+    return runner
+
+
+def test_a_users_step_sums_row_sparse_gradients_into_buffers_it_keeps(monkeypatch):
+    """The gathered rows' sparse gradients, summed into the kept dense buffers, train the model as fresh dense
+    gradients do; the buffers are the ones allocated at the start (no table-sized gradient per step)."""
+    from recx.core import gather
+    from recx.models import multvae as model_module
+    from recx.train.runners import users as runner_module
+
+    monkeypatch.setattr(runner_module, "DENSE_SCORES_RATIO", 0)  # every negative gathered, not scored by a product
+    sparse = _trained_fastvae()
+    assert all(not param.grad.is_sparse for param in sparse.model.parameters())
+    assert sparse.first_buffers == [sparse.model.items.grad.data_ptr(), sparse.model.encoder_in.grad.data_ptr()]
+
+    def dense_gather(table, ids, sparse=False):
+        return gather.gather_rows(table, ids)
+
+    monkeypatch.setattr(runner_module, "gather_rows", dense_gather)
+    monkeypatch.setattr(model_module, "gather_rows", dense_gather)
+    dense = _trained_fastvae(fresh_gradients=True)
+    for (name, a), (_, b) in zip(sparse.model.named_parameters(), dense.model.named_parameters(), strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-7, msg=name)

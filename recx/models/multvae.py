@@ -36,6 +36,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from recx.core.errors import RecxError
+from recx.core.gather import gather_rows
 from recx.models import MODELS
 from recx.models.base import Model
 
@@ -126,7 +127,7 @@ class MultVAE(Model):
             keep = torch.rand(rows.shape, generator=generator, device=rows.device) >= dropout
             weights = weights * keep / (1 - dropout)
         hidden = torch.zeros(users.numel(), self.args.hidden, device=users.device, dtype=self.items.dtype)
-        hidden.index_add_(0, rows, self.encoder_in[items] * weights[:, None])
+        hidden.index_add_(0, rows, gather_rows(self.encoder_in, items, sparse=True) * weights[:, None])
         if dropout > 0 and self.args.dropout_at == "hidden":
             keep = torch.rand(hidden.shape, generator=generator, device=hidden.device, dtype=hidden.dtype) >= dropout
             hidden = hidden * keep / (1 - dropout)

@@ -13,7 +13,11 @@ reparameterisation drawn from the run's generator), decodes the queries, and sco
 The objective is Σ_u [nll_u + β_t KL_u] summed over the batch (the official FastVAE code's reduction, the scale at
 which Adam's weight decay of 0.01 was tuned); the recorded step loss is that sum divided by the batch's user count.
 Adam (fused) with `weight_decay` (mode `full`; `batch` mode is an MF notion and is refused), its learning rate
-stepped down between epochs by the run's schedule (recx.train.schedule; the official FastVAE code's StepLR).
+stepped down between epochs by the run's schedule (recx.train.schedule; the official FastVAE code's StepLR). The
+tables read by row (the encoder's; FastVAE's item table) keep a dense gradient buffer, allocated once and zeroed in
+place each step, into which their gathered rows' row-sparse gradients are summed (recx.core.gather): at 1.5M items
+a fresh [M, 200] gradient per table and step cost 0.3-1 s of page faults (282K-559K faults a step, measured with
+bench/fastvae_speed.py's shapes). Mult-VAE's item table, whose gradient is a dense product, takes it as before.
 """
 
 from __future__ import annotations
@@ -63,13 +67,13 @@ def sampled_softmax_nll(
 ) -> torch.Tensor:
     """Σ over (row, positive) pairs of the logQ-corrected sampled softmax over {positive} ∪ Φ_row."""
     if negatives.shared:
-        negative_scores = query @ gather_rows(item_table, negatives.items[0]).T
+        negative_scores = query @ gather_rows(item_table, negatives.items[0], sparse=True).T
     elif item_table.shape[0] <= DENSE_SCORES_RATIO * negatives.items.shape[1]:
         negative_scores = (query @ item_table.T).gather(1, negatives.items)
     else:
-        negative_scores = torch.einsum("bd,bnd->bn", query, gather_rows(item_table, negatives.items))
+        negative_scores = torch.einsum("bd,bnd->bn", query, gather_rows(item_table, negatives.items, sparse=True))
     negative_lse = torch.logsumexp(negative_scores - negatives.log_q, dim=1)
-    positive = (gather_rows(query, rows) * gather_rows(item_table, positives)).sum(-1) - positive_log_q
+    positive = (gather_rows(query, rows) * gather_rows(item_table, positives, sparse=True)).sum(-1) - positive_log_q
     return (torch.logaddexp(positive, gather_rows(negative_lse, rows)) - positive).sum()
 
 
@@ -86,6 +90,7 @@ class UserEpochs(EpochRunner):
         if config.weight_decay_mode == "batch":
             raise RecxError(f"weight_decay_mode 'batch' is not defined for model {config.model!r}; use full or none")
         decay = config.weight_decay if config.weight_decay_mode == "full" else 0.0
+        self.kept_gradients = [model.encoder_in] + ([model.items] if model.sampled_softmax else [])
         self.optimizer = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=decay, fused=True)
         self.schedule = EpochSchedule(self.optimizer, config)
         self.sampler = build_sampler(config, dataset, generator) if model.sampled_softmax else None
@@ -121,6 +126,18 @@ class UserEpochs(EpochRunner):
             negatives.log_q = torch.where(torch.isinf(negatives.log_q), negatives.log_q, 0.0)
         return sampled_softmax_nll(query, item_table, rows, positives, positive_log_q, negatives)
 
+    def clear_gradients(self) -> None:
+        """Zero the kept gradient buffers in place (allocated on first use: their gathered rows' sparse gradients
+        are summed into them); drop the others (backward hands over fresh ones)."""
+        kept = {id(table) for table in self.kept_gradients}
+        for param in self.model.parameters():
+            if id(param) not in kept:
+                param.grad = None
+            elif param.grad is None:
+                param.grad = torch.zeros_like(param)
+            else:
+                param.grad.zero_()
+
     def history_sizes(self, order: torch.Tensor) -> list[int]:
         """Training items per step's users, read once per epoch (the only host read of an epoch's steps on CUDA)."""
         indptr = self.model.history_indptr
@@ -138,7 +155,7 @@ class UserEpochs(EpochRunner):
         for step in range(self.n_steps):
             users = order[step * config.batch_size : (step + 1) * config.batch_size]
             objective = self.batch_objective(users, sizes[step])
-            self.optimizer.zero_grad(set_to_none=True)
+            self.clear_gradients()
             objective.backward()
             self.optimizer.step()
             self.updates += 1
