@@ -13,11 +13,11 @@ reparameterisation drawn from the run's generator), decodes the queries, and sco
 The objective is Σ_u [nll_u + β_t KL_u] summed over the batch (the official FastVAE code's reduction, the scale at
 which Adam's weight decay of 0.01 was tuned); the recorded step loss is that sum divided by the batch's user count.
 Adam (fused) with `weight_decay` (mode `full`; `batch` mode is an MF notion and is refused), its learning rate
-stepped down between epochs by the run's schedule (recx.train.schedule; the official FastVAE code's StepLR). The
-tables read by row (the encoder's; FastVAE's item table) keep a dense gradient buffer, allocated once and zeroed in
+stepped down between epochs by the run's schedule (recx.train.schedule; the official FastVAE code's StepLR).
+FastVAE's encoder and item tables (`row_sparse_gradients`) keep a dense gradient buffer, allocated once and zeroed in
 place each step, into which their gathered rows' row-sparse gradients are summed (recx.core.gather): at 1.5M items
 a fresh [M, 200] gradient per table and step cost 0.3-1 s of page faults (282K-559K faults a step, measured with
-bench/fastvae_speed.py's shapes). Mult-VAE's item table, whose gradient is a dense product, takes it as before.
+bench/fastvae_speed.py's shapes). Mult-VAE takes fresh gradients, as before.
 """
 
 from __future__ import annotations
@@ -64,16 +64,20 @@ def sampled_softmax_nll(
     positives: torch.Tensor,
     positive_log_q: torch.Tensor,
     negatives,
+    row_sparse: bool = False,
 ) -> torch.Tensor:
-    """Σ over (row, positive) pairs of the logQ-corrected sampled softmax over {positive} ∪ Φ_row."""
+    """Σ over (row, positive) pairs of the logQ-corrected sampled softmax over {positive} ∪ Φ_row; `row_sparse`: the
+    gathered item rows send a row-sparse gradient (recx.core.gather)."""
     if negatives.shared:
-        negative_scores = query @ gather_rows(item_table, negatives.items[0], sparse=True).T
+        negative_scores = query @ gather_rows(item_table, negatives.items[0], sparse=row_sparse).T
     elif item_table.shape[0] <= DENSE_SCORES_RATIO * negatives.items.shape[1]:
         negative_scores = (query @ item_table.T).gather(1, negatives.items)
     else:
-        negative_scores = torch.einsum("bd,bnd->bn", query, gather_rows(item_table, negatives.items, sparse=True))
+        negative_scores = torch.einsum("bd,bnd->bn", query, gather_rows(item_table, negatives.items, sparse=row_sparse))
     negative_lse = torch.logsumexp(negative_scores - negatives.log_q, dim=1)
-    positive = (gather_rows(query, rows) * gather_rows(item_table, positives, sparse=True)).sum(-1) - positive_log_q
+    positive = (gather_rows(query, rows) * gather_rows(item_table, positives, sparse=row_sparse)).sum(
+        -1
+    ) - positive_log_q
     return (torch.logaddexp(positive, gather_rows(negative_lse, rows)) - positive).sum()
 
 
@@ -90,7 +94,7 @@ class UserEpochs(EpochRunner):
         if config.weight_decay_mode == "batch":
             raise RecxError(f"weight_decay_mode 'batch' is not defined for model {config.model!r}; use full or none")
         decay = config.weight_decay if config.weight_decay_mode == "full" else 0.0
-        self.kept_gradients = [model.encoder_in] + ([model.items] if model.sampled_softmax else [])
+        self.kept_gradients = [model.encoder_in, model.items] if model.row_sparse_gradients else []
         self.optimizer = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=decay, fused=True)
         self.schedule = EpochSchedule(self.optimizer, config)
         self.sampler = build_sampler(config, dataset, generator) if model.sampled_softmax else None
@@ -124,7 +128,9 @@ class UserEpochs(EpochRunner):
         if not self.config.loss_args["logq_correction"]:
             positive_log_q = torch.zeros_like(positive_log_q)
             negatives.log_q = torch.where(torch.isinf(negatives.log_q), negatives.log_q, 0.0)
-        return sampled_softmax_nll(query, item_table, rows, positives, positive_log_q, negatives)
+        return sampled_softmax_nll(
+            query, item_table, rows, positives, positive_log_q, negatives, self.model.row_sparse_gradients
+        )
 
     def clear_gradients(self) -> None:
         """Zero the kept gradient buffers in place (allocated on first use: their gathered rows' sparse gradients
