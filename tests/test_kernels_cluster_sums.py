@@ -5,7 +5,7 @@ import numba
 import torch
 
 from recx.core.device_paths import forced_accelerator_branches
-from recx.samplers.kmeans import cluster_sums_of
+from recx.samplers.kmeans import cluster_sums_of, kmeans
 
 
 def test_cluster_sums_against_a_float64_reference_and_the_one_hot_product():
@@ -34,3 +34,15 @@ def test_cluster_sums_do_not_depend_on_the_thread_count():
         results.append(cluster_sums_of(points, labels, 3)[0])
     numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
     assert torch.equal(results[0], results[1])
+
+
+def test_a_lloyd_iteration_assigns_by_the_written_distance():
+    """One iteration's labels are the argmin of ‖x‖² - 2 x·c + ‖c‖² as the official code writes it, and its
+    centroids are the means of those clusters."""
+    points = torch.randn(4000, 12, generator=torch.Generator().manual_seed(3))
+    start = points[:7].clone()
+    centroids, labels = kmeans(points, start, 1, 0.0, torch.Generator().manual_seed(0))
+    distances = points.pow(2).sum(-1, keepdim=True) - 2 * (points @ start.T) + start.pow(2).sum(-1)[None, :]
+    assert torch.equal(labels, distances.argmin(-1))
+    for k in range(7):
+        torch.testing.assert_close(centroids[k], points[labels == k].mean(0), rtol=1e-5, atol=1e-6)

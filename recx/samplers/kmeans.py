@@ -46,7 +46,8 @@ def kmeans(
     previous = math.inf
     labels = torch.zeros(points.shape[0], dtype=torch.int64, device=points.device)
     for _ in range(max_iterations):
-        distances = squared_norms - 2 * (points @ centroids.T) + centroids.pow(2).sum(-1)[None, :]
+        # (‖x‖² - 2 x·c) + ‖c‖² as written above, the first two in the product's epilogue (scaling by -2 is exact)
+        distances = torch.addmm(squared_norms, points, centroids.T, alpha=-2).add_(centroids.pow(2).sum(-1)[None, :])
         labels = distances.argmin(-1)
         loss = float(distances.gather(1, labels[:, None]).sum())
         if previous - loss < previous * tolerance:
