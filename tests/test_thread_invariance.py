@@ -4,7 +4,8 @@
 The cases are the ones whose numbers once changed with the thread count: advanced indexing's backward
 (`table[ids]`, a thread-dependent sum over repeated ids; recx.core.gather.gather_rows replaces it) under the
 whole-table scoring that BIR, XIR and the shared-candidate softmax take when the batch is as large as the catalogue;
-and the compiled kernels that split rows among threads (BPR's row gradients, WRMF's per-row CG).
+and the compiled kernels that split rows among threads (BPR's row gradients, WRMF's per-row CG); FastVAE's row-sparse
+gradients summed into its kept buffers.
 Tensors are big enough for torch to split its loops over two threads (a 2048 x 64 gradient).
 """
 
@@ -54,6 +55,7 @@ CASES = {
     "shared softmax": {"loss": "softmax", "sampler": "uniform", "n_negatives": 2000, "sampler_args": {"shared": True}},
     "bpr": {"loss": "bpr", "sampler": "uniform"},
     "wrmf": {"model": "wrmf"},
+    "fastvae": {"model": "fastvae", "loss": "softmax", "sampler": "uniform", "n_negatives": 20, "batch_size": 256},
 }
 
 
