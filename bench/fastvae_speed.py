@@ -4,7 +4,9 @@ Synthetic user histories (Zipf item popularity, `--users` users of about `--mean
 `--items` items (default 40K and 200K on CPU; 1.5M added on CUDA). For each catalogue:
 - epoch time of Mult-VAE (full softmax) and FastVAE (uniform, MIDX_Uni, MIDX_Pop; `--negatives` per user), as
   codebook rebuild + steps per epoch x the mean time of `--steps` timed steps (after one warm-up step), with the
-  sampler's share of it measured separately; the ratio is Mult-VAE's epoch time over FastVAE's;
+  sampler's share of it measured separately; the ratio is Mult-VAE's epoch time over FastVAE's; each step's
+  optimizer time (the dense Adam over every row, which both take) too, with the speed-up it bounds (Mult-VAE's step
+  over FastVAE's optimizer step; 1.5M items on the CPU: `--items 1500000 --steps 3`, ~16 GB peak);
 - time of one sampling call (256 queries x `--negatives` draws, hidden size 200) of each sampler, and its ratio to
   uniform sampling (the paper: MIDX_Uni ~1.5 s vs < 0.5 s per epoch);
 - time of the positives' log q of one step (the 256 users' training items as (user, item) pairs) with each
