@@ -82,22 +82,14 @@ def inverse_cdf_counts(probabilities, m, seed):
 SMALL_COUNTS = 4096  # counts below this are looked up in a table built per call; larger ones computed
 
 
-@numba.njit(cache=True, nogil=True)
-def _minus_log_table(dtype_sample):
-    """-log c for c = 0..SMALL_COUNTS-1 in the counts' dtype (+inf at 0), by the same expression as the fallback."""
-    table = np.empty(SMALL_COUNTS, dtype_sample.dtype)
-    table[0] = np.inf
-    for count in range(1, SMALL_COUNTS):
-        table[count] = -np.log(dtype_sample.dtype.type(count))
-    return table
-
-
 @numba.njit(cache=True, nogil=True, parallel=True)
 def negative_log_counts(counts):
     """-log c per entry of `counts` [R, K], +inf where c = 0. Counts are whole numbers, mostly small: a table lookup
     (torch.log of zeros takes a slow path on the CPU, and a log or a branch per entry costs ~4x the lookup on a
     [2048, 2048] count matrix with 2048 draws a row)."""
-    table = _minus_log_table(counts[:1, 0])
+    table = np.full(SMALL_COUNTS, np.inf, counts.dtype)  # the fallback's expression, once per value
+    for count in range(1, SMALL_COUNTS):
+        table[count] = -np.log(counts.dtype.type(count))
     out = np.empty_like(counts)
     for r in numba.prange(counts.shape[0]):
         for k in range(counts.shape[1]):

@@ -75,9 +75,8 @@ def sampled_softmax_nll(
     else:
         negative_scores = torch.einsum("bd,bnd->bn", query, gather_rows(item_table, negatives.items, sparse=row_sparse))
     negative_lse = torch.logsumexp(negative_scores - negatives.log_q, dim=1)
-    positive = (gather_rows(query, rows) * gather_rows(item_table, positives, sparse=row_sparse)).sum(
-        -1
-    ) - positive_log_q
+    positive_rows = gather_rows(item_table, positives, sparse=row_sparse)
+    positive = (gather_rows(query, rows) * positive_rows).sum(-1) - positive_log_q
     return (torch.logaddexp(positive, gather_rows(negative_lse, rows)) - positive).sum()
 
 
@@ -94,7 +93,9 @@ class UserEpochs(EpochRunner):
         if config.weight_decay_mode == "batch":
             raise RecxError(f"weight_decay_mode 'batch' is not defined for model {config.model!r}; use full or none")
         decay = config.weight_decay if config.weight_decay_mode == "full" else 0.0
-        self.kept_gradients = [model.encoder_in, model.items] if model.row_sparse_gradients else []
+        self.kept_gradients = {  # ids of the tables whose gradient buffers are kept (clear_gradients)
+            id(table) for table in ((model.encoder_in, model.items) if model.row_sparse_gradients else ())
+        }
         self.optimizer = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=decay, fused=True)
         self.schedule = EpochSchedule(self.optimizer, config)
         self.sampler = build_sampler(config, dataset, generator) if model.sampled_softmax else None
@@ -135,9 +136,8 @@ class UserEpochs(EpochRunner):
     def clear_gradients(self) -> None:
         """Zero the kept gradient buffers in place (allocated on first use: their gathered rows' sparse gradients
         are summed into them); drop the others (backward hands over fresh ones)."""
-        kept = {id(table) for table in self.kept_gradients}
         for param in self.model.parameters():
-            if id(param) not in kept:
+            if id(param) not in self.kept_gradients:
                 param.grad = None
             elif param.grad is None:
                 param.grad = torch.zeros_like(param)
