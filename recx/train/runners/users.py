@@ -93,9 +93,6 @@ class UserEpochs(EpochRunner):
         if config.weight_decay_mode == "batch":
             raise RecxError(f"weight_decay_mode 'batch' is not defined for model {config.model!r}; use full or none")
         decay = config.weight_decay if config.weight_decay_mode == "full" else 0.0
-        self.kept_gradients = {  # ids of the tables whose gradient buffers are kept (clear_gradients)
-            id(table) for table in ((model.encoder_in, model.items) if model.row_sparse_gradients else ())
-        }
         self.optimizer = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=decay, fused=True)
         self.schedule = EpochSchedule(self.optimizer, config)
         self.sampler = build_sampler(config, dataset, generator) if model.sampled_softmax else None
@@ -136,8 +133,10 @@ class UserEpochs(EpochRunner):
     def clear_gradients(self) -> None:
         """Zero the kept gradient buffers in place (allocated on first use: their gathered rows' sparse gradients
         are summed into them); drop the others (backward hands over fresh ones)."""
-        for param in self.model.parameters():
-            if id(param) not in self.kept_gradients:
+        model = self.model
+        kept = {id(model.encoder_in), id(model.items)} if model.row_sparse_gradients else set()
+        for param in model.parameters():
+            if id(param) not in kept:
                 param.grad = None
             elif param.grad is None:
                 param.grad = torch.zeros_like(param)
