@@ -35,7 +35,7 @@ def bpr_row_gradients(user_table, item_table, users, ids, pair_weight):
     d = user_table.shape[1]
     dtype = user_table.dtype
     pair_losses = np.empty((n_queries, n_rows - 1), dtype)
-    user_grads = np.zeros((n_queries, d), dtype)
+    user_grads = np.empty((n_queries, d), dtype)
     row_grads = np.empty((n_queries, n_rows, d), dtype)
     weights = np.empty((n_queries, n_rows), dtype)
     threshold = dtype.type(SOFTPLUS_THRESHOLD)
@@ -56,7 +56,11 @@ def bpr_row_gradients(user_table, item_table, users, ids, pair_weight):
             weights[b, j] = weight
             positive_weight -= weight
         weights[b, 0] = positive_weight
-        for j in range(n_rows):
+        positive = ids[b, 0]
+        for c in range(d):
+            user_grads[b, c] = positive_weight * item_table[positive, c]
+            row_grads[b, 0, c] = positive_weight * user_table[user, c]
+        for j in range(1, n_rows):
             item = ids[b, j]
             weight = weights[b, j]
             for c in range(d):

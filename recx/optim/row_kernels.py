@@ -16,6 +16,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from recx.core.lanes import dot_rows
 from recx.core.prefetch import PREFETCH_DISTANCE, prefetch_row, prefetch_whole_row
 
 
@@ -85,16 +86,15 @@ def adagrad_step(rows, values, slot, param, squares, lr, eps):
 
 @numba.njit(cache=True, nogil=True, parallel=True)
 def rowwise_adagrad_step(rows, values, slot, param, squares, lr, eps, inverse_dim):
-    """s_r ← s_r + mean_j g_rj², θ_r ← θ_r - lr g_r / (√s_r + ε) (one accumulator per row)."""
+    """s_r ← s_r + mean_j g_rj², θ_r ← θ_r - lr g_r / (√s_r + ε) (one accumulator per row). Σ_j g_rj² is summed in
+    eight interleaved partial sums (recx.core.lanes): one chain of d dependent additions made the row's update
+    wait on it."""
     distinct, sums = distinct_sums(rows, values, slot)
     for j in numba.prange(distinct.shape[0]):
         _prefetch_rows_ahead(distinct, j, param)
         _prefetch_ahead(distinct, j, squares)
         row = distinct[j]
-        mean = sums[j, 0] * sums[j, 0]
-        for c in range(1, sums.shape[1]):
-            mean += sums[j, c] * sums[j, c]
-        total = squares[row] + mean * inverse_dim
+        total = squares[row] + dot_rows(sums, j, sums, j) * inverse_dim
         squares[row] = total
         step = -lr / (np.sqrt(total) + eps)
         for c in range(sums.shape[1]):
