@@ -43,19 +43,38 @@ def _dense_part(out, z, r, matrix, uniform, gram_scale, ridge):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
+def _entry_weight(z, r, e, j, other, extra, target, with_target):
+    """w_e = c_e (y_e · z[r]), or t_e - c_e (y_e · z[r]) `with_target`."""
+    weight = extra[e] * dot_rows(other, j, z, r)
+    return target[e] - weight if with_target else weight
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
 def _add_entries(out, z, r, indptr, neighbours, other, extra, target, with_target):
-    """out[r] += Σ_e w_e y_e over row r's entries, w_e = c_e (y_e · z[r]), or t_e - c_e (y_e · z[r]) `with_target`:
-    one pass over the neighbours' rows."""
-    end = indptr[r + 1]
-    for e in range(indptr[r], end):
+    """out[r] += Σ_e w_e y_e over row r's entries (`_entry_weight`): one pass over the neighbours' rows, four
+    entries at a time so that out[r] is read and written once per four (each element still adds the entries in
+    order, so the sums are those of one entry at a time)."""
+    start, end = indptr[r], indptr[r + 1]
+    e = start
+    while e + 4 <= end:
+        for ahead in range(e + PREFETCH_DISTANCE, min(e + PREFETCH_DISTANCE + 4, end)):
+            prefetch_whole_row(other, neighbours[ahead])
+        j0, j1, j2, j3 = neighbours[e], neighbours[e + 1], neighbours[e + 2], neighbours[e + 3]
+        w0 = _entry_weight(z, r, e, j0, other, extra, target, with_target)
+        w1 = _entry_weight(z, r, e + 1, j1, other, extra, target, with_target)
+        w2 = _entry_weight(z, r, e + 2, j2, other, extra, target, with_target)
+        w3 = _entry_weight(z, r, e + 3, j3, other, extra, target, with_target)
+        for i in range(z.shape[1]):
+            out[r, i] = out[r, i] + w0 * other[j0, i] + w1 * other[j1, i] + w2 * other[j2, i] + w3 * other[j3, i]
+        e += 4
+    while e < end:
         if e + PREFETCH_DISTANCE < end:
             prefetch_whole_row(other, neighbours[e + PREFETCH_DISTANCE])
         j = neighbours[e]
-        weight = extra[e] * dot_rows(other, j, z, r)
-        if with_target:
-            weight = target[e] - weight
+        weight = _entry_weight(z, r, e, j, other, extra, target, with_target)
         for i in range(z.shape[1]):
             out[r, i] += weight * other[j, i]
+        e += 1
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
