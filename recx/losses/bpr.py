@@ -49,14 +49,12 @@ class BPR(Loss):
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(loss, user row gradients [B, d], candidate row gradients [B, 1 + k, d]) of unweighted BPR on the dot
         scores of user_table[users] [B, d] with item_table[ids] [B, 1 + k, d] (positive first), CPU tables only:
-        the compiled pass of recx.losses.bpr_rows, the loss reduced as `__call__` reduces it."""
+        the compiled pass of recx.losses.bpr_rows, the loss reduced as `__call__` reduces it (summed in float64)."""
         n_queries, n_negatives = ids.shape[0], ids.shape[1] - 1
         scalar = user_table.detach().numpy().dtype.type
         mean = self.args.reduction == "mean"
         pair_weight = scalar(1.0) / scalar(n_queries) / scalar(n_negatives) if mean else scalar(1.0)
-        pair_losses, user_grads, row_grads = bpr_row_gradients(
+        loss, user_grads, row_grads = bpr_row_gradients(
             user_table.detach().numpy(), item_table.detach().numpy(), users.numpy(), ids.numpy(), pair_weight
         )
-        pairwise = torch.from_numpy(pair_losses)
-        loss = pairwise.mean(dim=1).mean() if mean else pairwise.sum(dim=1).sum()
-        return loss, torch.from_numpy(user_grads), torch.from_numpy(row_grads)
+        return torch.tensor(loss, dtype=user_table.dtype), torch.from_numpy(user_grads), torch.from_numpy(row_grads)

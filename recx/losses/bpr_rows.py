@@ -10,11 +10,12 @@ where c is the loss's weight of one pair (1/(B k) for the mean over queries of t
 sum). This is the gradient autograd forms through the row gathers, the row dots (recx.models.row_dots), softplus
 and the reduction, with the same float32 operations in the same order (softplus with torch's threshold 20, its
 derivative as z / (z + 1), z = e^x), except the dot products, summed in eight interleaved partial sums (recx.core.lanes)
-where the row dots sum in order, and e^x, from another library: results agree to rounding.
+where the row dots sum in order, and e^x, from another library: results agree to rounding. The loss,
+c Σ_b Σ_j ℓ[b, j], is summed in float64 in query order after the parallel pass (torch's mean sums in float32).
 Queries run in parallel, each on its own, so the numbers do not depend on the thread count.
 
-Shapes: user_table [N_u, d], item_table [N_i, d], users [B], ids [B, 1 + k] -> pair losses [B, k], user row
-gradients [B, d], candidate row gradients [B, 1 + k, d], in the tables' dtype.
+Shapes: user_table [N_u, d], item_table [N_i, d], users [B], ids [B, 1 + k] -> the loss (a float), user row
+gradients [B, d], candidate row gradients [B, 1 + k, d] in the tables' dtype.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ def bpr_row_gradients(user_table, item_table, users, ids, pair_weight):
     n_queries, n_rows = ids.shape
     d = user_table.shape[1]
     dtype = user_table.dtype
-    pair_losses = np.empty((n_queries, n_rows - 1), dtype)
+    query_losses = np.empty(n_queries, np.float64)
     user_grads = np.empty((n_queries, d), dtype)
     row_grads = np.empty((n_queries, n_rows, d), dtype)
     weights = np.empty((n_queries, n_rows), dtype)
@@ -48,14 +49,16 @@ def bpr_row_gradients(user_table, item_table, users, ids, pair_weight):
         user = users[b]
         positive_score = dot_rows(user_table, user, item_table, ids[b, 0])
         positive_weight = dtype.type(0.0)
+        query_loss = 0.0
         for j in range(1, n_rows):
             x = dot_rows(user_table, user, item_table, ids[b, j]) - positive_score
             z = np.exp(x)
-            pair_losses[b, j - 1] = x if x > threshold else np.log1p(z)
+            query_loss += x if x > threshold else np.log1p(z)
             weight = pair_weight if x > threshold else pair_weight * z / (z + one)
             weights[b, j] = weight
             positive_weight -= weight
         weights[b, 0] = positive_weight
+        query_losses[b] = query_loss
         positive = ids[b, 0]
         for c in range(d):
             user_grads[b, c] = positive_weight * item_table[positive, c]
@@ -66,4 +69,7 @@ def bpr_row_gradients(user_table, item_table, users, ids, pair_weight):
             for c in range(d):
                 user_grads[b, c] += weight * item_table[item, c]
                 row_grads[b, j, c] = weight * user_table[user, c]
-    return pair_losses, user_grads, row_grads
+    total = 0.0
+    for b in range(n_queries):
+        total += query_losses[b]
+    return total * pair_weight, user_grads, row_grads
