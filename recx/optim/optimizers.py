@@ -83,16 +83,8 @@ class RowSparseOptimizer(torch.optim.Optimizer):
         self.step()
 
     def _kernel_rows(self, param: torch.Tensor, rows: torch.Tensor, values: torch.Tensor, group: dict) -> None:
-        values = values.contiguous()
-        self.kernel_step(
-            rows.numpy(),
-            values.view(values.shape[0], -1).numpy(),
-            self._slot(param),
-            param,
-            self.state[param],
-            group,
-            values.numpy().dtype.type,
-        )
+        grad = _rows_of(values.contiguous())
+        self.kernel_step(rows.numpy(), grad, self._slot(param), param, self.state[param], group, grad.dtype.type)
 
     def _slot(self, param: torch.Tensor) -> np.ndarray:
         """The kernels' scratch for `param`: -1 per row (kept outside the optimizer state, so not checkpointed)."""
@@ -125,8 +117,9 @@ class RowSparseOptimizer(torch.optim.Optimizer):
 
 
 def _rows_of(tensor: torch.Tensor) -> np.ndarray:
-    """A [N, d] numpy view of a parameter or state tensor (torch's view raises rather than copy)."""
-    return tensor.detach().view(tensor.shape[0], -1).numpy()
+    """A [N, d] numpy view of a parameter, state or gradient tensor (torch's view raises rather than copy)."""
+    tensor = tensor.detach()
+    return tensor.numpy() if tensor.dim() == 2 else tensor.view(tensor.shape[0], -1).numpy()
 
 
 class TouchedRows:
