@@ -25,6 +25,7 @@ import torch
 
 from recx.core.device_paths import accelerator_branch
 from recx.core.errors import RecxError
+from recx.core.row_occurrences import slot_scratch
 from recx.optim import row_kernels
 
 OPTIMIZERS = ("adam", "lazy_adam", "adagrad", "rowwise_adagrad", "sgd")
@@ -47,7 +48,7 @@ class RowSparseOptimizer(torch.optim.Optimizer):
     """Applies the optimizer's rule to the rows a gradient touches.
 
     A row-sparse gradient on the host branch goes to `kernel_step`, the optimizer's compiled kernel
-    (recx.optim.row_kernels: repeated rows summed in listing order, then each distinct row updated). On the
+    (recx.optim.row_kernels: repeated rows summed in listing order by `summed_rows`, then each distinct row updated). On the
     accelerator branch (CUDA, or `sync_free` set) it goes to `update` with repeated rows summed in a zero buffer that
     is reset after, without learning how many distinct rows there are (no host sync). A dense gradient goes to
     `update` with every row."""
@@ -83,15 +84,9 @@ class RowSparseOptimizer(torch.optim.Optimizer):
         self.step()
 
     def _kernel_rows(self, param: torch.Tensor, rows: torch.Tensor, values: torch.Tensor, group: dict) -> None:
-        grad = _rows_of(values.contiguous())
-        self.kernel_step(rows.numpy(), grad, self._slot(param), param, self.state[param], group, grad.dtype.type)
-
-    def _slot(self, param: torch.Tensor) -> np.ndarray:
-        """The kernels' scratch for `param`: -1 per row (kept outside the optimizer state, so not checkpointed)."""
-        slots: dict[torch.Tensor, np.ndarray] = self.__dict__.setdefault("_slots", {})
-        if param not in slots:
-            slots[param] = np.full(param.shape[0], -1, dtype=np.int64)
-        return slots[param]
+        slot = slot_scratch(param.shape[0])
+        distinct, sums = row_kernels.summed_rows(rows.numpy(), _rows_of(values.contiguous()), slot)
+        self.kernel_step(distinct, sums, param, self.state[param], group)
 
     @staticmethod
     def _summed_rows(sparse: torch.Tensor, state: dict) -> tuple[torch.Tensor, torch.Tensor]:
@@ -109,10 +104,9 @@ class RowSparseOptimizer(torch.optim.Optimizer):
     def update(self, param, touched: "TouchedRows", grad, state, group) -> None:
         raise NotImplementedError
 
-    def kernel_step(self, rows, values, slot, param, state, group, scalar) -> None:
-        """The compiled step: `rows` [n] and `values` [n, d] numpy views of the gradient, `slot` the scratch, `param`
-        the parameter (its kernel view: `_rows_of`); `scalar` the table's dtype (the kernel's scalars are cast to
-        it)."""
+    def kernel_step(self, distinct: np.ndarray, sums: np.ndarray, param, state, group) -> None:
+        """The compiled update of the distinct rows `distinct` [k] by their summed gradients `sums` [k, d] (numpy),
+        `param` the parameter (its kernel view: `_rows_of`); the kernel's scalars are cast to the gradient's dtype."""
         raise NotImplementedError
 
 
@@ -154,8 +148,8 @@ class RowSparseSGD(RowSparseOptimizer):
     def update(self, param, touched, grad, state, group) -> None:
         touched.add(param, grad * -group["lr"])
 
-    def kernel_step(self, rows, values, slot, param, state, group, scalar) -> None:
-        row_kernels.sgd_step(rows, values, slot, _rows_of(param), scalar(group["lr"]))
+    def kernel_step(self, distinct, sums, param, state, group) -> None:
+        row_kernels.sgd_update(distinct, sums, _rows_of(param), sums.dtype.type(group["lr"]))
 
 
 class RowSparseAdagrad(RowSparseOptimizer):
@@ -175,11 +169,9 @@ class RowSparseAdagrad(RowSparseOptimizer):
         touched.add(sums, grad_squared)
         touched.add(param, grad.div(squares.sqrt_().add_(group["eps"])).mul_(-group["lr"]))
 
-    def kernel_step(self, rows, values, slot, param, state, group, scalar) -> None:
-        squares = _rows_of(self._squares(param, state))
-        row_kernels.adagrad_step(
-            rows, values, slot, _rows_of(param), squares, scalar(group["lr"]), scalar(group["eps"])
-        )
+    def kernel_step(self, distinct, sums, param, state, group) -> None:
+        squares, scalar = _rows_of(self._squares(param, state)), sums.dtype.type
+        row_kernels.adagrad_update(distinct, sums, _rows_of(param), squares, scalar(group["lr"]), scalar(group["eps"]))
 
 
 class RowwiseAdagrad(RowSparseOptimizer):
@@ -202,10 +194,10 @@ class RowwiseAdagrad(RowSparseOptimizer):
         step = squares.sqrt_().add_(group["eps"]).reciprocal_().mul_(-group["lr"])
         touched.add(param, grad * step.view(grad.shape[:1] + (1,) * max(grad.dim() - 1, 0)))
 
-    def kernel_step(self, rows, values, slot, param, state, group, scalar) -> None:
-        squares = self._squares(param, state).numpy()
-        lr, eps, inverse_dim = scalar(group["lr"]), scalar(group["eps"]), scalar(1.0 / values.shape[1])
-        row_kernels.rowwise_adagrad_step(rows, values, slot, _rows_of(param), squares, lr, eps, inverse_dim)
+    def kernel_step(self, distinct, sums, param, state, group) -> None:
+        squares, scalar = self._squares(param, state).numpy(), sums.dtype.type
+        lr, eps, inverse_dim = scalar(group["lr"]), scalar(group["eps"]), scalar(1.0 / sums.shape[1])
+        row_kernels.rowwise_adagrad_update(distinct, sums, _rows_of(param), squares, lr, eps, inverse_dim)
 
 
 class LazyAdam(RowSparseOptimizer):
@@ -252,13 +244,12 @@ class LazyAdam(RowSparseOptimizer):
         touched.write(state["exp_avg_sq"], second)
         touched.add(param, change)
 
-    def kernel_step(self, rows, values, slot, param, state, group, scalar) -> None:
+    def kernel_step(self, distinct, sums, param, state, group) -> None:
         self._counted(param, state)
-        (beta1, beta2), t = group["betas"], float(state["step"])
-        row_kernels.lazy_adam_step(
-            rows,
-            values,
-            slot,
+        (beta1, beta2), t, scalar = group["betas"], float(state["step"]), sums.dtype.type
+        row_kernels.lazy_adam_update(
+            distinct,
+            sums,
             _rows_of(param),
             _rows_of(state["exp_avg"]),
             _rows_of(state["exp_avg_sq"]),

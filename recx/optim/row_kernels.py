@@ -1,14 +1,17 @@
 """Compiled CPU kernels (numba) for the row-sparse optimizers' step on a row-sparse gradient.
 
-A gradient read through `F.embedding(..., sparse=True)` lists a row once per lookup. Each kernel sums the listed
-gradient rows of every distinct row in the order they are listed (the sums `index_add_` forms), then applies its
-optimizer's rule to each distinct row, rows in parallel. A row's result depends only on its own summed gradient
-and state, so a step's numbers do not depend on the thread count. One pass over the listed rows replaces torch's
-sort-based `unique`, the gathers, a dozen elementwise passes and the scattered writes (`recx.optim.optimizers`).
+A gradient read through `F.embedding(..., sparse=True)` lists a row once per lookup. `summed_rows` sums the listed
+gradient rows of every distinct row in the order they are listed (the sums `index_add_` forms), in one serial pass
+on one thread and distinct rows in parallel on more (recx.core.row_occurrences: at 2 threads a Gowalla BPR epoch
+0.208 -> 0.186 s; on one thread the serial pass is 8% faster); each `*_update` kernel applies its optimizer's rule to each distinct row,
+rows in parallel. A row's result depends only on its own summed gradient and state, so a step's numbers do not
+depend on the thread count. This replaces torch's sort-based `unique`, the gathers, a dozen elementwise passes and
+the scattered writes (`recx.optim.optimizers`).
 
 Shapes: `rows` [n] int64 (row ids, repeats allowed), `values` [n, d] (the listed gradient rows), `slot` [N] int64
-(a scratch of the table's length holding -1; restored to -1 before returning), `param` [N, d], state [N, d] or [N].
-Scalars arrive in the table's dtype (`one_*` are 1 - β), so float32 tables are updated in float32 arithmetic.
+(recx.core.row_occurrences), `distinct` [k] (distinct row ids), `sums` [k, d] (their summed gradients), `param`
+[N, d], state [N, d] or [N]. Scalars arrive in the table's dtype (`one_*` are 1 - β), so float32 tables are updated
+in float32 arithmetic.
 """
 
 from __future__ import annotations
@@ -18,11 +21,20 @@ import numpy as np
 
 from recx.core.lanes import dot_rows
 from recx.core.prefetch import PREFETCH_DISTANCE, prefetch_row, prefetch_whole_row
+from recx.core.row_occurrences import occurrences
+
+
+def summed_rows(rows, values, slot):
+    """(distinct rows in order of first listing [k], their gradient rows summed in listing order [k, d]): in one
+    serial pass on one thread, distinct rows in parallel on more (the same numbers either way)."""
+    if numba.get_num_threads() == 1:
+        return serial_summed_rows(rows, values, slot)
+    return parallel_summed_rows(rows, values, slot)
 
 
 @numba.njit(cache=True, nogil=True)
-def distinct_sums(rows, values, slot):
-    """(distinct rows in order of first listing [k], their summed gradient rows [k, d])."""
+def serial_summed_rows(rows, values, slot):
+    """`summed_rows` in one pass over the listed rows (each new row takes the next place in `slot`)."""
     n, d = values.shape
     distinct = np.empty(n, np.int64)
     sums = np.empty((n, d), values.dtype)
@@ -44,6 +56,23 @@ def distinct_sums(rows, values, slot):
     return distinct[:k], sums[:k]
 
 
+@numba.njit(cache=True, nogil=True, parallel=True)
+def parallel_summed_rows(rows, values, slot):
+    """`summed_rows` with the listings grouped by row first (recx.core.row_occurrences), then rows in parallel."""
+    distinct, starts, positions = occurrences(rows, slot)
+    d = values.shape[1]
+    sums = np.empty((distinct.shape[0], d), values.dtype)
+    for j in numba.prange(distinct.shape[0]):
+        first = positions[starts[j]]
+        for c in range(d):
+            sums[j, c] = values[first, c]
+        for p in range(starts[j] + 1, starts[j + 1]):
+            listed = positions[p]
+            for c in range(d):
+                sums[j, c] += values[listed, c]
+    return distinct, sums
+
+
 @numba.njit(cache=True, nogil=True, inline="always")
 def _prefetch_ahead(distinct, j, vector):
     """Ask for the vector's entry PREFETCH_DISTANCE updates ahead (recx.core.prefetch)."""
@@ -59,9 +88,8 @@ def _prefetch_rows_ahead(distinct, j, table):
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def sgd_step(rows, values, slot, param, lr):
+def sgd_update(distinct, sums, param, lr):
     """θ_r ← θ_r - lr g_r."""
-    distinct, sums = distinct_sums(rows, values, slot)
     for j in numba.prange(distinct.shape[0]):
         _prefetch_rows_ahead(distinct, j, param)
         row = distinct[j]
@@ -70,9 +98,8 @@ def sgd_step(rows, values, slot, param, lr):
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def adagrad_step(rows, values, slot, param, squares, lr, eps):
+def adagrad_update(distinct, sums, param, squares, lr, eps):
     """s_r ← s_r + g_r², θ_r ← θ_r - lr g_r / (√s_r + ε) (elementwise; Duchi et al. 2011)."""
-    distinct, sums = distinct_sums(rows, values, slot)
     for j in numba.prange(distinct.shape[0]):
         _prefetch_rows_ahead(distinct, j, param)
         _prefetch_rows_ahead(distinct, j, squares)
@@ -85,11 +112,10 @@ def adagrad_step(rows, values, slot, param, squares, lr, eps):
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def rowwise_adagrad_step(rows, values, slot, param, squares, lr, eps, inverse_dim):
+def rowwise_adagrad_update(distinct, sums, param, squares, lr, eps, inverse_dim):
     """s_r ← s_r + mean_j g_rj², θ_r ← θ_r - lr g_r / (√s_r + ε) (one accumulator per row). Σ_j g_rj² is summed in
     eight interleaved partial sums (recx.core.lanes): one chain of d dependent additions made the row's update
     wait on it."""
-    distinct, sums = distinct_sums(rows, values, slot)
     for j in numba.prange(distinct.shape[0]):
         _prefetch_rows_ahead(distinct, j, param)
         _prefetch_ahead(distinct, j, squares)
@@ -102,10 +128,9 @@ def rowwise_adagrad_step(rows, values, slot, param, squares, lr, eps, inverse_di
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def lazy_adam_step(rows, values, slot, param, first, second, step_size, beta1, one_beta1, beta2, one_beta2, eps, root2):
+def lazy_adam_update(distinct, sums, param, first, second, step_size, beta1, one_beta1, beta2, one_beta2, eps, root2):
     """m_r ← β1 m_r + (1-β1) g_r, v_r ← β2 v_r + (1-β2) g_r², θ_r ← θ_r - step_size m_r / (√v_r / root2 + ε), where
     step_size = lr / (1 - β1^t) and root2 = √(1 - β2^t) (Kingma & Ba 2015, on the touched rows only)."""
-    distinct, sums = distinct_sums(rows, values, slot)
     for j in numba.prange(distinct.shape[0]):
         _prefetch_rows_ahead(distinct, j, param)
         _prefetch_rows_ahead(distinct, j, first)

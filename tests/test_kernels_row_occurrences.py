@@ -1,0 +1,67 @@
+"""Grouping listed row ids by row (recx.core.row_occurrences) and the optimizers' sums of listed gradient rows
+(recx.optim.row_kernels.summed_rows): distinct rows in order of first listing, each row's gradients summed in listing
+order (the sums torch's index_add_ forms, to the bit), serial and parallel alike."""
+
+import numba
+import numpy as np
+import pytest
+import torch
+
+from recx.core.row_occurrences import occurrences, slot_scratch
+from recx.optim.row_kernels import parallel_summed_rows, serial_summed_rows, summed_rows
+
+
+def _listed(seed: int, n: int, n_rows: int) -> np.ndarray:
+    """Row ids with many repeats (a few hot rows, as popular items are) and a tail of rare ones."""
+    generator = np.random.default_rng(seed)
+    hot = generator.integers(0, 5, n)
+    return np.where(generator.random(n) < 0.4, hot, generator.integers(0, n_rows, n)).astype(np.int64)
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 1000])
+def test_occurrences_list_each_rows_listings_in_order(n):
+    rows = _listed(n, n, 300)
+    slot = np.full(300, -1, dtype=np.int64)
+    distinct, starts, positions = occurrences(rows, slot)
+    first_listed = np.unique(rows, return_index=True)[1]
+    np.testing.assert_array_equal(distinct, rows[np.sort(first_listed)])
+    assert starts[0] == 0 and starts[-1] == n and len(starts) == len(distinct) + 1
+    for j, row in enumerate(distinct):
+        np.testing.assert_array_equal(positions[starts[j] : starts[j + 1]], np.flatnonzero(rows == row))
+    assert (slot == -1).all()
+
+
+def test_slot_scratch_is_lent_per_thread_and_grows():
+    small = slot_scratch(10)
+    assert (small == -1).all() and small.shape[0] >= 10
+    assert slot_scratch(5) is small
+    assert slot_scratch(small.shape[0] + 1).shape[0] == small.shape[0] + 1
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("kernel", [serial_summed_rows, parallel_summed_rows, summed_rows])
+def test_summed_rows_are_index_adds_sums_to_the_bit(kernel, dtype):
+    rows = _listed(3, 5000, 2000)
+    values = torch.randn(5000, 24, generator=torch.Generator().manual_seed(4), dtype=dtype)
+    slot = np.full(2000, -1, dtype=np.int64)
+    distinct, sums = kernel(rows, values.numpy(), slot)
+    reference = torch.zeros(2000, 24, dtype=dtype).index_add_(0, torch.from_numpy(rows), values)
+    assert torch.equal(torch.from_numpy(sums), reference[torch.from_numpy(distinct)])
+    assert sorted(distinct) == sorted(set(rows.tolist())) and (slot == -1).all()
+
+
+def test_summed_rows_do_not_depend_on_the_thread_count():
+    rows = _listed(5, 6000, 4000)
+    values = np.random.default_rng(6).standard_normal((6000, 64)).astype(np.float32)
+    slot = np.full(4000, -1, dtype=np.int64)
+    before = numba.get_num_threads()
+    results = []
+    try:
+        for threads in sorted({1, numba.config.NUMBA_NUM_THREADS}):
+            numba.set_num_threads(threads)
+            results.append(summed_rows(rows, values, slot))
+    finally:
+        numba.set_num_threads(before)
+    for distinct, sums in results[1:]:
+        np.testing.assert_array_equal(distinct, results[0][0])
+        np.testing.assert_array_equal(sums, results[0][1])
