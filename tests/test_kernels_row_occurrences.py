@@ -1,6 +1,6 @@
-"""Grouping listed row ids by row (recx.core.row_occurrences) and the optimizers' sums of listed gradient rows
-(recx.optim.row_kernels.summed_rows): distinct rows in order of first listing, each row's gradients summed in listing
-order (the sums torch's index_add_ forms, to the bit), serial and parallel alike."""
+"""Grouping listed row ids by row (recx.core.row_occurrences) and the optimizer kernels' sums of listed gradient rows
+(recx.optim.row_kernels): each row's gradients summed in listing order (the sums torch's index_add_ forms, to the bit)
+whatever the thread count."""
 
 import numba
 import numpy as np
@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from recx.core.row_occurrences import occurrences, slot_scratch
-from recx.optim.row_kernels import parallel_summed_rows, serial_summed_rows, summed_rows
+from recx.optim.row_kernels import sgd_step
 
 
 def _listed(seed: int, n: int, n_rows: int) -> np.ndarray:
@@ -38,30 +38,33 @@ def test_slot_scratch_is_lent_per_thread_and_grows():
     assert slot_scratch(small.shape[0] + 1).shape[0] == small.shape[0] + 1
 
 
+def summed(rows: np.ndarray, values: np.ndarray, n_rows: int) -> np.ndarray:
+    """Each row's listed values summed by the SGD kernel: a zero table stepped with lr -1 holds the sums."""
+    table = np.zeros((n_rows, values.shape[1]), values.dtype)
+    slot = np.full(n_rows, -1, dtype=np.int64)
+    sgd_step(rows, values, slot, table, values.dtype.type(-1.0))
+    assert (slot == -1).all()
+    return table
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-@pytest.mark.parametrize("kernel", [serial_summed_rows, parallel_summed_rows, summed_rows])
-def test_summed_rows_are_index_adds_sums_to_the_bit(kernel, dtype):
+def test_a_kernel_sums_the_listed_rows_as_index_add_does_to_the_bit(dtype):
     rows = _listed(3, 5000, 2000)
     values = torch.randn(5000, 24, generator=torch.Generator().manual_seed(4), dtype=dtype)
-    slot = np.full(2000, -1, dtype=np.int64)
-    distinct, sums = kernel(rows, values.numpy(), slot)
     reference = torch.zeros(2000, 24, dtype=dtype).index_add_(0, torch.from_numpy(rows), values)
-    assert torch.equal(torch.from_numpy(sums), reference[torch.from_numpy(distinct)])
-    assert sorted(distinct) == sorted(set(rows.tolist())) and (slot == -1).all()
+    assert torch.equal(torch.from_numpy(summed(rows, values.numpy(), 2000)), reference)
 
 
-def test_summed_rows_do_not_depend_on_the_thread_count():
+def test_the_kernels_sums_do_not_depend_on_the_thread_count():
     rows = _listed(5, 6000, 4000)
     values = np.random.default_rng(6).standard_normal((6000, 64)).astype(np.float32)
-    slot = np.full(4000, -1, dtype=np.int64)
     before = numba.get_num_threads()
-    results = []
     try:
+        results = []
         for threads in sorted({1, numba.config.NUMBA_NUM_THREADS}):
             numba.set_num_threads(threads)
-            results.append(summed_rows(rows, values, slot))
+            results.append(summed(rows, values, 4000))
     finally:
         numba.set_num_threads(before)
-    for distinct, sums in results[1:]:
-        np.testing.assert_array_equal(distinct, results[0][0])
-        np.testing.assert_array_equal(sums, results[0][1])
+    for result in results[1:]:
+        np.testing.assert_array_equal(result, results[0])

@@ -48,7 +48,7 @@ class RowSparseOptimizer(torch.optim.Optimizer):
     """Applies the optimizer's rule to the rows a gradient touches.
 
     A row-sparse gradient on the host branch goes to `kernel_step`, the optimizer's compiled kernel
-    (recx.optim.row_kernels: repeated rows summed in listing order by `summed_rows`, then each distinct row updated). On the
+    (recx.optim.row_kernels: repeated rows summed in listing order, then each distinct row updated). On the
     accelerator branch (CUDA, or `sync_free` set) it goes to `update` with repeated rows summed in a zero buffer that
     is reset after, without learning how many distinct rows there are (no host sync). A dense gradient goes to
     `update` with every row."""
@@ -84,9 +84,8 @@ class RowSparseOptimizer(torch.optim.Optimizer):
         self.step()
 
     def _kernel_rows(self, param: torch.Tensor, rows: torch.Tensor, values: torch.Tensor, group: dict) -> None:
-        slot = slot_scratch(param.shape[0])
-        distinct, sums = row_kernels.summed_rows(rows.numpy(), _rows_of(values.contiguous()), slot)
-        self.kernel_step(distinct, sums, param, self.state[param], group)
+        grad = _rows_of(values.contiguous())
+        self.kernel_step(rows.numpy(), grad, slot_scratch(param.shape[0]), param, self.state[param], group)
 
     @staticmethod
     def _summed_rows(sparse: torch.Tensor, state: dict) -> tuple[torch.Tensor, torch.Tensor]:
@@ -104,9 +103,10 @@ class RowSparseOptimizer(torch.optim.Optimizer):
     def update(self, param, touched: "TouchedRows", grad, state, group) -> None:
         raise NotImplementedError
 
-    def kernel_step(self, distinct: np.ndarray, sums: np.ndarray, param, state, group) -> None:
-        """The compiled update of the distinct rows `distinct` [k] by their summed gradients `sums` [k, d] (numpy),
-        `param` the parameter (its kernel view: `_rows_of`); the kernel's scalars are cast to the gradient's dtype."""
+    def kernel_step(self, rows: np.ndarray, values: np.ndarray, slot: np.ndarray, param, state, group) -> None:
+        """The compiled step: `rows` [n] and `values` [n, d] numpy views of the gradient, `slot` the scratch
+        (recx.core.row_occurrences), `param` the parameter (its kernel view: `_rows_of`); the kernel's scalars are
+        cast to the gradient's dtype."""
         raise NotImplementedError
 
 
@@ -148,8 +148,8 @@ class RowSparseSGD(RowSparseOptimizer):
     def update(self, param, touched, grad, state, group) -> None:
         touched.add(param, grad * -group["lr"])
 
-    def kernel_step(self, distinct, sums, param, state, group) -> None:
-        row_kernels.sgd_update(distinct, sums, _rows_of(param), sums.dtype.type(group["lr"]))
+    def kernel_step(self, rows, values, slot, param, state, group) -> None:
+        row_kernels.sgd_step(rows, values, slot, _rows_of(param), values.dtype.type(group["lr"]))
 
 
 class RowSparseAdagrad(RowSparseOptimizer):
@@ -169,9 +169,10 @@ class RowSparseAdagrad(RowSparseOptimizer):
         touched.add(sums, grad_squared)
         touched.add(param, grad.div(squares.sqrt_().add_(group["eps"])).mul_(-group["lr"]))
 
-    def kernel_step(self, distinct, sums, param, state, group) -> None:
-        squares, scalar = _rows_of(self._squares(param, state)), sums.dtype.type
-        row_kernels.adagrad_update(distinct, sums, _rows_of(param), squares, scalar(group["lr"]), scalar(group["eps"]))
+    def kernel_step(self, rows, values, slot, param, state, group) -> None:
+        squares, scalar = _rows_of(self._squares(param, state)), values.dtype.type
+        lr, eps = scalar(group["lr"]), scalar(group["eps"])
+        row_kernels.adagrad_step(rows, values, slot, _rows_of(param), squares, lr, eps)
 
 
 class RowwiseAdagrad(RowSparseOptimizer):
@@ -194,10 +195,10 @@ class RowwiseAdagrad(RowSparseOptimizer):
         step = squares.sqrt_().add_(group["eps"]).reciprocal_().mul_(-group["lr"])
         touched.add(param, grad * step.view(grad.shape[:1] + (1,) * max(grad.dim() - 1, 0)))
 
-    def kernel_step(self, distinct, sums, param, state, group) -> None:
-        squares, scalar = self._squares(param, state).numpy(), sums.dtype.type
-        lr, eps, inverse_dim = scalar(group["lr"]), scalar(group["eps"]), scalar(1.0 / sums.shape[1])
-        row_kernels.rowwise_adagrad_update(distinct, sums, _rows_of(param), squares, lr, eps, inverse_dim)
+    def kernel_step(self, rows, values, slot, param, state, group) -> None:
+        squares, scalar = self._squares(param, state).numpy(), values.dtype.type
+        lr, eps, inverse_dim = scalar(group["lr"]), scalar(group["eps"]), scalar(1.0 / values.shape[1])
+        row_kernels.rowwise_adagrad_step(rows, values, slot, _rows_of(param), squares, lr, eps, inverse_dim)
 
 
 class LazyAdam(RowSparseOptimizer):
@@ -244,12 +245,13 @@ class LazyAdam(RowSparseOptimizer):
         touched.write(state["exp_avg_sq"], second)
         touched.add(param, change)
 
-    def kernel_step(self, distinct, sums, param, state, group) -> None:
+    def kernel_step(self, rows, values, slot, param, state, group) -> None:
         self._counted(param, state)
-        (beta1, beta2), t, scalar = group["betas"], float(state["step"]), sums.dtype.type
-        row_kernels.lazy_adam_update(
-            distinct,
-            sums,
+        (beta1, beta2), t, scalar = group["betas"], float(state["step"]), values.dtype.type
+        row_kernels.lazy_adam_step(
+            rows,
+            values,
+            slot,
             _rows_of(param),
             _rows_of(state["exp_avg"]),
             _rows_of(state["exp_avg_sq"]),
