@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import json
 
+import numpy as np
 import pytest
 import torch
 
@@ -17,7 +18,9 @@ from recx.core.errors import RecxError
 from recx.core.progress import make_progress
 from recx.data.csr import CSR
 from recx.models import MODELS
+from recx.models.als import solve as solve_module
 from recx.models.als.base import DTYPES
+from recx.models.als.cg_kernel import work_bounds
 from recx.models.als.layout import chunk_bounds, padded_chunks
 from recx.models.als.solve import solve_rows
 from recx.runs.train_run import train_run
@@ -172,6 +175,35 @@ def test_each_row_cg_kernel_equals_the_whole_side_cg(case, dtype, tolerance):
     assert results[0][1].abs().max() > 0.05
     for kernel, torch_path in zip(results[0], results[1], strict=True):
         torch.testing.assert_close(kernel, torch_path, rtol=tolerance, atol=tolerance)
+
+
+def test_work_bounds_split_consecutive_rows_into_runs_of_equal_work():
+    """Skewed rows (most entries in the first rows, as ML-10M's items): every row in exactly one run of consecutive
+    rows, runs in order, and each run's work Σ (len + d/2) within one row's work of the even share."""
+    lengths = np.concatenate([np.full(20, 500), np.full(980, 5)])
+    indptr = np.concatenate([[0], lengths.cumsum()])
+    bounds = work_bounds(indptr, 64, 8)
+    assert bounds[0] == 0 and bounds[-1] == lengths.size and (np.diff(bounds) > 0).all()
+    work = np.array([(lengths[start:end] + 32).sum() for start, end in zip(bounds[:-1], bounds[1:], strict=True)])
+    assert len(work) == 8 and np.abs(work - work.sum() / 8).max() <= (lengths + 32).max()
+    assert bounds[1] <= 12  # the first eighth of the work ends in the long rows (an even split of the rows: 125)
+    assert list(work_bounds(np.zeros(4, dtype=np.int64), 2, 16)) == [0, 1, 2, 3]  # more runs than rows
+
+
+@pytest.mark.parametrize("n_chunks", [1, 3, 64])
+def test_the_cg_kernels_result_does_not_depend_on_its_runs(n_chunks, monkeypatch):
+    """The same rows solved in one run, a few, or one run per row: equal to the bit."""
+    R = random_matrix(9)
+    results = []
+    for chunks_per_thread in (1, n_chunks):
+        monkeypatch.setattr(solve_module, "CHUNKS_PER_THREAD", chunks_per_thread)
+        model = make_model("wrmf", solver="cg", cg_steps=2)
+        problem = model.weighted_squares(to_csr(R))
+        model.solve_users(problem)
+        model.solve_items(problem)
+        results.append((model.user_factors.data.clone(), model.item_factors.data.clone()))
+    for ours, theirs in zip(results[0], results[1], strict=True):
+        assert torch.equal(ours, theirs)
 
 
 def test_batched_solves_equal_per_row_solves():

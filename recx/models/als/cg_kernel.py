@@ -10,12 +10,14 @@ torch path (solve.conjugate_gradient_rows) streams every entry's row through mem
 difference is most of a half-step. A long row's neighbours are asked for PREFETCH_DISTANCE entries ahead
 (recx.core.prefetch): on ML-10M the item half-step reads 60K user rows (15 MB, out of cache) at random, and the
 prefetch took it from 0.64 to 0.39 s (2 threads); the user half-step, whose item table is in cache, is unchanged.
-Rows run in parallel, each summed in a fixed order (dots in eight partial sums,
-recx.core.lanes), so results do not depend on the thread count; they agree with the torch path to rounding.
+Runs of consecutive rows of equal work (`work_bounds`) run in parallel, each row summed in a fixed order (dots in
+eight partial sums, recx.core.lanes), so results do not depend on the thread count or the runs; they agree with the
+torch path to rounding.
 
 Shapes: x [R, d] (updated in place), indptr [R + 1], neighbours [nnz], other Y [n_other, d], matrix [d, d] (D, or
 G when not uniform), gram_scale g [R], ridge μ [R], shared_scale h [R], shared v [d], extra c [nnz], target t
-[nnz], zero_rows bool [R] (rows set to zero after).
+[nnz], zero_rows bool [R] (rows set to zero after), bounds [k + 1] (the runs: row r in run c when
+bounds[c] <= r < bounds[c + 1]).
 """
 
 from __future__ import annotations
@@ -95,6 +97,67 @@ def _residual(
     _add_entries(out, x, r, indptr, neighbours, other, extra, target, True)
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _cg_row(
+    r,
+    x,
+    residual,
+    direction,
+    product,
+    indptr,
+    neighbours,
+    other,
+    matrix,
+    uniform,
+    gram_scale,
+    ridge,
+    shared_scale,
+    shared,
+    extra,
+    target,
+    zero_rows,
+    steps,
+    floor,
+):
+    """`steps` CG steps on row r (the module docstring), its residual, direction and product in those rows."""
+    d = x.shape[1]
+    _residual(
+        residual,
+        x,
+        r,
+        matrix,
+        uniform,
+        gram_scale,
+        ridge,
+        shared_scale,
+        shared,
+        indptr,
+        neighbours,
+        other,
+        extra,
+        target,
+    )
+    for i in range(d):
+        direction[r, i] = residual[r, i]
+    norm = dot_rows(residual, r, residual, r)
+    for _ in range(steps):
+        if not norm > floor:
+            break
+        _apply(product, direction, r, matrix, uniform, gram_scale, ridge, indptr, neighbours, other, extra, target)
+        step = norm / dot_rows(direction, r, product, r)
+        for i in range(d):
+            x[r, i] += step * direction[r, i]
+            residual[r, i] -= step * product[r, i]
+        new_norm = dot_rows(residual, r, residual, r)
+        scale = new_norm / max(norm, floor)
+        for i in range(d):
+            direction[r, i] = direction[r, i] * scale + residual[r, i]
+        norm = new_norm
+    if zero_rows[r]:
+        for i in range(d):
+            x[r, i] = 0.0
+
+
 @numba.njit(cache=True, nogil=True, parallel=True)
 def cg_rows(
     x,
@@ -112,44 +175,40 @@ def cg_rows(
     zero_rows,
     steps,
     floor,
+    bounds,
 ):
-    n_rows, d = x.shape
     residual = np.empty_like(x)
     direction = np.empty_like(x)
     product = np.empty_like(x)
-    for r in numba.prange(n_rows):
-        _residual(
-            residual,
-            x,
-            r,
-            matrix,
-            uniform,
-            gram_scale,
-            ridge,
-            shared_scale,
-            shared,
-            indptr,
-            neighbours,
-            other,
-            extra,
-            target,
-        )
-        for i in range(d):
-            direction[r, i] = residual[r, i]
-        norm = dot_rows(residual, r, residual, r)
-        for _ in range(steps):
-            if not norm > floor:
-                break
-            _apply(product, direction, r, matrix, uniform, gram_scale, ridge, indptr, neighbours, other, extra, target)
-            step = norm / dot_rows(direction, r, product, r)
-            for i in range(d):
-                x[r, i] += step * direction[r, i]
-                residual[r, i] -= step * product[r, i]
-            new_norm = dot_rows(residual, r, residual, r)
-            scale = new_norm / max(norm, floor)
-            for i in range(d):
-                direction[r, i] = direction[r, i] * scale + residual[r, i]
-            norm = new_norm
-        if zero_rows[r]:
-            for i in range(d):
-                x[r, i] = 0.0
+    for chunk in numba.prange(bounds.shape[0] - 1):
+        for r in range(bounds[chunk], bounds[chunk + 1]):
+            _cg_row(
+                r,
+                x,
+                residual,
+                direction,
+                product,
+                indptr,
+                neighbours,
+                other,
+                matrix,
+                uniform,
+                gram_scale,
+                ridge,
+                shared_scale,
+                shared,
+                extra,
+                target,
+                zero_rows,
+                steps,
+                floor,
+            )
+
+
+def work_bounds(indptr: np.ndarray, d: int, n_chunks: int) -> np.ndarray:
+    """Bounds [k + 1] of at most `n_chunks` runs of consecutive rows with equal work: a row's steps cost about
+    d² + 2 d·len flops, so the runs split Σ (len + d/2) evenly. Consecutive rows keep the entry arrays read in
+    order; equal work keeps the threads busy alike (ML-10M's item rows hold 83% of their entries in the first half:
+    an even split of the rows gave one thread most of the half-step, 0.168 -> 0.112 s at 2 threads)."""
+    work = indptr.astype(np.float64) + np.arange(indptr.shape[0]) * (d / 2)
+    return np.unique(np.searchsorted(work, np.linspace(0.0, work[-1], n_chunks + 1)))

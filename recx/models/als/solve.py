@@ -23,14 +23,16 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass
 
+import numba
 import torch
 
 from recx.core.device_paths import accelerator_branch
-from recx.models.als.cg_kernel import cg_rows
+from recx.models.als.cg_kernel import cg_rows, work_bounds
 from recx.models.als.layout import Chunk
 
 SOLVERS = ("cg", "cholesky")
 RESIDUAL_FLOOR = 1e-20
+CHUNKS_PER_THREAD = 8  # runs of rows of equal work per compute thread (cg_kernel.work_bounds)
 
 
 @dataclass
@@ -193,4 +195,5 @@ def conjugate_gradient_each_row(rows: torch.Tensor, system: RowSystem, steps: in
         numpy(system.zero_rows),
         steps,
         rows.numpy().dtype.type(RESIDUAL_FLOOR),
+        work_bounds(numpy(system.indptr), rows.shape[1], CHUNKS_PER_THREAD * numba.get_num_threads()),
     )
