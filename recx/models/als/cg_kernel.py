@@ -97,67 +97,6 @@ def _residual(
     _add_entries(out, x, r, indptr, neighbours, other, extra, target, True)
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
-def _cg_row(
-    r,
-    x,
-    residual,
-    direction,
-    product,
-    indptr,
-    neighbours,
-    other,
-    matrix,
-    uniform,
-    gram_scale,
-    ridge,
-    shared_scale,
-    shared,
-    extra,
-    target,
-    zero_rows,
-    steps,
-    floor,
-):
-    """`steps` CG steps on row r (the module docstring), its residual, direction and product in those rows."""
-    d = x.shape[1]
-    _residual(
-        residual,
-        x,
-        r,
-        matrix,
-        uniform,
-        gram_scale,
-        ridge,
-        shared_scale,
-        shared,
-        indptr,
-        neighbours,
-        other,
-        extra,
-        target,
-    )
-    for i in range(d):
-        direction[r, i] = residual[r, i]
-    norm = dot_rows(residual, r, residual, r)
-    for _ in range(steps):
-        if not norm > floor:
-            break
-        _apply(product, direction, r, matrix, uniform, gram_scale, ridge, indptr, neighbours, other, extra, target)
-        step = norm / dot_rows(direction, r, product, r)
-        for i in range(d):
-            x[r, i] += step * direction[r, i]
-            residual[r, i] -= step * product[r, i]
-        new_norm = dot_rows(residual, r, residual, r)
-        scale = new_norm / max(norm, floor)
-        for i in range(d):
-            direction[r, i] = direction[r, i] * scale + residual[r, i]
-        norm = new_norm
-    if zero_rows[r]:
-        for i in range(d):
-            x[r, i] = 0.0
-
-
 @numba.njit(cache=True, nogil=True, parallel=True)
 def cg_rows(
     x,
@@ -177,32 +116,49 @@ def cg_rows(
     floor,
     bounds,
 ):
+    d = x.shape[1]
     residual = np.empty_like(x)
     direction = np.empty_like(x)
     product = np.empty_like(x)
-    for chunk in numba.prange(bounds.shape[0] - 1):
-        for r in range(bounds[chunk], bounds[chunk + 1]):
-            _cg_row(
-                r,
-                x,
+    for run in numba.prange(bounds.shape[0] - 1):
+        for r in range(bounds[run], bounds[run + 1]):
+            _residual(
                 residual,
-                direction,
-                product,
-                indptr,
-                neighbours,
-                other,
+                x,
+                r,
                 matrix,
                 uniform,
                 gram_scale,
                 ridge,
                 shared_scale,
                 shared,
+                indptr,
+                neighbours,
+                other,
                 extra,
                 target,
-                zero_rows,
-                steps,
-                floor,
             )
+            for i in range(d):
+                direction[r, i] = residual[r, i]
+            norm = dot_rows(residual, r, residual, r)
+            for _ in range(steps):
+                if not norm > floor:
+                    break
+                _apply(
+                    product, direction, r, matrix, uniform, gram_scale, ridge, indptr, neighbours, other, extra, target
+                )
+                step = norm / dot_rows(direction, r, product, r)
+                for i in range(d):
+                    x[r, i] += step * direction[r, i]
+                    residual[r, i] -= step * product[r, i]
+                new_norm = dot_rows(residual, r, residual, r)
+                scale = new_norm / max(norm, floor)
+                for i in range(d):
+                    direction[r, i] = direction[r, i] * scale + residual[r, i]
+                norm = new_norm
+            if zero_rows[r]:
+                for i in range(d):
+                    x[r, i] = 0.0
 
 
 def work_bounds(indptr: np.ndarray, d: int, n_chunks: int) -> np.ndarray:
