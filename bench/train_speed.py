@@ -7,7 +7,9 @@ Baselines: implicit 0.7.3's BPR (64 factors, one iteration = one epoch over the 
 bench dependency: `pip install implicit`), its epochs interleaved with the case's (one implicit epoch, warm-started
 from its factors, before each timed epoch of the case), so that both see the same machine load; the ratio printed is
 the median of the paired ratios. And the floor: forward and backward of the step's score products alone
-(per-query dot products for BPR, the [B, d] x [d, 2000] product for sampled softmax) on random tensors, per epoch.
+(per-query dot products for BPR, the [B, d] x [d, 2000] product for sampled softmax) on random tensors, one floor
+epoch before each timed epoch too, its ratio the median of the paired ratios. With 4 or more epochs the quartiles of
+the paired ratios follow in brackets (this VM's speed drifts by up to 2x between minutes).
 On CUDA it also counts host syncs inside an epoch with torch's sync debug mode (each synchronising call warns).
 
 With --quality N it then trains the BPR case and implicit's BPR for N epochs each and prints both models' test
@@ -59,19 +61,21 @@ def case_config(raw: dict, optimizer: str, device: torch.device):
 
 
 def epoch_seconds(
-    config, dataset, device: torch.device, epochs: int, count_syncs: bool = False, beside=None
-) -> tuple[list[float], int | None, list[float]]:
-    """(seconds of each timed epoch (on CUDA after a warm-up epoch), host syncs inside an epoch on CUDA, the seconds
-    of `beside()` run before each timed epoch (none when it is None))."""
+    config, dataset, device: torch.device, epochs: int, count_syncs: bool = False, baselines=None
+) -> tuple[list[float], int | None, dict[str, list[float]]]:
+    """(seconds of each timed epoch (on CUDA after a warm-up epoch), host syncs inside an epoch on CUDA, for each
+    baseline of `baselines` (name: a callable timing one of its epochs) the seconds of the epoch it ran just before
+    each timed epoch)."""
     model = build_model(config, dataset, device)
     runner = InteractionEpochs(config, dataset, model, torch.Generator(device=device).manual_seed(0))
     losses = torch.zeros(runner.n_steps, device=device)
     if device.type == "cuda":
         runner.train_epoch(0, losses, lambda step: None)
-    times, beside_times = [], []
+    baselines = baselines or {}
+    times, baseline_times = [], {name: [] for name in baselines}
     for epoch in range(epochs):
-        if beside is not None:
-            beside_times.append(beside())
+        for name, baseline in baselines.items():
+            baseline_times[name].append(baseline())
         synchronize(device)
         started = time.perf_counter()
         runner.train_epoch(epoch + 1, losses, lambda step: None)
@@ -86,14 +90,12 @@ def epoch_seconds(
         torch.cuda.set_sync_debug_mode("default")
         syncs = sum("synchroniz" in str(w.message) for w in caught)
     assert torch.isfinite(losses).all()
-    return times, syncs, beside_times
+    return times, syncs, baseline_times
 
 
-def floor_seconds(
-    n_steps: int, batch: int, dim: int, n_shared: int | None, device: torch.device, repeats: int
-) -> float:
-    """Forward + backward of the score products alone, per epoch (the median of `repeats` epochs, as the cases):
-    B dot products (n_shared None) or [B, d] x [d, n]."""
+def floor_epoch(n_steps: int, batch: int, dim: int, n_shared: int | None, device: torch.device):
+    """A callable timing one epoch (`n_steps` steps) of the floor: forward + backward of the score products alone on
+    random tensors, B dot products (n_shared None) or [B, d] x [d, n]."""
     query = torch.randn(batch, dim, device=device, requires_grad=True)
     items = torch.randn(n_shared or 2 * batch, dim, device=device, requires_grad=True)
 
@@ -101,16 +103,25 @@ def floor_seconds(
         scores = query @ items.T if n_shared else (query * items[:batch]).sum(-1) - (query * items[batch:]).sum(-1)
         scores.sum().backward()
 
-    step()
-    times = []
-    for _ in range(repeats):
+    def epoch() -> float:
         synchronize(device)
         started = time.perf_counter()
         for _ in range(n_steps):
             step()
         synchronize(device)
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
+        return time.perf_counter() - started
+
+    step()
+    return epoch
+
+
+def paired(ours: list[float], theirs: list[float]) -> str:
+    """The median of the paired ratios ours/theirs, and their quartiles when there are at least 4 pairs."""
+    ratios = [a / b for a, b in zip(ours, theirs, strict=True)]
+    if len(ratios) < 4:
+        return f"{statistics.median(ratios):.2f}"
+    low, middle, high = statistics.quantiles(ratios, n=4)
+    return f"{middle:.2f} [{low:.2f}-{high:.2f}]"
 
 
 class ImplicitEpochs:
@@ -177,7 +188,9 @@ def main() -> None:
     parser.add_argument("--data-root", type=Path, default=Path("data"))
     parser.add_argument("--dataset", default="gowalla")
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--epochs", type=int, default=1, help="timed epochs per case and of each floor (medians)")
+    parser.add_argument(
+        "--epochs", type=int, default=1, help="timed epochs per case, each after an epoch of every baseline (medians)"
+    )
     parser.add_argument("--optimizer", default="auto")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--cases", default=",".join(CASES), help=f"comma-separated, of: {', '.join(CASES)}")
@@ -199,23 +212,29 @@ def main() -> None:
     if implicit_epochs is None:
         print("implicit BPR: not installed (pip install implicit) or not on CPU; skipped", flush=True)
     floors = {
-        "bpr": floor_seconds(n_steps, 2048, 64, None, device, options.epochs),
-        "softmax": floor_seconds(n_steps, 2048, 64, 2000, device, options.epochs),
+        "bpr": floor_epoch(n_steps, 2048, 64, None, device),
+        "softmax": floor_epoch(n_steps, 2048, 64, 2000, device),
     }
     print(
-        f"{'case':32s} {'optimizer':>15s} {'s/epoch':>8s} {'floor':>8s} {'/floor':>7s} {'implicit':>9s} {'/implicit':>10s}"
+        f"{'case':32s} {'optimizer':>15s} {'s/epoch':>8s} {'floor':>8s} {'/floor':>17s} {'implicit':>9s} "
+        f"{'/implicit':>17s}"
     )
     cases = [CASES[key] for key in options.cases.split(",")]
     for name, raw in cases:
         config = case_config(raw, options.optimizer, device)
-        times, _, theirs = epoch_seconds(config, dataset, device, options.epochs, beside=implicit_epochs)
-        seconds, floor = statistics.median(times), floors[raw["loss"]]
-        ratios = [ours / baseline for ours, baseline in zip(times, theirs, strict=False)]
+        baselines = {"floor": floors[raw["loss"]]}
+        if implicit_epochs is not None:
+            baselines["implicit"] = implicit_epochs
+        times, _, theirs = epoch_seconds(config, dataset, device, options.epochs, baselines=baselines)
+        floor = theirs["floor"]
         versus = (
-            f"{statistics.median(theirs):9.3f} {statistics.median(ratios):10.2f}" if theirs else f"{'-':>9s} {'-':>10s}"
+            f"{statistics.median(theirs['implicit']):9.3f} {paired(times, theirs['implicit']):>17s}"
+            if "implicit" in theirs
+            else f"{'-':>9s} {'-':>17s}"
         )
         print(
-            f"{name:32s} {config.optimizer:>15s} {seconds:8.3f} {floor:8.3f} {seconds / floor:7.2f} {versus}",
+            f"{name:32s} {config.optimizer:>15s} {statistics.median(times):8.3f} {statistics.median(floor):8.3f} "
+            f"{paired(times, floor):>17s} {versus}",
             flush=True,
         )
     if options.quality and device.type == "cpu":
