@@ -9,7 +9,7 @@ import torch
 
 from recx.core.errors import RecxError
 from recx.data.csr import CSR
-from recx.data.dataset_folder import Interactions, dataset_hash, read_card, read_split
+from recx.data.dataset_folder import IDENTITY, Interactions, check_files, content_hash, read_card, read_ids, read_split
 
 
 def _csr(inter: Interactions, n_users: int, n_items: int) -> CSR:
@@ -27,8 +27,24 @@ class Dataset:
     valid: CSR | None
     test: CSR
     card: dict
-    data_hash: str
+    data_hash: str  # the content's identity (dataset_folder.content_hash, IDENTITY)
     folder: Path
+    file_hash: str = ""  # the split files' bytes: the data hash of runs written before IDENTITY
+
+    def holds_data_of(self, recorded_hash: str, identity: str | None, recorded_card: dict | None) -> bool:
+        """Whether this is the data a run recorded (environment.json's `data_hash`, `data_identity` and
+        `dataset_card`). A run written before recx hashed the content recorded the hash of the split files' bytes:
+        it matches when the files are those very bytes, or when the card it recorded (source files and their sha256,
+        preparation parameters, counts) is this one's apart from the file checksums and recx version, since the same
+        source and parameters give the same data (only the bytes another pyarrow writes differ)."""
+        if identity == IDENTITY:
+            return recorded_hash == self.data_hash
+        if recorded_hash == self.file_hash:
+            return True
+        volatile = {"files", "recx_version"}
+        return bool(recorded_card) and all(
+            key in volatile or self.card.get(key) == value for key, value in (recorded_card or {}).items()
+        )
 
     @property
     def item_popularity(self) -> torch.Tensor:
@@ -53,6 +69,7 @@ class Dataset:
             self.card,
             self.data_hash,
             self.folder,
+            self.file_hash,
         )
 
 
@@ -62,10 +79,12 @@ def load_dataset(root: Path, name: str) -> Dataset:
         raise RecxError(f"no prepared dataset {name!r} under {root} (run `recx prepare {name} ...` first)")
     card = read_card(folder)
     n_users, n_items = int(card["n_users"]), int(card["n_items"])
-    data_hash = dataset_hash(folder, card)
+    file_hash = check_files(folder, card)
     train, valid, test = (read_split(folder, s) for s in ("train", "valid", "test"))
     if train is None or test is None:
         raise RecxError(f"{folder} lacks train.parquet or test.parquet")
+    splits = {"train": train, "valid": valid, "test": test}
+    data_hash = content_hash(splits, read_ids(folder, "users"), read_ids(folder, "items"))
     return Dataset(
         name,
         n_users,
@@ -76,4 +95,5 @@ def load_dataset(root: Path, name: str) -> Dataset:
         card,
         data_hash,
         folder.resolve(),
+        file_hash,
     )

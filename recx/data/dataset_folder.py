@@ -174,9 +174,10 @@ def read_split(folder: Path, split: str) -> Interactions | None:
     )
 
 
-def dataset_hash(folder: Path, card: dict | None = None) -> str:
-    """sha256 over the split files, in a fixed order: identifies the exact data a run trained on. With the card,
-    each split is checked against the sha256 recorded in it (RecxError naming the file when it differs)."""
+def check_files(folder: Path, card: dict | None = None) -> str:
+    """The damage check: each split file against the sha256 card.json recorded for it (RecxError naming the file
+    when it differs). Returns the hash of the split files' bytes (sha256 over each split's name and file sha256),
+    the data hash of runs written before recx hashed the columns (`IDENTITY`)."""
     recorded = (card or {}).get("files")
     if card is not None and not recorded and str(folder) not in _NOTED:
         _NOTED.add(str(folder))
@@ -197,4 +198,55 @@ def dataset_hash(folder: Path, card: dict | None = None) -> str:
                 )
             digest.update(split.encode())
             digest.update(actual.encode())
+    return digest.hexdigest()
+
+
+def read_ids(folder: Path, which: str) -> pa.Array | None:
+    """The original ids of `which` ("users" or "items"), one string per contiguous id; None when the file is absent."""
+    path = folder / f"{which}.parquet"
+    if not path.is_file():
+        return None
+    try:
+        return pq.read_table(path).column("id").combine_chunks()
+    except (OSError, KeyError, pa.ArrowException) as exc:
+        raise RecxError(f"{path}: truncated or not an id map ({type(exc).__name__}); {REPAIR}") from None
+
+
+# What a run's data hash is a hash of: environment.json records it beside the hash. Runs written before it record
+# no identity: their hash is `check_files`'s, of the Parquet bytes, which another pyarrow writes differently.
+IDENTITY = "columns-v1"
+# Each column's canonical little-endian type (the types design.md's "Data on disk" fixes).
+CANONICAL = {"user": "<i4", "item": "<i4", "rating": "<f4", "timestamp": "<i8"}
+
+
+def _update_strings(digest, name: str, ids: pa.Array | None) -> None:
+    if ids is None:
+        digest.update(f"{name}:absent\n".encode())
+        return
+    ids = ids.cast(pa.large_string())
+    offsets = np.frombuffer(ids.buffers()[1], dtype="<i8", count=len(ids) + 1, offset=ids.offset * 8)
+    data = ids.buffers()[2]
+    digest.update(f"{name}:{len(ids)}\n".encode())
+    digest.update((offsets - offsets[0]).astype("<i8").tobytes())
+    digest.update(memoryview(data)[offsets[0] : offsets[-1]] if data is not None else b"")
+
+
+def content_hash(splits: dict[str, Interactions | None], user_ids: pa.Array | None, item_ids: pa.Array | None) -> str:
+    """The dataset's identity: sha256 of its content in a canonical encoding, not of its files' bytes, so another
+    pyarrow or a re-prepare of the same source gives the same hash. For each split present, in SPLITS order: its
+    name and length, then each column it has in CANONICAL's order as its name and its values in the canonical type;
+    then the original ids of users and items (lengths and UTF-8 bytes)."""
+    digest = hashlib.sha256(f"recx data {IDENTITY}\n".encode())
+    for split in SPLITS:
+        inter = splits.get(split)
+        if inter is None:
+            continue
+        digest.update(f"{split}:{len(inter)}\n".encode())
+        for column, canonical in CANONICAL.items():
+            values = getattr(inter, column)
+            if values is not None:
+                digest.update(f"{column}:{canonical}\n".encode())
+                digest.update(np.ascontiguousarray(values, dtype=canonical).data)
+    _update_strings(digest, "users", user_ids)
+    _update_strings(digest, "items", item_ids)
     return digest.hexdigest()

@@ -66,7 +66,7 @@ def open_saved_run(folder: Path, device: torch.device, data_root: Path | None = 
     else:
         recorded = Path(environment["data_folder"])
         dataset = load_dataset(recorded.parent, recorded.name)
-    if dataset.data_hash != environment["data_hash"]:
+    if not store.trained_on(folder, dataset):
         raise RecxError(f"dataset {dataset.folder} differs from the one the run was trained on (data hash changed)")
     dataset = dataset.to(device)
     model = build_model(config, dataset, device)

@@ -42,6 +42,7 @@ import yaml
 from recx.config.run_config import RunConfig, resolve
 from recx.core.errors import RecxError
 from recx.core.folders import atomic_file, write_failed, write_text_atomic
+from recx.data.dataset import Dataset
 from recx.data.dataset_folder import sha256_of
 
 COMPLETE = "COMPLETE"
@@ -140,6 +141,21 @@ def read_environment(folder: Path) -> dict:
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise RecxError(f"{path}: unreadable ({type(exc).__name__}); train the run again with --force") from None
     return environment
+
+
+def trained_on(folder: Path, dataset: Dataset) -> bool:
+    """Whether the run in `folder` recorded `dataset`'s data (its identity, or for a run written before recx hashed
+    the content, the files' bytes or the same card: Dataset.holds_data_of)."""
+    environment = read_environment(folder)
+    recorded, identity = environment["data_hash"], environment.get("data_identity")
+    same = dataset.holds_data_of(recorded, identity, environment.get("dataset_card"))
+    if same and identity is None and recorded != dataset.file_hash:
+        print(
+            f"note: {folder} recorded its data by the Parquet files' bytes (a recx before content identity); "
+            f"{dataset.folder} holds other bytes with the same card (source, parameters, counts): taken as the same data",
+            file=sys.stderr,
+        )
+    return same
 
 
 def log_epoch(folder: Path, record: dict) -> None:

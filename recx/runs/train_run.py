@@ -22,6 +22,7 @@ from recx.core.lock import exclusive
 from recx.core.names import check_name
 from recx.core.progress import make_progress, shown_task
 from recx.data.dataset import Dataset
+from recx.data.dataset_folder import IDENTITY
 from recx.eval.evaluator import evaluate
 from recx.runs import store
 from recx.runs.diagnostics import write_diagnostics
@@ -97,11 +98,7 @@ def _train_locked(config, dataset, folder, progress, ks, force, with_diagnostics
                 best_epoch = store.trained_epoch(folder)
             else:
                 shown.console.print(f"run {config.run_id()}: {non_default_settings(config)}", highlight=False)
-                if (
-                    not replacing
-                    and store.resumable(folder)
-                    and store.read_environment(folder)["data_hash"] != dataset.data_hash
-                ):
+                if not replacing and store.resumable(folder) and not store.trained_on(folder, dataset):
                     raise RecxError(
                         f"{folder} holds an unfinished run trained on other data (dataset "
                         f"{dataset.folder} changed since); pass --force to train it again"
@@ -113,6 +110,7 @@ def _train_locked(config, dataset, folder, progress, ks, force, with_diagnostics
                         {
                             "seed": config.seed,
                             "data_hash": dataset.data_hash,
+                            "data_identity": IDENTITY,
                             "device": str(device),
                             "threads": torch.get_num_threads(),
                             "data_folder": str(dataset.folder),

@@ -1,0 +1,127 @@
+"""A dataset's identity is its content (issue 37, item 1): the data hash comes from the splits' columns and the id
+maps in a canonical encoding, so Parquet files written by another pyarrow (other bytes, same values) keep the
+identity, and runs trained on them stay resumable and evaluable; the per-file sha256 stays for damage checks."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from recx.config.run_config import resolve
+from recx.core.errors import RecxError
+from recx.data.dataset import load_dataset
+from recx.data.dataset_folder import IDENTITY, sha256_of
+from recx.runs import store
+from recx.runs.evaluate import open_saved_run
+from recx.runs.train_run import train_run
+from tests.test_resume import count_epochs, killed_after_checkpoint
+
+CONFIG = {"seed": 3, "dim": 8, "epochs": 3, "patience": 3, "device": "cpu", "model": "mf", "loss": "bpr"}
+
+
+def rewrite(folder: Path, change=None) -> None:
+    """Write every Parquet file of the dataset again with other writer options (other bytes, as another pyarrow
+    writes them), `change` applied to the tables first, and record the new files' sha256 in card.json."""
+    card_path = folder / "card.json"
+    card = json.loads(card_path.read_text())
+    for path in sorted(folder.glob("*.parquet")):
+        table = pq.read_table(path)
+        if change is not None:
+            table = change(path.stem, table)
+        pq.write_table(table, path, compression="snappy", use_dictionary=True, row_group_size=7)
+        card["files"][path.name] = sha256_of(path)
+    card_path.write_text(json.dumps(card))
+
+
+def test_other_parquet_bytes_of_the_same_values_keep_the_identity(tiny_root):
+    before = load_dataset(tiny_root, "tiny")
+    files_before = json.loads((tiny_root / "tiny" / "card.json").read_text())["files"]
+    rewrite(tiny_root / "tiny")
+    after = load_dataset(tiny_root, "tiny")
+    assert json.loads((tiny_root / "tiny" / "card.json").read_text())["files"] != files_before
+    assert after.file_hash != before.file_hash
+    assert after.data_hash == before.data_hash
+
+
+@pytest.mark.parametrize("which", ["train", "test", "items"])
+def test_a_changed_value_changes_the_identity(tiny_root, which):
+    import pyarrow as pa
+
+    before = load_dataset(tiny_root, "tiny").data_hash
+
+    def change(stem, table):
+        if stem != which:
+            return table
+        column = "id" if which == "items" else "item"
+        values = table.column(column).to_pylist()
+        values[0] = "x" if which == "items" else (values[0] + 1) % 100
+        return table.set_column(
+            table.column_names.index(column), column, pa.array(values, table.schema.field(column).type)
+        )
+
+    rewrite(tiny_root / "tiny", change)
+    assert load_dataset(tiny_root, "tiny").data_hash != before
+
+
+def test_a_damaged_file_is_still_caught_by_its_sha256(tiny_root):
+    path = tiny_root / "tiny" / "train.parquet"
+    pq.write_table(pq.read_table(path), path, compression="snappy")
+    with pytest.raises(RecxError, match=r"train\.parquet: changed or damaged since recx wrote it"):
+        load_dataset(tiny_root, "tiny")
+
+
+def test_a_run_resumes_and_evaluates_on_its_data_written_by_another_writer(tiny_root, tmp_path, monkeypatch):
+    config = resolve({**CONFIG, "dataset": "tiny"})
+    tiny = load_dataset(tiny_root, "tiny")
+    killed_after_checkpoint(config, tiny, tmp_path / "run", monkeypatch, 1)
+    environment = json.loads((tmp_path / "run" / "environment.json").read_text())
+    assert environment["data_identity"] == IDENTITY and environment["data_hash"] == tiny.data_hash
+    rewrite(tiny_root / "tiny")
+    trained = count_epochs(monkeypatch)
+    train_run(config, load_dataset(tiny_root, "tiny"), tmp_path / "run")
+    assert trained == [2, 3] and store.state(tmp_path / "run") == "complete"
+    rewrite(tiny_root / "tiny")
+    open_saved_run(tmp_path / "run", tiny.train.indptr.device, tiny_root)
+
+
+def as_written_before(run: Path, dataset) -> None:
+    """environment.json as a recx before content identity wrote it: the files' byte hash, no `data_identity`."""
+    path = run / "environment.json"
+    environment = json.loads(path.read_text())
+    del environment["data_identity"]
+    environment["data_hash"] = dataset.file_hash
+    path.write_text(json.dumps(environment))
+
+
+def test_a_run_written_before_content_identity_resumes_on_its_files_or_a_re_prepare(
+    tiny_root, tmp_path, monkeypatch, capsys
+):
+    config = resolve({**CONFIG, "dataset": "tiny"})
+    tiny = load_dataset(tiny_root, "tiny")
+    killed_after_checkpoint(config, tiny, tmp_path / "run", monkeypatch, 1)
+    as_written_before(tmp_path / "run", tiny)
+    assert store.trained_on(tmp_path / "run", tiny)
+    assert "taken as the same data" not in capsys.readouterr().err
+    rewrite(tiny_root / "tiny")
+    again = load_dataset(tiny_root, "tiny")
+    assert store.trained_on(tmp_path / "run", again)
+    assert "same card (source, parameters, counts): taken as the same data" in capsys.readouterr().err
+    train_run(config, again, tmp_path / "run")
+    assert store.state(tmp_path / "run") == "complete"
+
+
+def test_a_run_written_before_content_identity_on_other_data_is_refused(tiny_root, tmp_path, monkeypatch):
+    config = resolve({**CONFIG, "dataset": "tiny"})
+    tiny = load_dataset(tiny_root, "tiny")
+    killed_after_checkpoint(config, tiny, tmp_path / "run", monkeypatch, 1)
+    as_written_before(tmp_path / "run", tiny)
+    path = tmp_path / "run" / "environment.json"
+    environment = json.loads(path.read_text())
+    environment["dataset_card"]["counts"]["train"] += 1
+    path.write_text(json.dumps(environment))
+    rewrite(tiny_root / "tiny")
+    with pytest.raises(RecxError, match="unfinished run trained on other data"):
+        train_run(config, load_dataset(tiny_root, "tiny"), tmp_path / "run")
