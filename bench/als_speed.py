@@ -27,7 +27,7 @@ from recx.core.threads import set_compute_threads
 from recx.data.dataset import load_dataset
 from recx.data.prepare import PrepareOptions, prepare
 from recx.eval.evaluator import evaluate
-from recx.models import MODELS
+from recx.models.registry import MODELS
 
 GOWALLA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "gowalla"
 

@@ -29,8 +29,8 @@ from recx.core.memory import keep_freed_memory
 from recx.data.csr import CSR
 from recx.data.dataset import Dataset
 from recx.models.multvae import FastVAE, MultVAE, MultVAEArgs
-from recx.samplers import SAMPLERS
 from recx.samplers.base import Batch, Sampler
+from recx.samplers.registry import SAMPLERS
 from recx.train.runners.users import UserEpochs
 
 

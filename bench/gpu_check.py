@@ -47,7 +47,7 @@ from recx.data.dataset import load_dataset
 from recx.data.prepare import PrepareOptions, prepare
 from recx.train.build import build_model
 from recx.train.nonfinite import NonFiniteWatch
-from recx.train.runners import RUNNERS
+from recx.train.runners.registry import RUNNERS
 
 ROOT = Path(__file__).resolve().parents[1]
 GOWALLA = ROOT / ".." / "shared" / "data" / "gowalla"

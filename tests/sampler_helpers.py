@@ -8,10 +8,11 @@ import numpy as np
 import torch
 from scipy import stats
 
+from recx.core.args import check_args
 from recx.data.csr import CSR
 from recx.data.dataset import Dataset
-from recx.samplers import SAMPLERS
 from recx.samplers.base import Batch
+from recx.samplers.registry import SAMPLERS
 
 
 def random_dataset(n_users: int = 30, n_items: int = 50, density: float = 0.2, seed: int = 0) -> Dataset:
@@ -34,7 +35,9 @@ def random_batch(dataset: Dataset, batch_size: int = 16, dim: int = 4, seed: int
 
 
 def make_sampler(name: str, dataset: Dataset, n_negatives: int = 8, seed: int = 0, **args):
+    """The sampler with `args` checked as `resolve` checks them (types, ranges, choices), then built."""
     sampler_class = SAMPLERS.get(name)
+    check_args(sampler_class.Args, args, "sampler_args")
     return sampler_class(dataset, n_negatives, sampler_class.Args(**args), torch.Generator().manual_seed(seed), "torch")
 
 

@@ -11,9 +11,9 @@ import yaml
 
 from recx.config.run_config import resolve
 from recx.core.errors import RecxError
-from recx.losses import LOSSES
-from recx.models import MODELS
-from recx.samplers import SAMPLERS
+from recx.losses.registry import LOSSES
+from recx.models.registry import MODELS
+from recx.samplers.registry import SAMPLERS
 
 # (config key of the registry, registered name, rest of the config, bad arguments, a word of the message)
 BAD = [

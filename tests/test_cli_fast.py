@@ -84,8 +84,8 @@ def _complete(words: str, env=None) -> list[str]:
 
 
 def test_bash_completion_of_commands_options_and_registered_names(tmp_path):
-    from recx.losses import LOSSES
-    from recx.samplers import SAMPLERS
+    from recx.losses.registry import LOSSES
+    from recx.samplers.registry import SAMPLERS
 
     assert _complete("recx tr") == ["train"]
     assert "--sampler" in _complete("recx train --sa")

@@ -25,15 +25,15 @@ import torch
 
 from recx.config.run_config import resolve
 from recx.core.progress import make_progress
-from recx.data.formats import FORMATS
-from recx.losses import LOSSES
+from recx.data.formats.registry import FORMATS
 from recx.losses.base import LossInput
-from recx.models import MODELS
+from recx.losses.registry import LOSSES
+from recx.models.registry import MODELS
 from recx.runs import store
 from recx.runs.train_run import train_run
-from recx.samplers import SAMPLERS
+from recx.samplers.registry import SAMPLERS
 from recx.train.build import build_loss, build_model
-from recx.train.runners import RUNNERS
+from recx.train.runners.registry import RUNNERS
 from recx.train.step import step_scores
 from tests.sampler_helpers import make_sampler, random_batch, random_dataset
 

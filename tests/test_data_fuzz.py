@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from recx.core.errors import RecxError
-from recx.data.formats import FORMATS
 from recx.data.formats.lines import ReadReport
+from recx.data.formats.registry import FORMATS
 
 FILES = {
     "movielens": "ratings.dat",

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from recx.core.errors import RecxError
-from recx.data.formats import FORMATS
 from recx.data.formats.lines import ReadReport
+from recx.data.formats.registry import FORMATS
 
 
 def write(path: Path, text: str | bytes, gz: bool = False) -> Path:

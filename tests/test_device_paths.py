@@ -17,7 +17,7 @@ from recx.optim import optimizers as optim
 from recx.samplers.base import Batch
 from recx.train.build import build_model, build_sampler
 from recx.train.positive_mask import mask_positives, positive_mask
-from recx.train.runners import RUNNERS
+from recx.train.runners.registry import RUNNERS
 
 
 def test_forcing_is_scoped_to_the_block():

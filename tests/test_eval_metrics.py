@@ -9,7 +9,7 @@ import torch
 from recx.config.run_config import resolve
 from recx.data.csr import CSR
 from recx.eval.evaluator import evaluate
-from recx.eval.metrics import per_user_metrics
+from recx.eval.metrics.registry import per_user_metrics
 from recx.eval.strata import popularity_strata
 from recx.train.build import build_model
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from recx.eval.auc import auc_names, per_user_auc
+from recx.eval.metrics.auc import auc_names, per_user_auc
 
 
 def brute_force(scores: np.ndarray, relevant: np.ndarray, beta: float) -> tuple[list, list, list]:

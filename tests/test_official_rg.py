@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from recx.data.csr import CSR
-from recx.models import MODELS
+from recx.models.registry import MODELS
 
 GOLDEN = json.loads((Path(__file__).parent / "golden" / "official" / "rg.json").read_text())
 

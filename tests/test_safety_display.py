@@ -5,10 +5,10 @@ import re
 import pytest
 from safety_helpers import assert_user_error
 
-from recx.data.formats import FORMATS
-from recx.losses import LOSSES
-from recx.models import MODELS
-from recx.samplers import SAMPLERS
+from recx.data.formats.registry import FORMATS
+from recx.losses.registry import LOSSES
+from recx.models.registry import MODELS
+from recx.samplers.registry import SAMPLERS
 
 FAST = ["--dim", "8", "--epochs", "2", "--batch-size", "256", "--negatives", "5", "--device", "cpu"]
 
@@ -47,7 +47,7 @@ def test_list_shows_every_registered_name_with_module_and_defaults(recx_cli, kin
 
 def test_list_metrics_experiments_and_arguments(recx_cli):
     losses = recx_cli("list", "losses").out
-    assert "temperature=1.0, logq_correction=True" in losses and "with logQ correction" in losses
+    assert "temperature=1.0 (> 0), logq_correction=True" in losses and "logQ-corrected" in losses
     assert "exclude_train=" in recx_cli("list", "samplers").out
     metrics = recx_cli("list", "metrics").out
     assert all(name in metrics for name in ("ndcg", "recall", "precision", "mrr", "hitrate", "opauc"))

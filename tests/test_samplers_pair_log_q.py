@@ -14,8 +14,8 @@ from test_contract import SAMPLER_CASES
 
 import recx.samplers.midx as midx
 from recx.core.errors import RecxError
-from recx.samplers import SAMPLERS
 from recx.samplers.base import Sampler
+from recx.samplers.registry import SAMPLERS
 
 
 def _has_closed_form(name: str) -> bool:

@@ -8,9 +8,9 @@ import pytest
 
 from recx.config.run_config import RunConfig
 from recx.core.errors import RecxError
-from recx.models import MODELS
+from recx.models.registry import MODELS
 from recx.report import tables
-from recx.samplers import SAMPLERS
+from recx.samplers.registry import SAMPLERS
 from recx.sweeps.experiments import experiment_spec, load_experiments, plan
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -9,7 +9,7 @@ import torch
 from recx.config.run_config import resolve
 from recx.core.errors import RecxError
 from recx.train.build import build_model
-from recx.train.runners import RUNNERS
+from recx.train.runners.registry import RUNNERS
 
 KINDS = {
     "mf": {"model": "mf", "loss": "bpr"},

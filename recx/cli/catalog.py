@@ -1,7 +1,8 @@
 """What recx knows by name, read from the registries: `recx list`, the `--help` texts and shell completion.
 
-Each entry is a name, the module that defines it, its arguments with their defaults (the `Args` dataclass of a
-sampler, loss or model; the keyword arguments of a format reader) and the first line of its docstring.
+Each entry is a name, the module that defines it, its arguments with their defaults and what they accept (the
+`Args` dataclass of a sampler, loss or model, each field's range or choices; the keyword arguments of a format
+reader) and its one-line summary (the class's `summary`, else the first sentence of its docstring).
 
 Reading the registries imports torch and every registered module (seconds), so `--help`, `--version` and shell
 completion read `catalog.json` beside this file instead: the same entries and the run config's defaults, written by
@@ -33,27 +34,25 @@ class Entry:
     summary: str
 
 
-def _first_line(doc: str | None) -> str:
-    doc = inspect.cleandoc(doc or "").strip()
-    return doc.splitlines()[0] if doc else ""
+def first_sentence(doc: str | None) -> str:
+    """The first sentence of a docstring's first paragraph, on one line."""
+    paragraph = inspect.cleandoc(doc or "").strip().split("\n\n")[0]
+    text = " ".join(paragraph.split())
+    end = re.search(r"[.:](\s|$)", text)
+    return text[: end.start()] if end else text
 
 
 def _summary(obj) -> str:
-    """The object's own docstring (not one inherited from a base class), else its module's."""
+    """The object's `summary`, else its own docstring's first sentence (not one inherited), else its module's."""
+    declared = getattr(obj, "summary", "") if isinstance(obj, type) else ""
     own = obj.__dict__.get("__doc__") if isinstance(obj, type) else obj.__doc__
-    return _first_line(own) or _first_line(sys.modules[obj.__module__].__doc__)
+    return declared or first_sentence(own) or first_sentence(sys.modules[obj.__module__].__doc__)
 
 
 def _dataclass_args(args_class) -> str:
-    parts = []
-    for spec in dataclasses.fields(args_class):
-        default = (
-            spec.default
-            if spec.default is not dataclasses.MISSING
-            else (spec.default_factory() if spec.default_factory is not dataclasses.MISSING else "required")
-        )
-        parts.append(f"{spec.name}={default!r}" if default != "required" else f"{spec.name} (required)")
-    return ", ".join(parts)
+    from recx.core.args import describe_field
+
+    return ", ".join(describe_field(spec) for spec in dataclasses.fields(args_class))
 
 
 def _function_args(function) -> str:
@@ -65,30 +64,30 @@ def _function_args(function) -> str:
     )
 
 
-def _registered(registry, args) -> list[Entry]:
+def _registered(registry, args, summary=_summary) -> list[Entry]:
     entries = []
     for name in registry.names():
         obj = registry.get(name)
-        entries.append(Entry(name, obj.__module__, args(obj), _summary(obj)))
+        entries.append(Entry(name, obj.__module__, args(obj), summary(obj)))
     return entries
 
 
 def entries(kind: str, experiments_file: Path | None = None) -> list[Entry]:
     """The entries of one kind (one of KINDS)."""
     if kind == "samplers":
-        from recx.samplers import SAMPLERS
+        from recx.samplers.registry import SAMPLERS
 
         return _registered(SAMPLERS, lambda c: _dataclass_args(c.Args))
     if kind == "losses":
-        from recx.losses import LOSSES
+        from recx.losses.registry import LOSSES
 
         return _registered(LOSSES, lambda c: _dataclass_args(c.Args))
     if kind == "models":
-        from recx.models import MODELS
+        from recx.models.registry import MODELS
 
         return _registered(MODELS, lambda c: _dataclass_args(c.Args) + f"; training kind {c.training_kind}")
     if kind == "formats":
-        from recx.data.formats import FORMATS
+        from recx.data.formats.registry import FORMATS
 
         return _registered(FORMATS, _function_args)
     if kind == "metrics":
@@ -101,21 +100,15 @@ def entries(kind: str, experiments_file: Path | None = None) -> list[Entry]:
 
 
 def _metrics() -> list[Entry]:
-    from recx.eval import auc, metrics
+    from recx.eval.metrics.registry import METRICS
 
-    parts = [part.strip(" -;") for part in re.split(r";\s+|\n", inspect.getdoc(metrics) or "")]
-    described = {name: next((part for part in parts if part.lower().startswith(name)), "") for name in metrics.METRICS}
-    found = [
-        Entry(
-            name,
-            metrics.__name__,
-            "k (cut-off: @k)",
-            described[name] + ("; also per popularity stratum" if name in metrics.STRATIFIED else ""),
-        )
-        for name in metrics.METRICS
-    ]
-    found.append(Entry("auc, opauc(beta)", auc.__name__, "beta (recx eval --auc --opauc-beta)", _summary(auc)))
-    return found
+    def args(metric) -> str:
+        return "k (cut-off: name@k)" if metric.cutoff else "beta (recx eval --auc --opauc-beta)"
+
+    def summary(metric) -> str:
+        return _summary(metric) + ("; also per popularity stratum" if metric.additive else "")
+
+    return _registered(METRICS, args, summary)
 
 
 def _experiments(path: Path) -> list[Entry]:
@@ -129,7 +122,7 @@ def _experiments(path: Path) -> list[Entry]:
             str(path),
             f"datasets {', '.join(map(str, spec.get('datasets', [])))}; "
             f"methods {', '.join(map(str, spec.get('methods') or {}))}",
-            str(spec.get("description") or "").split(". ")[0].strip(),
+            first_sentence(str(spec.get("description") or "")),
         )
         for name, spec in experiments.items()
         if isinstance(spec, dict)

@@ -1,4 +1,8 @@
-"""Run configuration: defaults, validation against the registries, and the run id (hash of the resolved config)."""
+"""Run configuration: defaults, validation against the registries, and the run id (hash of the resolved config).
+
+Nothing here names a method: the default sampler, loss and model are the registries' defaults, each method's
+arguments, ranges, default bundles and pairings are declared by its own class, and `resolve` asks the registries.
+"""
 
 from __future__ import annotations
 
@@ -7,18 +11,21 @@ import hashlib
 import json
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import yaml
 
 from recx.config import schema as config_schema
 from recx.core import yaml_values
+from recx.core.args import check_args
 from recx.core.errors import RecxError
-from recx.losses import LOSSES
-from recx.models import MODELS
+from recx.eval.metrics.registry import METRICS
+from recx.losses.base import Bundle
+from recx.losses.registry import LOSSES
+from recx.models.registry import MODELS
 from recx.optim.optimizers import OPTIMIZERS
-from recx.samplers import SAMPLERS
 from recx.samplers.kernels.choice import KERNELS
+from recx.samplers.registry import SAMPLERS
 
 WEIGHT_DECAY_MODES = ("none", "full", "batch")
 DEVICES = ("auto", "cpu", "cuda")
@@ -32,9 +39,9 @@ class RunConfig:
     """Every field has a default; `resolve` fills the method-specific `*_args` with their classes' defaults."""
 
     dataset: str = "synthetic"
-    model: str = "mf"
-    loss: str = "softmax"
-    sampler: str = "uniform"
+    model: str = field(default_factory=lambda: MODELS.default)
+    loss: str = field(default_factory=lambda: LOSSES.default)
+    sampler: str = field(default_factory=lambda: SAMPLERS.default)
     dim: int = 64
     epochs: int = 30
     batch_size: int = 2048
@@ -84,7 +91,7 @@ def _fill_args(kind: str, args_class, given: dict, where: str) -> dict:
         raise RecxError(
             f"{where}: unknown key {unknown[0]!r} for {kind}; valid: {', '.join(sorted(known)) or '(none)'}"
         )
-    config_schema.check_args(args_class, given, where)
+    check_args(args_class, given, where)
     try:
         return dataclasses.asdict(args_class(**given))
     except (TypeError, RecxError) as exc:  # an Args' own checks (__post_init__) name the key
@@ -98,11 +105,14 @@ def resolve(raw: dict, where: str = "config") -> RunConfig:
     if unknown:
         raise RecxError(f"{where}: unknown key {unknown[0]!r}; valid keys: {', '.join(known)}")
     defaults = RunConfig()
+    model = raw.get("model", defaults.model)
+    if "loss" not in raw and model in MODELS and len(MODELS.get(model).losses or ()) == 1:
+        raw = {**raw, "loss": MODELS.get(model).losses[0]}  # the one loss the model trains with
     raw, applied = apply_loss_defaults(raw)
     values = {k: config_schema.coerce(k, v, getattr(defaults, k), where) for k, v in raw.items()}
     config = RunConfig(**values)
     config.loss_defaults_applied = applied
-    loss_class = LOSSES.get(config.loss)
+    model_class, loss_class = MODELS.get(config.model), LOSSES.get(config.loss)
     if loss_class.required_sampler is not None:
         if "sampler" in raw and raw["sampler"] != loss_class.required_sampler:
             raise RecxError(
@@ -111,7 +121,7 @@ def resolve(raw: dict, where: str = "config") -> RunConfig:
             )
         config.sampler = loss_class.required_sampler
     config.model_args = _fill_args(
-        f"model {config.model!r}", MODELS.get(config.model).Args, config.model_args, f"{where}: model_args"
+        f"model {config.model!r}", model_class.Args, config.model_args, f"{where}: model_args"
     )
     config.loss_args = _fill_args(f"loss {config.loss!r}", loss_class.Args, config.loss_args, f"{where}: loss_args")
     config.sampler_args = _fill_args(
@@ -124,6 +134,7 @@ def resolve(raw: dict, where: str = "config") -> RunConfig:
     if config.optimizer not in ("auto",) + OPTIMIZERS:
         raise RecxError(f"{where}: optimizer {config.optimizer!r}; valid: auto, {', '.join(OPTIMIZERS)}")
     config.optimizer = resolve_optimizer(config)
+    check_pairings(config, where)
     if config.optimizer != "adam" and config.weight_decay_mode == "full" and config.weight_decay > 0:
         raise RecxError(
             f"{where}: optimizer {config.optimizer!r} updates only the rows a step touches, so it cannot "
@@ -136,9 +147,45 @@ def resolve(raw: dict, where: str = "config") -> RunConfig:
     if config.kernels not in KERNELS:
         raise RecxError(f"{where}: kernels {config.kernels!r}; valid: {', '.join(KERNELS)}")
     metric, _, k = config.valid_metric.partition("@")
-    if metric not in ("ndcg", "recall", "precision", "mrr", "hitrate") or not k.isdigit():
-        raise RecxError(f"{where}: valid_metric {config.valid_metric!r}; expected e.g. ndcg@20 or recall@50")
+    if metric not in METRICS or not METRICS.get(metric).cutoff or not k.isdigit():
+        cutoffs = [name for name in METRICS.names() if METRICS.get(name).cutoff]
+        raise RecxError(
+            f"{where}: valid_metric {config.valid_metric!r}; expected a metric with a cut-off, such as ndcg@20 "
+            f"(metrics: {', '.join(cutoffs)})"
+        )
     return config
+
+
+def check_pairings(config: RunConfig, where: str) -> None:
+    """What the model's class declares it trains with (recx.models.base.Model): its losses, optimizers and weight
+    decay modes, a sampler with a closed-form log q, and its own check of its arguments."""
+    model_class = MODELS.get(config.model)
+    if model_class.losses and config.loss not in model_class.losses:
+        raise RecxError(
+            f"{where}: model {config.model!r} trains with loss {' or '.join(map(repr, model_class.losses))} (its "
+            f"likelihood), not {config.loss!r}"
+        )
+    if model_class.optimizers and config.optimizer not in model_class.optimizers:
+        raise RecxError(
+            f"{where}: model {config.model!r} trains with optimizer {' or '.join(map(repr, model_class.optimizers))} "
+            f"(its official code's), not {config.optimizer!r}; leave optimizer out or set it to "
+            f"{model_class.optimizers[0]}"
+        )
+    if config.weight_decay_mode not in model_class.weight_decay_modes:
+        raise RecxError(
+            f"{where}: weight_decay_mode {config.weight_decay_mode!r} is not defined for model {config.model!r}; "
+            f"use {' or '.join(model_class.weight_decay_modes)}"
+        )
+    if model_class.closed_form_sampler and not SAMPLERS.get(config.sampler).has_closed_form():
+        closed = [name for name in SAMPLERS.names() if SAMPLERS.get(name).has_closed_form()]
+        raise RecxError(
+            f"{where}: model {config.model!r} reads each positive's log q from its sampler's closed form, which "
+            f"sampler {config.sampler!r} has not; choose one of {', '.join(closed)}"
+        )
+    try:
+        model_class.check_args(model_class.Args(**config.model_args))
+    except RecxError as exc:
+        raise RecxError(f"{where}: {exc}") from None
 
 
 def check_lr_schedule(config: RunConfig, where: str) -> None:
@@ -150,70 +197,12 @@ def check_lr_schedule(config: RunConfig, where: str) -> None:
             f"{where}: lr_step_gamma = {config.lr_step_gamma} applies only with a schedule "
             f"(lr_step_epochs > 0; here 0); set lr_step_epochs as well, or leave lr_step_gamma out"
         )
-    kind = MODELS.get(config.model).training_kind
-    if config.lr_step_epochs and kind in ("alternating", "none"):
+    model_class = MODELS.get(config.model)
+    if config.lr_step_epochs and model_class.optimizers == ():
         raise RecxError(
             f"{where}: lr_step_epochs = {config.lr_step_epochs}: model {config.model!r} is not trained by "
-            f"gradient steps (training kind {kind!r}: no learning rate); leave lr_step_epochs out"
+            f"gradient steps ({model_class.trainer_note}: no learning rate); leave lr_step_epochs out"
         )
-
-
-# Per-loss defaults: bundles of settings that go together, applied to a run that sets none of a bundle's keys nor
-# its `blocked_by` keys, and only where the model and sampler have those keys (dotted: nested *_args keys).
-# BPR: one negative per positive (the paper's setting; 100 cost 100x for little gain). Sampled softmax: 2000 uniform
-# candidates shared by the batch (one [B, 2000] matrix product) and cosine scores at temperature 0.1 (with dot
-# products and Adam the softmax losses overfit early on Gowalla).
-class Bundle(NamedTuple):
-    """Settings applied together to a run that sets none of `values`' keys nor of `blocked_by`, and whose settings
-    (given, by default or by an earlier bundle) equal `requires` (dotted key -> value)."""
-
-    values: dict
-    blocked_by: tuple[str, ...] = ()
-    requires: dict | None = None
-
-
-# The optimizer bundles were measured with MF on each loss's default candidates and scores (below), so a run with
-# any other model, sampler, candidate set or score leaves the optimizer to `auto`.
-DECAY = ("weight_decay", "weight_decay_mode")
-LOSS_DEFAULTS: dict[str, list[Bundle]] = {
-    "bpr": [
-        Bundle({"n_negatives": 1}),
-        Bundle(
-            {"optimizer": "rowwise_adagrad", "lr": 0.05}, DECAY, {"model": "mf", "sampler": "uniform", "n_negatives": 1}
-        ),
-    ],
-    "softmax": [
-        Bundle({"n_negatives": 2000, "sampler_args.shared": True}),
-        Bundle({"model_args.scoring": "cosine", "model_args.temperature": 0.1}, ("loss_args.temperature",)),
-        Bundle(
-            {"optimizer": "rowwise_adagrad", "lr": 0.02},
-            DECAY,
-            {
-                "model": "mf",
-                "sampler": "uniform",
-                "n_negatives": 2000,
-                "sampler_args.shared": True,
-                "model_args.scoring": "cosine",
-                "model_args.temperature": 0.1,
-                "loss_args.temperature": 1.0,
-            },
-        ),
-    ],
-    "full_softmax": [
-        Bundle({"model_args.scoring": "cosine", "model_args.temperature": 0.1}, ("loss_args.temperature",))
-    ],
-}
-# Optimizers by measurement on Gowalla (MF dim 64, batch 2048, seed 0, 10 epochs, 1 thread; README "Defaults").
-# Sampled softmax (2000 shared negatives, cosine / 0.1): row-wise Adagrad at lr 0.02 reaches best valid NDCG@20
-# 0.1051 and test 0.1165 against dense Adam's 0.1059 and 0.1146, in a shorter epoch (11.3-12.4 s against 12.8 s,
-# bench/train_speed.py, one thread; lr 0.01: 0.1041 / 0.1163; 0.05 and above learn slower; lazy Adam 0.0861
-# valid after 4 epochs against Adam's 0.0960). BPR: row-wise Adagrad at lr 0.05: best test NDCG@20 0.1114 (elementwise Adagrad
-# 0.1113, dense Adam 0.1002 at lr 5e-3, best at epoch 4; lazy Adam 0.0977; row-wise at lr 0.03 0.1101, at 0.1
-# 0.0973), in the shortest epochs (bench/train_speed.py: row-wise 0.82-1.5 s, median 2.9x implicit's BPR,
-# against elementwise Adagrad's 1.3-1.6 s). A run outside the measured setup (another lr, weight decay, model, sampler, candidates or scores)
-# gets `auto` (dense Adam for the softmax losses, lazy Adam otherwise, in Adam's lr scale); full_softmax keeps
-# dense Adam.
-DENSE_ADAM_LOSSES = ("softmax", "full_softmax")
 
 
 def _args_class(kind: str, name: str):
@@ -227,10 +216,15 @@ def has_key(raw: dict, dotted: str) -> bool:
     return head in raw and (not tail or tail in (raw[head] or {}))
 
 
+def plain_default(key: str):
+    """RunConfig's own default of `key` (the registries' defaults for model, loss and sampler)."""
+    return getattr(RunConfig(), key)
+
+
 def _raw_args_class(raw: dict, kind: str):
     """The Args class of the method `raw` names (or the default one) for `kind` ("model_args", ...)."""
     owner = {"model_args": "model", "sampler_args": "sampler", "loss_args": "loss"}[kind]
-    return _args_class(kind, raw.get(owner, getattr(RunConfig, owner)))
+    return _args_class(kind, raw.get(owner, plain_default(owner)))
 
 
 def _can_take(raw: dict, dotted: str) -> bool:
@@ -241,16 +235,21 @@ def _can_take(raw: dict, dotted: str) -> bool:
     return args_class is not None and tail in {f.name for f in fields(args_class)}
 
 
+def default_bundles(loss: str) -> tuple[Bundle, ...]:
+    """The loss's default bundles (none for a name the registry does not know: `resolve` refuses it)."""
+    return LOSSES.get(loss).default_bundles if loss in LOSSES else ()
+
+
 def loss_default(loss: str, key: str):
     """The value a loss's default bundle gives `key` (None when no bundle of the loss sets it)."""
-    return next((bundle.values[key] for bundle in LOSS_DEFAULTS.get(loss, []) if key in bundle.values), None)
+    return next((bundle.values[key] for bundle in default_bundles(loss) if key in bundle.values), None)
 
 
 def _setting(raw: dict, dotted: str):
     """The value `raw` gives `dotted`, else its plain default (RunConfig's, or the named method's Args)."""
     head, _, tail = dotted.partition(".")
     if not tail:
-        return raw[head] if head in raw else next(f.default for f in fields(RunConfig) if f.name == head)
+        return raw[head] if head in raw else plain_default(head)
     if tail in (raw.get(head) or {}):
         return raw[head][tail]
     args_class = _raw_args_class(raw, head)
@@ -258,13 +257,13 @@ def _setting(raw: dict, dotted: str):
 
 
 def apply_loss_defaults(raw: dict) -> tuple[dict, dict]:
-    """(`raw` with its loss's default bundles filled in, the dotted keys and values that were filled). Models trained
-    without a loss (alternating solvers, MostPop) get none."""
-    model = raw.get("model", RunConfig.model)
-    if model in MODELS and MODELS.get(model).training_kind in ("alternating", "none"):
+    """(`raw` with its loss's default bundles (`Loss.default_bundles`) filled in, the dotted keys and values that
+    were filled). Models trained without a loss (`Model.losses` empty: alternating solvers, MostPop) get none."""
+    model = raw.get("model", plain_default("model"))
+    if model in MODELS and MODELS.get(model).losses == ():
         return raw, {}
     applied, filled = {}, raw
-    for values, blocked_by, requires in LOSS_DEFAULTS.get(raw.get("loss", RunConfig.loss), []):
+    for values, blocked_by, requires in default_bundles(raw.get("loss", plain_default("loss"))):
         if any(has_key(raw, key) for key in (*values, *blocked_by)) or not all(_can_take(raw, k) for k in values):
             continue
         if requires and any(_setting(filled, key) != value for key, value in requires.items()):
@@ -277,12 +276,12 @@ def apply_loss_defaults(raw: dict) -> tuple[dict, dict]:
 
 
 def resolve_optimizer(config: RunConfig) -> str:
-    """`auto`: dense Adam when weight_decay_mode 'full' decays every row every step or the loss is a softmax over
-    many items (DENSE_ADAM_LOSSES), else lazy Adam."""
+    """`auto`: dense Adam when weight_decay_mode 'full' decays every row every step, else the loss's
+    `auto_optimizer` (dense Adam for the softmax losses over many items, lazy Adam otherwise)."""
     if config.optimizer != "auto":
         return config.optimizer
     full_decay = config.weight_decay_mode == "full" and config.weight_decay > 0
-    return "adam" if full_decay or config.loss in DENSE_ADAM_LOSSES else "lazy_adam"
+    return "adam" if full_decay else LOSSES.get(config.loss).auto_optimizer
 
 
 def non_default_settings(config: RunConfig) -> str:
@@ -301,11 +300,8 @@ def non_default_settings(config: RunConfig) -> str:
     parts = [f"set: {given}"]
     if applied:
         parts.append(f"defaults for {config.loss}: " + ", ".join(f"{k}={v}" for k, v in changed if k in applied))
-    kind = MODELS.get(config.model).training_kind
-    trainer = {
-        "alternating": "closed-form alternating solves (no optimizer, no sampler)",
-        "none": "nothing to train",
-    }.get(kind, f"optimizer {config.optimizer}")
+    model_class = MODELS.get(config.model)
+    trainer = model_class.trainer_note if model_class.optimizers == () else f"optimizer {config.optimizer}"
     return "; ".join(parts + [trainer])
 
 

@@ -1,37 +1,116 @@
-"""Name -> class registries: samplers, losses and models are looked up by the names configs use."""
+"""Name -> class registries: samplers, losses, models, formats, metrics and training kinds are looked up by the names
+configs use.
+
+A registry lives in its own module (e.g. recx/samplers/registry.py) and knows the packages its built-in members live
+in: the first time it is read, it imports every module of those packages (a new built-in method is one file, found
+there) and the plugins (recx.core.plugins). Members register with the registry's decorator; each name has one
+owner (recx, or the plugin that registered it), and a second registration of a name is refused naming both owners.
+"""
 
 from __future__ import annotations
 
+import difflib
+import importlib
+import pkgutil
 from typing import Callable, Generic, TypeVar
 
+from recx.core import plugins
 from recx.core.errors import RecxError
 
 T = TypeVar("T")
 
 
+def did_you_mean(name: str, names) -> str:
+    """` (did you mean 'x'?)` for the closest of `names`, else empty."""
+    close = difflib.get_close_matches(name, list(names), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _builtin(obj) -> bool:
+    module = getattr(obj, "__module__", "")
+    return module == "recx" or module.startswith("recx.")
+
+
+def _owner_of(obj) -> str:
+    """`recx (module)` for a built-in, `plugin <name> (module)` for a plugin's, else the defining module."""
+    module = getattr(obj, "__module__", "?")
+    if _builtin(obj):
+        return f"recx ({module})"
+    plugin = plugins.loading_now()
+    return f"{plugin} ({module})" if plugin is not None else f"module {module}"
+
+
 class Registry(Generic[T]):
-    """A small named registry; `get` names the valid choices when a name is unknown."""
+    """A named registry; `get` names the valid choices (and the closest one) when a name is unknown."""
 
-    def __init__(self, kind: str):
+    def __init__(self, kind: str, *packages: str):
         self.kind = kind
+        self.packages = packages
         self._entries: dict[str, T] = {}
+        self._owners: dict[str, str] = {}
+        self._default: str | None = None
+        self._discovered = not packages
 
-    def register(self, name: str) -> Callable[[T], T]:
+    def register(self, name: str, *, default: bool = False) -> Callable[[T], T]:
+        """Decorator: register the object under `name` (`default`: the name a run config takes when it names none;
+        built-ins only)."""
+
         def decorate(obj: T) -> T:
+            if not _builtin(obj):
+                self._discover()  # a name from outside recx is checked against every built-in one
+            owner = _owner_of(obj)
             if name in self._entries:
-                raise ValueError(f"{self.kind} {name!r} registered twice")
+                raise RecxError(
+                    f"{self.kind} {name!r} is registered twice: by {self._owners[name]} and by {owner}; "
+                    "rename one of them"
+                )
             self._entries[name] = obj
+            self._owners[name] = owner
+            if default:
+                self._default = name
             return obj
 
         return decorate
 
+    def _discover(self) -> None:
+        """Import every module of the packages (a subpackage: its `__init__` only): they register themselves."""
+        if self._discovered:
+            return
+        self._discovered = True
+        for name in self.packages:
+            package = importlib.import_module(name)
+            for module in pkgutil.iter_modules(package.__path__, f"{name}."):
+                importlib.import_module(module.name)
+
+    def _complete(self) -> None:
+        self._discover()
+        plugins.load()
+
     def get(self, name: str) -> T:
+        self._complete()
         if name not in self._entries:
-            raise RecxError(f"unknown {self.kind} {name!r}; valid: {', '.join(self.names())}")
+            raise RecxError(
+                f"unknown {self.kind} {name!r}{did_you_mean(name, self._entries)}; valid: {', '.join(self.names())}"
+            )
         return self._entries[name]
 
     def names(self) -> list[str]:
+        self._complete()
         return sorted(self._entries)
 
+    def owner(self, name: str) -> str:
+        """Who registered `name`: `recx (module)` or `plugin <name> (module)`."""
+        self.get(name)
+        return self._owners[name]
+
+    @property
+    def default(self) -> str:
+        """The name a run config takes when it names none."""
+        self._complete()
+        if self._default is None:
+            raise RuntimeError(f"no default {self.kind} is registered")
+        return self._default
+
     def __contains__(self, name: str) -> bool:
+        self._complete()
         return name in self._entries

@@ -14,8 +14,8 @@ from recx.core.lock import exclusive
 from recx.core.names import check_name
 from recx.data.dataset_folder import Interactions, check_target, sha256_of, write_dataset
 from recx.data.download import fetch_dataset
-from recx.data.formats import FORMATS
 from recx.data.formats.lines import ReadReport
+from recx.data.formats.registry import FORMATS
 from recx.data.preprocess import positives
 from recx.data.presets import dataset_spec, preset
 from recx.data.rating_filter import RatingRule

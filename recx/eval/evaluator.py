@@ -14,8 +14,7 @@ import torch
 from recx.core.errors import RecxError
 from recx.data.csr import CSR
 from recx.data.dataset import Dataset
-from recx.eval.auc import per_user_auc
-from recx.eval.metrics import per_user_metrics
+from recx.eval.metrics.registry import METRICS, per_user_metrics
 from recx.eval.strata import popularity_strata
 
 
@@ -80,7 +79,8 @@ def evaluate(
     keep_per_user: bool = False,
     after_batch: Callable[[int, int], None] | None = None,
 ) -> Evaluation:
-    """`auc_beta` given: also AUC and OPAUC(β) (recx.eval.auc), from each batch's full score matrix.
+    """Every registered cut-off metric at each k (recx.eval.metrics); `auc_beta` given: also the metrics of the full
+    score row (AUC and OPAUC(β)), from each batch's full score matrix.
     `keep_per_user`: also each evaluated user's values (paired tests). `after_batch(users done, users in all)` is
     called after each batch (progress display)."""
     target = dataset.split(split)
@@ -103,7 +103,11 @@ def evaluate(
         hits = target.contains(users[:, None].expand_as(topk), topk)
         values = per_user_metrics(hits, target.row_lengths()[users], ks, stratum_of[topk])
         if auc_beta is not None:
-            values.update(per_user_auc(scores, target.dense_rows(users), auc_beta))
+            relevant = target.dense_rows(users)
+            for name in METRICS.names():
+                if not METRICS.get(name).cutoff:
+                    scored = METRICS.get(name)().per_user_scores(scores, relevant, auc_beta)
+                    values.update({(metric, 0, "all"): value for metric, value in scored.items()})
         for key, value in values.items():
             parts.setdefault(key, []).append(value)
         if keep_topk:

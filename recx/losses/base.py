@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar, NamedTuple
 
 import torch
 
@@ -43,8 +44,21 @@ class LossInput:
         return self.users, self.positives
 
 
+class Bundle(NamedTuple):
+    """Settings a loss applies together to a run that sets none of `values`' keys (dotted: `model_args.scoring`)
+    nor of `blocked_by`, and whose settings (given, by default or by an earlier bundle) equal `requires`."""
+
+    values: dict
+    blocked_by: tuple[str, ...] = ()
+    requires: dict | None = None
+
+
 class Loss:
     """`__call__(LossInput) -> scalar`, the mean over the batch's queries (BPR's `reduction: sum`: their sum).
+
+    `summary`: one line for `recx list`. `default_bundles`: settings that go with the loss, applied in order to a run
+    that sets none of their keys (recx.config.run_config.apply_loss_defaults). `auto_optimizer`: what the optimizer
+    `auto` resolves to with this loss (dense Adam for full-table decay whatever the loss).
 
     `required_sampler` names the only sampler the loss is defined with (None: any). `mask_positive` asks the
     trainer to remove a query's own positive from its candidates (score -inf), as softmax losses need.
@@ -58,6 +72,9 @@ class Loss:
     models scored by a dot product of two tables, with a row-sparse optimizer: recx.train.step).
     """
 
+    summary: ClassVar[str] = ""
+    default_bundles: ClassVar[tuple[Bundle, ...]] = ()
+    auto_optimizer: ClassVar[str] = "lazy_adam"
     required_sampler: str | None = None
     mask_positive: bool = False
     uses_negatives: bool = True

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import torch.nn.functional as F
 
-from recx.losses import LOSSES
 from recx.losses.base import Loss, LossInput
+from recx.losses.registry import LOSSES
 
 
 @dataclass
@@ -23,6 +23,7 @@ class BCEArgs:
 
 @LOSSES.register("bce")
 class BCE(Loss):
+    summary = "binary cross-entropy: positive label 1, candidates label 0 (their mean)"
     Args = BCEArgs
     mask_positive = True
 

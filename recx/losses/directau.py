@@ -13,28 +13,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from recx.core.errors import RecxError
-from recx.losses import LOSSES
+from recx.core.args import arg
 from recx.losses.alignment import UNIFORMITY_ROWS, alignment, uniformity, uniformity_rows
 from recx.losses.base import Loss, LossInput
-
-
-def check_uniformity_rows(value: str) -> None:
-    if value not in UNIFORMITY_ROWS:
-        raise RecxError(f"loss_args.uniformity_rows: {value!r}; valid: {', '.join(UNIFORMITY_ROWS)}")
+from recx.losses.registry import LOSSES
 
 
 @dataclass
 class DirectAUArgs:
-    gamma: float = 1.0
-    uniformity_rows: str = "unique"
-
-    def __post_init__(self):
-        check_uniformity_rows(self.uniformity_rows)
+    gamma: float = arg(1.0, at_least=0, help="weight of the uniformity terms")
+    uniformity_rows: str = arg("unique", choices=UNIFORMITY_ROWS, help="the batch's distinct rows, or every row")
 
 
 @LOSSES.register("directau")
 class DirectAU(Loss):
+    summary = "DirectAU: alignment of user and positive item plus γ × uniformity (negatives unused)"
     Args = DirectAUArgs
     uses_negatives = False
 

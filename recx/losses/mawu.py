@@ -24,11 +24,10 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from recx.core.errors import RecxError
-from recx.losses import LOSSES
-from recx.losses.alignment import UNIFORMITY_FORMS, uniformity, uniformity_rows
+from recx.core.args import arg
+from recx.losses.alignment import UNIFORMITY_FORMS, UNIFORMITY_ROWS, uniformity, uniformity_rows
 from recx.losses.base import Loss, LossInput
-from recx.losses.directau import check_uniformity_rows
+from recx.losses.registry import LOSSES
 
 COS_CLIP = 1e-7
 ALIGNMENTS = ("broadcast", "pairs")
@@ -36,18 +35,11 @@ ALIGNMENTS = ("broadcast", "pairs")
 
 @dataclass
 class MAWUArgs:
-    gamma_user: float = 0.5
-    gamma_item: float = 0.5
-    uniformity: str = "lower_triangle"
-    uniformity_rows: str = "unique"
-    alignment: str = "broadcast"
-
-    def __post_init__(self):
-        if self.uniformity not in UNIFORMITY_FORMS:
-            raise RecxError(f"loss_args.uniformity: {self.uniformity!r}; valid: {', '.join(UNIFORMITY_FORMS)}")
-        check_uniformity_rows(self.uniformity_rows)
-        if self.alignment not in ALIGNMENTS:
-            raise RecxError(f"loss_args.alignment: {self.alignment!r}; valid: {', '.join(ALIGNMENTS)}")
+    gamma_user: float = arg(0.5, at_least=0, help="weight of the users' uniformity")
+    gamma_item: float = arg(0.5, at_least=0, help="weight of the items' uniformity")
+    uniformity: str = arg("lower_triangle", choices=UNIFORMITY_FORMS, help="the released code's form, or pairs")
+    uniformity_rows: str = arg("unique", choices=UNIFORMITY_ROWS, help="the batch's distinct rows, or every row")
+    alignment: str = arg("broadcast", choices=ALIGNMENTS, help="the released codes' broadcast, or the paper's pairs")
 
 
 def broadcast_mean_cosine(angle: torch.Tensor, margin: torch.Tensor) -> torch.Tensor:
@@ -78,6 +70,7 @@ def margin_alignment(
 
 @LOSSES.register("mawu")
 class MAWU(Loss):
+    summary = "MAWU: margin-aware alignment (learned margins) plus weighted uniformity (negatives unused)"
     Args = MAWUArgs
     uses_negatives = False
 

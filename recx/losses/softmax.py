@@ -11,18 +11,24 @@ above over the positive and segment g's candidates.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 
+from recx.core.args import arg
 from recx.core.device_paths import accelerator_branch
-from recx.losses import LOSSES
-from recx.losses.base import Loss, LossInput
+from recx.losses.base import Bundle, Loss, LossInput
+from recx.losses.registry import LOSSES
+
+# Scores by cosine at temperature 0.1 (normalised MF, as in the sampled-softmax literature): with dot products and
+# Adam the softmax losses overfit early on Gowalla.
+COSINE_SCORES = Bundle({"model_args.scoring": "cosine", "model_args.temperature": 0.1}, ("loss_args.temperature",))
 
 
 @dataclass
 class SoftmaxArgs:
-    temperature: float = 1.0
-    logq_correction: bool = True
+    temperature: float = arg(1.0, above=0, help="divides the scores: logits o = s / temperature")
+    logq_correction: bool = arg(True, help="subtract each candidate's log q from its logit")
 
 
 def corrected_logits(
@@ -129,11 +135,36 @@ def _lse_from_maxima(logits: torch.Tensor, probabilities: torch.Tensor, rows: to
     return lse
 
 
-@LOSSES.register("softmax")
+@LOSSES.register("softmax", default=True)
 class SampledSoftmax(Loss):
+    """Defaults: 2000 candidates shared by the batch (one [B, 2000] matrix product), cosine scores at temperature 0.1,
+    and with MF over those uniform candidates row-wise Adagrad at lr 0.02 (measured on Gowalla: MF dim 64, batch
+    2048, seed 0, 10 epochs, 1 thread: best valid NDCG@20 0.1051 and test 0.1165 against dense Adam's 0.1059 and
+    0.1146, in shorter epochs; lr 0.01: 0.1041 / 0.1163; 0.05 and above learn slower; lazy Adam 0.0861 valid after
+    4 epochs against Adam's 0.0960). A run outside that setup keeps `auto`: dense Adam."""
+
+    summary = "sampled softmax cross-entropy over the positive and the candidates, logQ-corrected"
     Args = SoftmaxArgs
     mask_positive = True
     fuses_shared_candidates = True
+    auto_optimizer = "adam"
+    default_bundles: ClassVar[tuple[Bundle, ...]] = (
+        Bundle({"n_negatives": 2000, "sampler_args.shared": True}),
+        COSINE_SCORES,
+        Bundle(
+            {"optimizer": "rowwise_adagrad", "lr": 0.02},
+            ("weight_decay", "weight_decay_mode"),
+            {
+                "model": "mf",
+                "sampler": "uniform",
+                "n_negatives": 2000,
+                "sampler_args.shared": True,
+                "model_args.scoring": "cosine",
+                "model_args.temperature": 0.1,
+                "loss_args.temperature": 1.0,
+            },
+        ),
+    )
 
     def __call__(self, batch: LossInput):
         """log(exp(o_pos) + Σ_j exp(o_j)) as logaddexp(o_pos, logsumexp_j o_j): the [B, 1 + n] logits are never
@@ -190,6 +221,8 @@ class FullSoftmax(SampledSoftmax):
     """-o_pos + log Σ_{all items} exp(o_i), o = s / τ. The `full` sampler's candidates are every item, the
     positive included once, so no masking or concatenation is needed (and log_q, constant, cancels)."""
 
+    summary = "softmax cross-entropy over every item (sampler full)"
+    default_bundles = (COSINE_SCORES,)
     required_sampler = "full"
     mask_positive = False
     fuses_shared_candidates = False

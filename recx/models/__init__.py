@@ -1,7 +1,2 @@
-"""Models: each gives query (user) and item representations whose inner product is the score."""
-
-from recx.core.registry import Registry
-
-MODELS: Registry = Registry("model")
-
-from recx.models import als, lightgcn, mf, multvae, nonlinear_mf, popularity  # noqa: E402,F401  (registration)
+"""Models, found by name in `recx.models.registry.MODELS`: each gives query (user) and item representations whose
+inner product is the score. A model is one module of this package (or of `als/`), or a plugin's."""

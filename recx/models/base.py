@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import torch
 from torch import nn
 
@@ -9,11 +11,26 @@ from recx.core.gather import gather_rows
 
 
 class Model(nn.Module):
-    """Subclasses implement `representations`; scoring, evaluation and samplers only use these tensors."""
+    """Subclasses implement `representations`; scoring, evaluation and samplers only use these tensors.
 
+    What a model trains with, which `resolve` checks before any run: `losses` (None: any loss; (): none, the model
+    has its own objective), `optimizers` (None: any; (): none, not trained by gradient steps, and `trainer_note`
+    says how it is fitted), `weight_decay_modes`, and `closed_form_sampler` (the sampler must give each item's
+    normalised log q). `check_args(args)` refuses what the arguments and the model's class decide together."""
+
+    summary: ClassVar[str] = ""
+    training_kind: ClassVar[str] = "interactions"  # the training kind (recx.train.runners) that fits this model
+    losses: ClassVar[tuple[str, ...] | None] = None
+    optimizers: ClassVar[tuple[str, ...] | None] = None
+    trainer_note: ClassVar[str] = ""
+    weight_decay_modes: ClassVar[tuple[str, ...]] = ("none", "full", "batch")
+    closed_form_sampler: ClassVar[bool] = False
     n_users: int
     n_items: int
-    training_kind: str = "interactions"  # the training kind (recx.train.runners) that fits this model
+
+    @classmethod
+    def check_args(cls, args) -> None:
+        """Refuse (RecxError naming `model_args.<key>`) arguments that this class does not take together."""
 
     def representations(self, users: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(query [len(users), d], item table [n_items, d]); score(u, i) = query[u] · items[i]."""

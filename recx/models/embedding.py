@@ -14,6 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from recx.core.args import arg
 from recx.core.errors import RecxError
 from recx.core.gather import gather_rows
 from recx.models.base import Model
@@ -37,23 +38,12 @@ class EmbeddingArgs:
         "prism_scope": ("init", "prism"),
     }
 
-    scoring: str = "dot"
-    temperature: float = 1.0
-    init: str = "xavier"
-    init_std: float = 0.1
-    prism_alpha: float = 1.0
-    prism_scope: str = "both"
-
-    def __post_init__(self):
-        for key, value, valid in (
-            ("scoring", self.scoring, SCORINGS),
-            ("init", self.init, INITS),
-            ("prism_scope", self.prism_scope, PRISM_SCOPES),
-        ):
-            if value not in valid:
-                raise RecxError(f"model_args.{key}: {value!r}; valid: {', '.join(valid)}")
-        if self.temperature <= 0:
-            raise RecxError(f"model_args.temperature must be positive, got {self.temperature}")
+    scoring: str = arg("dot", choices=SCORINGS, help="dot products, or cosine similarities")
+    temperature: float = arg(1.0, above=0, help="scores are divided by it")
+    init: str = arg("xavier", choices=INITS, help="initialisation of the tables")
+    init_std: float = arg(0.1, above=0, help="the normal initialisation's standard deviation")
+    prism_alpha: float = arg(1.0, help="PRISM's α: rows scaled by popularity^α")
+    prism_scope: str = arg("both", choices=PRISM_SCOPES, help="PRISM scales item rows, or user rows too")
 
 
 class EmbeddingModel(Model):

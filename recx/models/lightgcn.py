@@ -10,25 +10,22 @@ from dataclasses import dataclass
 
 import torch
 
+from recx.core.args import arg
 from recx.core.errors import RecxError
 from recx.core.gather import gather_rows
-from recx.models import MODELS
 from recx.models.embedding import EmbeddingArgs, EmbeddingModel
 from recx.models.graph import normalized_adjacency
+from recx.models.registry import MODELS
 
 
 @dataclass
 class LightGCNArgs(EmbeddingArgs):
-    n_layers: int = 3
-
-    def __post_init__(self):
-        super().__post_init__()
-        if self.n_layers < 0:
-            raise RecxError(f"model_args.n_layers must be >= 0, got {self.n_layers}")
+    n_layers: int = arg(3, at_least=0, at_most=100, help="propagation layers over the user-item graph")
 
 
 @MODELS.register("lightgcn")
 class LightGCN(EmbeddingModel):
+    summary = "LightGCN: embeddings averaged over the layers of a normalised user-item graph propagation"
     Args = LightGCNArgs
     args: LightGCNArgs
 

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 import torch
 
 from recx.core.gather import gather_rows
-from recx.models import MODELS
 from recx.models.embedding import EmbeddingArgs, EmbeddingModel
+from recx.models.registry import MODELS
 
 
 @dataclass
@@ -16,8 +16,9 @@ class MFArgs(EmbeddingArgs):
     pass
 
 
-@MODELS.register("mf")
+@MODELS.register("mf", default=True)
 class MatrixFactorization(EmbeddingModel):
+    summary = "matrix factorisation: a user and an item table, score = u · i (or cosine / τ)"
     Args = MFArgs
 
     def encode(self, users: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

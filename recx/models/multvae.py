@@ -35,34 +35,32 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from recx.core.args import arg
 from recx.core.errors import RecxError
 from recx.core.gather import gather_rows
-from recx.models import MODELS
 from recx.models.base import Model
+from recx.models.registry import MODELS
 
 
 @dataclass
 class MultVAEArgs:
-    hidden: int = 200  # the encoder's hidden layer and the decoder's output (item representation) size
-    dropout: float = 0.5  # the dropout probability, applied where `dropout_at` says
-    anneal_cap: float = 0.2
-    anneal_steps: int = 200_000
-    dropout_at: str = "input"  # input (Liang et al., the paper's text) or hidden (the official code)
-    input_init: str = "uniform"  # the encoder table: uniform U(±1/√hidden) or normal N(0, 1) (the official code)
-    item_init: str = "uniform"  # the item table: uniform or normal (the official FastVAE's Embedding)
-    encoder_bias: bool = True  # a bias on the encoder's hidden layer (the official code has none)
-    item_bias: bool = False  # multvae: a trained output bias b_i in the softmax, left out at evaluation (official)
-
-    def __post_init__(self):
-        if not 0 <= self.dropout < 1:
-            raise RecxError(f"model_args.dropout must be in [0, 1), got {self.dropout}")
-        if self.hidden < 1 or self.anneal_steps < 1 or self.anneal_cap < 0:
-            raise RecxError("model_args: hidden and anneal_steps must be positive, anneal_cap non-negative")
-        if self.dropout_at not in ("input", "hidden"):
-            raise RecxError(f"model_args.dropout_at = {self.dropout_at!r}; expected input or hidden")
-        for key in ("input_init", "item_init"):
-            if getattr(self, key) not in ("uniform", "normal"):
-                raise RecxError(f"model_args.{key} = {getattr(self, key)!r}; expected uniform or normal")
+    hidden: int = arg(
+        200, at_least=1, at_most=1_000_000, help="the encoder's hidden layer and the item representations' size"
+    )
+    dropout: float = arg(0.5, at_least=0, below=1, help="the dropout probability, applied where dropout_at says")
+    anneal_cap: float = arg(0.2, at_least=0, help="the KL weight's cap")
+    anneal_steps: int = arg(200_000, at_least=1, help="updates over which the KL weight rises to its cap")
+    dropout_at: str = arg(
+        "input", choices=("input", "hidden"), help="input (Liang et al., the paper's text) or hidden (official code)"
+    )
+    input_init: str = arg(
+        "uniform", choices=("uniform", "normal"), help="the encoder table: U(±1/√hidden) or N(0, 1) (official code)"
+    )
+    item_init: str = arg(
+        "uniform", choices=("uniform", "normal"), help="the item table: uniform or normal (official FastVAE)"
+    )
+    encoder_bias: bool = arg(True, help="a bias on the encoder's hidden layer (the official code has none)")
+    item_bias: bool = arg(False, help="multvae: a trained output bias b_i in the softmax, left out at evaluation")
 
 
 def row_counts(rows: torch.Tensor, n_rows: int) -> torch.Tensor:
@@ -72,10 +70,15 @@ def row_counts(rows: torch.Tensor, n_rows: int) -> torch.Tensor:
 
 @MODELS.register("multvae")
 class MultVAE(Model):
-    """`dim` (the run's `dim`) is the latent size (32 in the paper); representations have size `hidden`."""
+    """`dim` (the run's `dim`) is the latent size (32 in the paper); representations have size `hidden`. Trained
+    with the official codes' fused dense Adam only (recx.train.runners.users), every row every step."""
 
+    summary = "Mult-VAE: a variational auto-encoder of each user's history, full softmax likelihood"
     Args = MultVAEArgs
     training_kind = "users"
+    losses = ("full_softmax",)
+    optimizers = ("adam",)
+    weight_decay_modes = ("none", "full")
     sampled_softmax = False  # True: the runner draws negatives with the run's sampler (FastVAE)
     # True: the encoder and item tables' gathered rows send row-sparse gradients, summed into dense buffers the runner
     # keeps (FastVAE, whose step is otherwise light; Mult-VAE's step is its [B, M] product, and a kept encoder buffer
@@ -91,8 +94,6 @@ class MultVAE(Model):
         self.n_users, self.n_items, self.latent, self.args = n_users, n_items, dim, args
         self.register_buffer("history_indptr", dataset.train.indptr.clone(), persistent=False)
         self.register_buffer("history_items", dataset.train.indices.clone(), persistent=False)
-        if args.item_bias and self.sampled_softmax:
-            raise RecxError("model_args.item_bias applies to multvae only: a sampled softmax scores inner products")
         bound = 1 / math.sqrt(args.hidden)
 
         def table(init: str) -> nn.Parameter:
@@ -160,15 +161,35 @@ class MultVAE(Model):
         """KL weight after `update` optimizer steps (linear annealing, capped)."""
         return min(self.args.anneal_cap, update / self.args.anneal_steps)
 
+    @staticmethod
+    def kl_divergence(mu: torch.Tensor, log_var: torch.Tensor) -> torch.Tensor:
+        """KL(N(μ, σ²) ‖ N(0, I)) per row: ½ Σ (σ² + μ² - 1 - log σ²)."""
+        return 0.5 * (log_var.exp() + mu.pow(2) - 1 - log_var).sum(-1)
+
+    @staticmethod
+    def first_of_rows(rows: torch.Tensor, items: torch.Tensor, n_rows: int) -> torch.Tensor:
+        """The first of each row's items [n_rows], from a history's (row [nnz], item [nnz]) in row order."""
+        lengths = row_counts(rows, n_rows)
+        return items[torch.cumsum(lengths, 0) - lengths]
+
+    def kept_gradient_tables(self) -> list[nn.Parameter]:
+        """The tables whose gradient buffers a step keeps and zeroes in place (their gathered rows send row-sparse
+        gradients into them: `row_sparse_gradients`)."""
+        return [self.encoder_in, self.items] if self.row_sparse_gradients else []
+
 
 @MODELS.register("fastvae")
 class FastVAE(MultVAE):
-    """Mult-VAE trained with a sampled softmax (negatives per user from the run's sampler, logQ-corrected)."""
+    """Mult-VAE trained with a sampled softmax (negatives per user from the run's sampler, logQ-corrected); each
+    positive's log q comes from the sampler's closed form."""
 
+    summary = "FastVAE: Mult-VAE with a sampled softmax over the run sampler's negatives, logQ-corrected"
+    losses = ("softmax",)
+    closed_form_sampler = True
     sampled_softmax = True
     row_sparse_gradients = True
 
-
-def kl_divergence(mu: torch.Tensor, log_var: torch.Tensor) -> torch.Tensor:
-    """KL(N(μ, σ²) ‖ N(0, I)) per row: ½ Σ (σ² + μ² - 1 - log σ²)."""
-    return 0.5 * (log_var.exp() + mu.pow(2) - 1 - log_var).sum(-1)
+    @classmethod
+    def check_args(cls, args) -> None:
+        if args.item_bias:
+            raise RecxError("model_args.item_bias applies to multvae only: a sampled softmax scores inner products")

@@ -11,8 +11,8 @@ import torch
 from torch import nn
 
 from recx.core.gather import gather_rows
-from recx.models import MODELS
 from recx.models.embedding import EmbeddingArgs, EmbeddingModel
+from recx.models.registry import MODELS
 
 
 def two_layer_mlp(dim: int) -> nn.Sequential:
@@ -26,6 +26,7 @@ class NonlinearMFArgs(EmbeddingArgs):
 
 @MODELS.register("nonlinear_mf")
 class NonlinearMF(EmbeddingModel):
+    summary = "MF with a two-layer MLP on each side (the PRISM paper's non-linear MF)"
     Args = NonlinearMFArgs
 
     def __init__(self, n_users: int, n_items: int, dim: int, args: NonlinearMFArgs, dataset=None):

@@ -14,8 +14,8 @@ import torch
 from torch import nn
 
 from recx.core.errors import RecxError
-from recx.models import MODELS
 from recx.models.base import Model
+from recx.models.registry import MODELS
 
 
 @dataclass
@@ -25,8 +25,12 @@ class MostPopularArgs:
 
 @MODELS.register("popularity")
 class MostPopular(Model):
+    summary = "MostPop: every user gets the items by training popularity (nothing to train)"
     Args = MostPopularArgs
     training_kind = "none"
+    losses = ()
+    optimizers = ()
+    trainer_note = "nothing to train"
     scores: torch.Tensor  # a buffer [n_items, 1]
 
     def __init__(self, n_users: int, n_items: int, dim: int, args: MostPopularArgs, dataset=None):

@@ -16,6 +16,7 @@ import scipy
 
 from recx.core.errors import RecxError
 from recx.core.folders import write_failed, write_text_atomic
+from recx.eval.metrics.registry import stratified_metrics, table_metrics
 from recx.eval.strata import STRATA
 from recx.report import plots, significance, stats, tables
 from recx.report.tables import column_name, summary
@@ -27,9 +28,9 @@ from recx.sweeps.sweep import SweepOutcome
 @dataclass
 class ReportOptions:
     baseline: str | None = None  # default: the first method of the results
-    metrics: tuple = ("ndcg", "recall")
+    metrics: tuple = field(default_factory=table_metrics)  # default: the metrics marked `in_table`
     ks: tuple | None = None  # default: 20 when evaluated, else the smallest cut-off
-    stratified: tuple = ("ndcg",)
+    stratified: tuple = field(default_factory=stratified_metrics)  # default: the table's additive metrics
     split: str = "test"
     correction: str = "holm"
     resamples: int = 10_000

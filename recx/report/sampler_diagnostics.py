@@ -12,7 +12,7 @@ trained one.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +22,8 @@ import torch
 from recx.core.errors import RecxError
 from recx.models.base import Model
 from recx.runs.evaluate import open_saved_run
-from recx.samplers import SAMPLERS
-from recx.samplers.base import Batch, Sampler
+from recx.samplers.base import Batch
+from recx.samplers.registry import SAMPLERS
 from recx.train.build import build_model
 
 FIGURE_SAMPLERS = ["uniform", "popularity", "kernel", "dns", "midx_uni", "midx_pop", "midx"]
@@ -45,19 +45,18 @@ class ModelView:
 
 
 def make_sampler(name: str, dataset, n_codewords: int, seed: int, device: torch.device):
+    """The sampler with the figure's arguments: its law over all items (`exclude_train` off where offered) and
+    `n_codewords` codewords where it has codebooks."""
     sampler_class = SAMPLERS.get(name)
+    offered = {spec.name for spec in fields(sampler_class.Args)}
     args: dict[str, Any] = dict(PAPER_ARGS.get(name, {}))
-    if name.startswith("midx"):
+    if "n_codewords" in offered:
         args["n_codewords"] = n_codewords
-    if name in ("uniform", "popularity", "dns"):
+    if "exclude_train" in offered:
         args["exclude_train"] = False
     return sampler_class(
         dataset, DRAWS_PER_QUERY, sampler_class.Args(**args), torch.Generator(device=device).manual_seed(seed), "torch"
     )
-
-
-def has_closed_form(sampler) -> bool:
-    return type(sampler).log_probability is not Sampler.log_probability
 
 
 def user_batch(users: torch.Tensor, query: torch.Tensor, items: torch.Tensor) -> Batch:
@@ -81,7 +80,7 @@ def empirical_counts(sampler, user: torch.Tensor, query: torch.Tensor, items: to
 
 def proposal_log_probabilities(sampler, users, query, items, draws: int) -> tuple[torch.Tensor, bool]:
     """([U, M] log Q, exact?): the closed form, else the empirical law of `draws` draws per user."""
-    if has_closed_form(sampler):
+    if sampler.has_closed_form():
         all_items = torch.arange(items.shape[0], device=items.device)[None, :].expand(users.numel(), -1)
         return sampler.log_probability(user_batch(users, query, items), all_items).double(), True
     rows = [empirical_counts(sampler, users[i : i + 1], query[i : i + 1], items, draws) for i in range(users.numel())]

@@ -6,18 +6,17 @@ from __future__ import annotations
 
 import pandas as pd
 
+from recx.eval.metrics.registry import heading
 from recx.eval.strata import STRATA
-
-ACRONYMS = {"ndcg": "NDCG", "mrr": "MRR"}
 
 
 def column_name(metric: str, k: int, stratum: str) -> str:
     suffix = "" if stratum == "all" else f" {stratum}"
-    return f"{ACRONYMS.get(metric, metric.capitalize())}@{k}{suffix}"
+    return f"{heading(metric)}@{k}{suffix}"
 
 
 def summary(
-    results: pd.DataFrame, split: str = "test", metrics=("ndcg", "recall"), ks=(20,), stratified=("ndcg",)
+    results: pd.DataFrame, split: str = "test", metrics=("ndcg", "recall"), ks=(20,), stratified=("ndcg", "recall")
 ) -> pd.DataFrame:
     """One row per (dataset, method): mean and std over seeds of each selected (metric, k, stratum) column."""
     rows = results[(results.split == split) & results.metric.isin(metrics) & results.k.isin(ks)]

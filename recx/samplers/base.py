@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, ClassVar
 
 import torch
 
@@ -75,13 +75,20 @@ class Batch:
 
 
 class Sampler:
-    """Subclasses implement `sample`. `rebuild` is called at the point named by `rebuild_every`.
+    """Subclasses implement `sample`, and `log_probability` when the proposal has a closed form. `rebuild` is called
+    at the point named by `rebuild_every`. `summary`: one line for `recx list`.
 
     `kernels` (auto, torch or cupy) picks the implementation of the shared kernels (recx/samplers/kernels/); the
     attribute `kernels` is the one chosen: 'torch' or 'cupy' (recx.samplers.kernels.choice).
     """
 
+    summary: ClassVar[str] = ""
     rebuild_every: str | None = None  # None, or "epoch": `rebuild` runs before each epoch
+
+    @classmethod
+    def has_closed_form(cls) -> bool:
+        """Whether the sampler gives the normalised log q of any item (`log_probability`)."""
+        return cls.log_probability is not Sampler.log_probability
 
     def __setstate__(self, state: dict) -> None:
         restore_kernels(self, state)
@@ -108,10 +115,7 @@ class Sampler:
         any exclusion of training items; uniform with `exclude_train` gives the per-user normaliser -log(n - |I_u|)
         that `sample` gives its candidates, so that a user's positives and candidates share it). User-batch models (FastVAE) need it for a user's many positives, the
         sampler diagnostics for whole distributions; samplers without a closed form do not implement it."""
-        raise RecxError(
-            f"sampler {type(self).__name__} has no closed-form proposal probability (needed by "
-            "fastvae and the exact sampler diagnostics)"
-        )
+        raise RecxError(f"sampler {type(self).__name__} has no closed-form proposal probability")
 
     def pair_log_probability(self, batch: Batch, rows: torch.Tensor, items: torch.Tensor) -> torch.Tensor:
         """[P] log q(items[p] | query rows[p]) for pairs of a query row and an item, as `log_probability` gives it:

@@ -25,21 +25,18 @@ from functools import partial
 
 import torch
 
-from recx.core.errors import RecxError
-from recx.samplers import SAMPLERS
+from recx.core.args import arg
 from recx.samplers.base import Batch, Negatives, Sampler
 from recx.samplers.candidates import draw_counts, draw_shares, multiset_log_q
 from recx.samplers.in_batch import log_popularity
+from recx.samplers.registry import SAMPLERS
 
 
 @dataclass
 class BIRArgs:
-    n_resampled: int = 0  # m; 0: the batch size
-    temperature: float = 1.0
-    exclude_train: bool = False
-
-    def __post_init__(self):
-        check_resampling_args("bir", self)
+    n_resampled: int = arg(0, at_least=0, at_most=10_000_000, help="m draws per query; 0: the batch size")
+    temperature: float = arg(1.0, above=0, help="τ: scores are divided by it")
+    exclude_train: bool = arg(False, help="draw only items the user has not trained on")
 
 
 def training_item_mask(sampler: Sampler, users: torch.Tensor, items: torch.Tensor) -> torch.Tensor | None:
@@ -62,18 +59,10 @@ def resampling_weights(
     return torch.softmax(logits, dim=1)
 
 
-def check_resampling_args(name: str, args) -> None:
-    if args.n_resampled < 0 or args.temperature <= 0:
-        raise RecxError(
-            f"sampler_args: {name} needs n_resampled >= 0 (0: batch size) and temperature > 0 "
-            f"(got n_resampled={args.n_resampled}, temperature={args.temperature})"
-        )
-
-
 @SAMPLERS.register("bir")
 class BatchImportanceResampler(Sampler):
+    summary = "BIR: in-batch importance resampling of the batch's items by softmax(s/τ - log p), as the official code"
     Args = BIRArgs
-    config_name = "bir"
 
     def __init__(self, dataset, n_negatives, args: BIRArgs, generator, kernels: str = "auto"):
         super().__init__(dataset, n_negatives, args, generator, kernels)

@@ -12,17 +12,17 @@ Kept to study the estimator, not as BIR.
 
 from __future__ import annotations
 
-from recx.samplers import SAMPLERS
 from recx.samplers.base import Batch, Negatives
 from recx.samplers.bir import BatchImportanceResampler, resampling_weights, training_item_mask
 from recx.samplers.candidates import importance_resampled_negatives
+from recx.samplers.registry import SAMPLERS
 
 
 @SAMPLERS.register("bir_iw")
 class ImportanceWeightedBatchResampler(BatchImportanceResampler):
     """BIR's draws (same arguments and weights), returned with the appendix's importance weights."""
 
-    config_name = "bir_iw"
+    summary = "BIR's draws with the importance weights of the BIR appendix's proof (an estimator study, not BIR)"
 
     def sample(self, batch: Batch) -> Negatives:
         m = self.args.n_resampled or batch.positives.numel()

@@ -13,20 +13,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from recx.core.args import arg
 from recx.core.errors import RecxError
-from recx.samplers import SAMPLERS
 from recx.samplers.base import Batch, Negatives, Sampler
 from recx.samplers.candidates import candidate_scores, uniform_candidates, uniform_log_q
+from recx.samplers.registry import SAMPLERS
 
 
 @dataclass
 class DNSArgs:
     """Checked in `__post_init__`, so that `resolve` (and a sweep's plan) refuses a bad pair before any run."""
 
-    m: int = 1
-    n_candidates: int = 200
-    exclude_train: bool = True
-    max_redraws: int = 20
+    m: int = arg(1, at_least=1, at_most=10_000_000, help="M: the highest-scored candidates kept")
+    n_candidates: int = arg(200, at_least=1, at_most=10_000_000, help="N: uniform candidates drawn")
+    exclude_train: bool = arg(True, help="draw only items the user has not trained on")
+    max_redraws: int = arg(20, at_least=0, at_most=1_000, help="rounds of redrawing training items before giving up")
 
     def __post_init__(self):
         if not 1 <= self.m <= self.n_candidates:
@@ -35,6 +36,7 @@ class DNSArgs:
 
 @SAMPLERS.register("dns")
 class DynamicNegativeSampler(Sampler):
+    summary = "DNS(M, N): the M highest-scored of N uniform candidates (hard negatives)"
     Args = DNSArgs
 
     def __init__(self, dataset, n_negatives, args: DNSArgs, generator, kernels: str = "auto"):

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 import torch
 
-from recx.samplers import SAMPLERS
 from recx.samplers.base import Batch, Negatives, Sampler
+from recx.samplers.registry import SAMPLERS
 
 
 @dataclass
@@ -17,6 +17,7 @@ class FullArgs:
 
 @SAMPLERS.register("full")
 class AllItems(Sampler):
+    summary = "every item as the candidate set (exact full softmax)"
     Args = FullArgs
 
     def sample(self, batch: Batch) -> Negatives:

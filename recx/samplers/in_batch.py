@@ -18,8 +18,9 @@ from dataclasses import dataclass
 
 import torch
 
-from recx.samplers import SAMPLERS
+from recx.core.args import arg
 from recx.samplers.base import Batch, Negatives, Sampler
+from recx.samplers.registry import SAMPLERS
 
 
 @dataclass
@@ -29,7 +30,7 @@ class InBatchArgs:
 
 @dataclass
 class InBatchPopArgs:
-    keep_positive: bool = False
+    keep_positive: bool = arg(False, help="the official XIR code's SSL-Pop: the query's positive stays a candidate")
 
 
 def log_popularity(dataset, device: torch.device) -> torch.Tensor:
@@ -40,6 +41,7 @@ def log_popularity(dataset, device: torch.device) -> torch.Tensor:
 
 @SAMPLERS.register("in_batch")
 class InBatchSampler(Sampler):
+    summary = "SSL: the batch's positives are every query's candidates, no logQ correction"
     Args = InBatchArgs
 
     def sample(self, batch: Batch) -> Negatives:
@@ -53,6 +55,7 @@ class InBatchSampler(Sampler):
 
 @SAMPLERS.register("in_batch_pop")
 class InBatchPopularitySampler(Sampler):
+    summary = "SSL-Pop: the batch's positives as candidates, logQ-corrected by their training popularity"
     Args = InBatchPopArgs
 
     def __init__(self, dataset, n_negatives, args: InBatchPopArgs, generator, kernels: str = "auto"):

@@ -24,12 +24,12 @@ from dataclasses import dataclass
 
 import torch
 
-from recx.core.errors import RecxError
-from recx.samplers import SAMPLERS
+from recx.core.args import arg
 from recx.samplers.base import Batch, Negatives, Sampler
 from recx.samplers.codebooks import ProductCodebooks
 from recx.samplers.kernels.midx_draw import draw_cells_and_items
 from recx.samplers.popularity import TRANSFORMS
+from recx.samplers.registry import SAMPLERS
 
 EXACT_CHUNK_ENTRIES = 1 << 23  # queries x items per chunk of the exact sampler's residual scores
 
@@ -39,34 +39,30 @@ KMEANS_INITS = ("random", "warm")
 
 @dataclass
 class MidxArgs:
-    n_codewords: int = 16  # K, per codebook (the paper: 16 for training, 64 for its Figure 2)
-    kmeans_iterations: int = 300  # the most Lloyd iterations per rebuild (the official code's max_iter)
-    kmeans_tolerance: float = 1e-6  # stop when the squared error falls by less than this fraction (official)
-    kmeans_init: str = "random"  # random: K random items every rebuild (official); warm: the previous codewords
-
-    def __post_init__(self):
-        if self.n_codewords < 1 or not 1 <= self.kmeans_iterations <= 10_000:
-            raise RecxError(
-                f"sampler_args: n_codewords must be at least 1 and kmeans_iterations in [1, 10,000], got "
-                f"{self.n_codewords} and {self.kmeans_iterations}"
-            )
-        if not 0 <= self.kmeans_tolerance < 1:
-            raise RecxError(f"sampler_args.kmeans_tolerance must be in [0, 1), got {self.kmeans_tolerance}")
-        if self.kmeans_init not in KMEANS_INITS:
-            raise RecxError(f"sampler_args.kmeans_init = {self.kmeans_init!r}; expected {' or '.join(KMEANS_INITS)}")
+    n_codewords: int = arg(
+        16, at_least=1, at_most=1_000_000, help="K per codebook (the paper: 16 for training, 64 for its Figure 2)"
+    )
+    kmeans_iterations: int = arg(
+        300, at_least=1, at_most=10_000, help="the most Lloyd iterations per rebuild (the official max_iter)"
+    )
+    kmeans_tolerance: float = arg(
+        1e-6, at_least=0, below=1, help="stop when the squared error falls by less than this fraction (official)"
+    )
+    kmeans_init: str = arg(
+        "random", choices=KMEANS_INITS, help="random: K random items every rebuild (official); warm: the last codewords"
+    )
 
 
 @dataclass
 class MidxPopArgs(MidxArgs):
-    variant: str = "log"  # pop(i) = log(1 + count), the paper's (§7.1.4) and the official MidxUniPop's
-    smoothing: float = 0.0  # added to every count before the transform (> 0: items unseen in training get drawn)
-
-    def __post_init__(self):
-        super().__post_init__()
-        if self.variant not in TRANSFORMS:
-            raise RecxError(f"sampler_args.variant {self.variant!r}: valid: {', '.join(TRANSFORMS)}")
-        if not 0 <= self.smoothing <= 1e6:
-            raise RecxError(f"sampler_args.smoothing must be in [0, 1e6], got {self.smoothing}")
+    variant: str = arg(
+        "log",
+        choices=tuple(TRANSFORMS),
+        help="pop(i): log(1 + count) (the paper's §7.1.4 and official), count, pow0.75",
+    )
+    smoothing: float = arg(
+        0.0, at_least=0, at_most=1e6, help="added to every count first (> 0: items unseen in training get drawn)"
+    )
 
 
 @dataclass
@@ -208,6 +204,7 @@ class StaticCellSampler(InvertedMultiIndexSampler):
 
 @SAMPLERS.register("midx_uni")
 class MidxUniform(StaticCellSampler):
+    summary = "MIDX_Uni: the inverted multi-index proposal q(i) ∝ exp(z·(q_i - q̃_i)) (Eq. 4)"
     equal_weights = True
 
     def item_weights(self) -> torch.Tensor:
@@ -216,6 +213,7 @@ class MidxUniform(StaticCellSampler):
 
 @SAMPLERS.register("midx_pop")
 class MidxPopularity(StaticCellSampler):
+    summary = "MIDX_Pop: the inverted multi-index proposal weighted by popularity, ∝ exp(z·(q_i - q̃_i)) pop(i) (Eq. 5)"
     Args = MidxPopArgs
 
     def item_weights(self) -> torch.Tensor:
@@ -228,6 +226,8 @@ class MidxExact(InvertedMultiIndexSampler):
     """Theorem 4.1: stage 3 is the residual softmax exp(z·q̃_i) / Σ_{j ∈ Ω} exp(z·q̃_j); the law is the softmax.
 
     O(MD) per query (all residual scores), processed in chunks of queries to bound memory."""
+
+    summary = "MIDX: the inverted multi-index with the residual softmax, an exact draw from the model's softmax"
 
     def _chunks(self, tensor: torch.Tensor) -> tuple[torch.Tensor, ...]:
         size = max(1, EXACT_CHUNK_ENTRIES // self.dataset.n_items)

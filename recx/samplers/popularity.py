@@ -6,10 +6,10 @@ from dataclasses import dataclass
 
 import torch
 
-from recx.core.errors import RecxError
-from recx.samplers import SAMPLERS
+from recx.core.args import arg
 from recx.samplers.base import Batch, Negatives, Sampler
 from recx.samplers.kernels.alias_table import AliasTable
+from recx.samplers.registry import SAMPLERS
 from recx.samplers.uniform import redraw_training_items
 
 TRANSFORMS = {
@@ -21,21 +21,19 @@ TRANSFORMS = {
 
 @dataclass
 class PopularityArgs:
-    variant: str = "count"
-    smoothing: float = 1.0  # added to every count so that unseen items can be drawn
-    exclude_train: bool = False
-    shared: bool = False
-    max_redraws: int = 20
-
-    def __post_init__(self):
-        if self.variant not in TRANSFORMS:
-            raise RecxError(f"sampler_args.variant {self.variant!r}: valid: {', '.join(TRANSFORMS)}")
+    variant: str = arg("count", choices=tuple(TRANSFORMS), help="f: count, log(1 + count) or count^0.75")
+    smoothing: float = arg(1.0, at_least=0, help="added to every count so that unseen items can be drawn")
+    exclude_train: bool = arg(False, help="draw only items the user has not trained on")
+    shared: bool = arg(False, help="one set of negatives for the whole batch")
+    max_redraws: int = arg(20, at_least=0, at_most=1_000, help="rounds of redrawing training items before giving up")
 
 
 @SAMPLERS.register("popularity")
 class PopularitySampler(Sampler):
     """log_q is the exact log probability of the unconditioned proposal (exclusion of training items keeps it
     as the proposal's log-probability up to the per-user normaliser, which cancels within a query)."""
+
+    summary = "popularity negatives, q(j) ∝ f(training count of j)"
 
     Args = PopularityArgs
 

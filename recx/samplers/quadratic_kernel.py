@@ -19,30 +19,24 @@ from dataclasses import dataclass
 
 import torch
 
-from recx.core.errors import RecxError
+from recx.core.args import arg
 from recx.models.scoring import per_query_scores
-from recx.samplers import SAMPLERS
 from recx.samplers.base import Batch, Negatives, Sampler
 from recx.samplers.kernels.midx_draw import inverse_cdf
+from recx.samplers.registry import SAMPLERS
 
 CHUNK_ENTRIES = 1 << 22  # draws x D² per chunk
 
 
 @dataclass
 class KernelArgs:
-    alpha: float = 100.0
-    leaf_size: int = 64
-
-    def __post_init__(self):
-        if self.alpha < 0 or self.leaf_size < 1:
-            raise RecxError(
-                f"sampler_args: kernel needs alpha >= 0 and leaf_size >= 1 (got alpha={self.alpha}, "
-                f"leaf_size={self.leaf_size})"
-            )
+    alpha: float = arg(100.0, at_least=0, help="α of the kernel α (z·q)² + 1")
+    leaf_size: int = arg(64, at_least=1, at_most=10_000_000, help="items per leaf of the divide-and-conquer tree")
 
 
 @SAMPLERS.register("kernel")
 class QuadraticKernelSampler(Sampler):
+    summary = "quadratic kernel (Blanc & Rendle): q(i | z) ∝ α (z·q_i)² + 1, drawn through a tree of leaves"
     Args = KernelArgs
     rebuild_every = "epoch"
 

@@ -11,25 +11,22 @@ from dataclasses import dataclass
 
 import torch
 
-from recx.core.errors import RecxError
-from recx.samplers import SAMPLERS
+from recx.core.args import arg
 from recx.samplers.base import Batch, Negatives, Sampler
 from recx.samplers.candidates import candidate_scores, uniform_candidates, uniform_log_q
+from recx.samplers.registry import SAMPLERS
 
 
 @dataclass
 class SelfAdversarialArgs:
-    temperature: float = 1.0
-    exclude_train: bool = True
-    max_redraws: int = 20
-
-    def __post_init__(self):
-        if self.temperature <= 0:
-            raise RecxError(f"sampler_args.temperature = {self.temperature}: expected > 0")
+    temperature: float = arg(1.0, above=0, help="T of the weights' softmax over the candidates' scores")
+    exclude_train: bool = arg(True, help="draw only items the user has not trained on")
+    max_redraws: int = arg(20, at_least=0, at_most=1_000, help="rounds of redrawing training items before giving up")
 
 
 @SAMPLERS.register("self_adversarial")
 class SelfAdversarialSampler(Sampler):
+    summary = "self-adversarial: uniform candidates weighted by a detached softmax of their scores (RotatE)"
     Args = SelfAdversarialArgs
 
     def __init__(self, dataset, n_negatives, args: SelfAdversarialArgs, generator, kernels: str = "auto"):

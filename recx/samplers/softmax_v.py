@@ -18,10 +18,10 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from recx.core.errors import RecxError
-from recx.samplers import SAMPLERS
+from recx.core.args import arg
 from recx.samplers.base import Batch, Negatives, Sampler
 from recx.samplers.candidates import candidate_scores, positive_scores, uniform_candidates, uniform_log_q
+from recx.samplers.registry import SAMPLERS
 
 LOSS_FORMS = {
     "bpr": lambda negative, positive: F.softplus(negative - positive[:, None]),
@@ -31,20 +31,13 @@ LOSS_FORMS = {
 
 @dataclass
 class SoftmaxVArgs:
-    rho: float = 1.0
-    n_candidates: int = 200
-    loss_form: str = "bpr"
-    exclude_train: bool = True
-    max_redraws: int = 20
-
-    def __post_init__(self):
-        if self.loss_form not in LOSS_FORMS:
-            raise RecxError(f"sampler_args.loss_form {self.loss_form!r}; valid: {', '.join(LOSS_FORMS)}")
-        if self.rho <= 0 or self.n_candidates < 2:
-            raise RecxError(
-                "sampler_args: softmax_v needs rho > 0 and n_candidates >= 2 (its temperature is a "
-                "variance over the candidates)"
-            )
+    rho: float = arg(1.0, above=0, help="ρ: the KL radius (β = exp(-ρ)); larger: harder weights")
+    n_candidates: int = arg(
+        200, at_least=2, at_most=10_000_000, help="N uniform candidates (>= 2: the temperature is their variance)"
+    )
+    loss_form: str = arg("bpr", choices=tuple(LOSS_FORMS), help="the trained loss's pairwise form")
+    exclude_train: bool = arg(True, help="draw only items the user has not trained on")
+    max_redraws: int = arg(20, at_least=0, at_most=1_000, help="rounds of redrawing training items before giving up")
 
 
 def softmax_v_weights(pairwise_losses: torch.Tensor, rho: float) -> torch.Tensor:
@@ -56,6 +49,7 @@ def softmax_v_weights(pairwise_losses: torch.Tensor, rho: float) -> torch.Tensor
 
 @SAMPLERS.register("softmax_v")
 class SoftmaxVSampler(Sampler):
+    summary = "Softmax-v(ρ, N): N uniform candidates weighted by a softmax of their losses (KL-DRO)"
     Args = SoftmaxVArgs
 
     def __init__(self, dataset, n_negatives, args: SoftmaxVArgs, generator, kernels: str = "auto"):

@@ -14,16 +14,17 @@ from dataclasses import dataclass
 
 import torch
 
+from recx.core.args import arg
 from recx.core.device_paths import accelerator_branch
-from recx.samplers import SAMPLERS
 from recx.samplers.base import Batch, Negatives, Sampler
+from recx.samplers.registry import SAMPLERS
 
 
 @dataclass
 class UniformArgs:
-    exclude_train: bool = False
-    shared: bool = False  # one set of negatives for the whole batch (cheap sampled softmax)
-    max_redraws: int = 20
+    exclude_train: bool = arg(False, help="draw only items the user has not trained on")
+    shared: bool = arg(False, help="one set of negatives for the whole batch (cheap sampled softmax)")
+    max_redraws: int = arg(20, at_least=0, at_most=1_000, help="rounds of redrawing training items before giving up")
 
 
 def redraw_training_items(
@@ -38,8 +39,9 @@ def redraw_training_items(
     return items
 
 
-@SAMPLERS.register("uniform")
+@SAMPLERS.register("uniform", default=True)
 class UniformSampler(Sampler):
+    summary = "uniform negatives, q(j) = 1 / n_items (optionally excluding the user's training items)"
     Args = UniformArgs
 
     def _draw(self, shape) -> torch.Tensor:

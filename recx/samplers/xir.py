@@ -23,29 +23,23 @@ from dataclasses import dataclass
 
 import torch
 
-from recx.core.errors import RecxError
-from recx.samplers import SAMPLERS
+from recx.core.args import arg
 from recx.samplers.base import Batch, Negatives, Sampler
-from recx.samplers.bir import check_resampling_args, resampling_weights, training_item_mask
+from recx.samplers.bir import resampling_weights, training_item_mask
 from recx.samplers.candidates import draw_counts, multiset_log_q
 from recx.samplers.in_batch import log_popularity
+from recx.samplers.registry import SAMPLERS
 
 
 @dataclass
 class XIRArgs:
-    n_resampled: int = 0  # m, split evenly between batch and cache draws; 0: the batch size
-    temperature: float = 1.0
-    cache_size: int = 0  # 0: the batch size (the official code)
-    cache_weight: float = 0.5  # λ, the cache group's share of the loss
-    exclude_train: bool = False
-
-    def __post_init__(self):
-        check_resampling_args("xir", self)
-        if self.cache_size < 0 or not 0 <= self.cache_weight <= 1:
-            raise RecxError(
-                f"sampler_args: xir needs cache_size >= 0 (0: batch size) and 0 <= cache_weight <= 1 "
-                f"(got cache_size={self.cache_size}, cache_weight={self.cache_weight})"
-            )
+    n_resampled: int = arg(
+        0, at_least=0, at_most=10_000_000, help="m draws per query, half batch, half cache; 0: the batch size"
+    )
+    temperature: float = arg(1.0, above=0, help="τ: scores are divided by it")
+    cache_size: int = arg(0, at_least=0, at_most=10_000_000, help="slots of the cache; 0: the batch size (official)")
+    cache_weight: float = arg(0.5, at_least=0, at_most=1, help="λ: the cache group's share of the loss")
+    exclude_train: bool = arg(False, help="draw only items the user has not trained on")
 
 
 def next_cache(occurrence: torch.Tensor, drawn: torch.Tensor, size: int, generator: torch.Generator) -> torch.Tensor:
@@ -55,6 +49,7 @@ def next_cache(occurrence: torch.Tensor, drawn: torch.Tensor, size: int, generat
 
 @SAMPLERS.register("xir")
 class CachedImportanceResampler(Sampler):
+    summary = "XIR: BIR plus a cache of often-resampled items, two softmax losses mixed by λ, as the official code"
     Args = XIRArgs
 
     def __init__(self, dataset, n_negatives, args: XIRArgs, generator, kernels: str = "auto"):

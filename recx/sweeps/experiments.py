@@ -17,6 +17,7 @@ from pathlib import Path
 
 from recx.config.run_config import RunConfig, deep_merge, has_key, read_yaml_mapping, resolve
 from recx.core.errors import RecxError
+from recx.eval.metrics.registry import stratified_metrics, table_metrics
 
 EXPERIMENT_KEYS = {
     "description",
@@ -153,8 +154,9 @@ TABLE_KEYS = {"metrics", "ks", "stratified"}
 
 
 def table_layout(spec: dict, name: str, path: Path) -> dict:
-    """The `table` key of an experiment: metrics (default ndcg, recall), ks (default: the experiment's), and the
-    metrics shown per popularity stratum (default ndcg)."""
+    """The `table` key of an experiment: metrics (default: the metrics marked for the table, ndcg and recall), ks
+    (default: the experiment's), and the metrics shown per popularity stratum (default: the table's additive ones,
+    ndcg and recall)."""
     layout = spec.get("table") or {}
     unknown = sorted(set(layout) - TABLE_KEYS)
     if unknown:
@@ -162,9 +164,9 @@ def table_layout(spec: dict, name: str, path: Path) -> dict:
             f"{path}: experiments.{name}.table: unknown key {unknown[0]!r}; valid: {', '.join(sorted(TABLE_KEYS))}"
         )
     return {
-        "metrics": tuple(layout.get("metrics", ("ndcg", "recall"))),
+        "metrics": tuple(layout.get("metrics", table_metrics())),
         "ks": tuple(layout.get("ks", spec.get("ks", [10, 20, 50]))),
-        "stratified": tuple(layout.get("stratified", ("ndcg",))),
+        "stratified": tuple(layout.get("stratified", stratified_metrics())),
     }
 
 

@@ -6,9 +6,9 @@ import torch
 
 from recx.config.run_config import RunConfig
 from recx.data.dataset import Dataset
-from recx.losses import LOSSES
-from recx.models import MODELS
-from recx.samplers import SAMPLERS
+from recx.losses.registry import LOSSES
+from recx.models.registry import MODELS
+from recx.samplers.registry import SAMPLERS
 
 
 def build_model(config: RunConfig, dataset: Dataset, device: torch.device):

@@ -22,7 +22,7 @@ from recx.core.threads import follow_share
 from recx.data.dataset import Dataset
 from recx.train import checkpoint
 from recx.train.nonfinite import NonFiniteWatch, non_finite_error
-from recx.train.runners import RUNNERS
+from recx.train.runners.registry import RUNNERS
 
 CHECKPOINT_INTERVAL_S = 60.0  # checkpoint_every None: after the first epoch that ends this long after the last
 LOSS_REFRESH_S = 1.0  # the bar's running loss is read from the device at most this often (one host sync)
@@ -95,7 +95,7 @@ def fit(config: RunConfig, dataset: Dataset, model, progress: Progress, hooks: F
             f"resuming after epoch {loop.epoch} of {config.epochs} (its checkpoint)", highlight=False
         )
     checkpointed_at = time.perf_counter()
-    name = config.model if model.training_kind == "alternating" else f"{config.loss}+{config.sampler}"
+    name = config.model if model.losses == () else f"{config.loss}+{config.sampler}"
     task = progress.add_task(name, total=max(runner.n_steps, 1), status="")
     on_host = not accelerator_branch(model.device)  # the running loss is shown only where reading it costs no sync
     epoch = loop.epoch

@@ -1,17 +1,2 @@
-"""Source formats for `recx prepare --format NAME`, found by name in `FORMATS`."""
-
-from recx.core.registry import Registry
-
-FORMATS: Registry = Registry("format")
-
-from recx.data.formats import (  # noqa: E402,F401  (registration)
-    amazon,
-    gowalla_checkins,
-    lightgcn,
-    mat,
-    movielens,
-    netflix,
-    synthetic,
-    triplets,
-    yelp,
-)
+"""Source formats for `recx prepare --format NAME`, found by name in `recx.data.formats.registry.FORMATS`. A
+format is one module of this package (found by the registry), or a plugin's."""

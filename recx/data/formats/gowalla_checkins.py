@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from recx.data.formats import FORMATS
 from recx.data.formats.columnar import csv_parser
 from recx.data.formats.lines import ReadReport, read_lines_table
+from recx.data.formats.registry import FORMATS
 from recx.data.formats.tables import single_file, to_raw
 from recx.data.raw import RawInteractions
 

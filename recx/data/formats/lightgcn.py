@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from recx.core.errors import RecxError
-from recx.data.formats import FORMATS
+from recx.data.formats.registry import FORMATS
 from recx.data.raw import RawInteractions
 
 MAX_DIGITS = 18  # every id of at most 18 digits fits in int64

@@ -9,7 +9,7 @@ import scipy.io
 import scipy.sparse
 
 from recx.core.errors import RecxError
-from recx.data.formats import FORMATS
+from recx.data.formats.registry import FORMATS
 from recx.data.raw import RawInteractions
 
 

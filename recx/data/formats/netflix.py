@@ -9,9 +9,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from recx.core.errors import RecxError
-from recx.data.formats import FORMATS
 from recx.data.formats.columnar import csv_parser
 from recx.data.formats.lines import ReadReport, read_lines_table
+from recx.data.formats.registry import FORMATS
 from recx.data.raw import RawInteractions
 
 NAMES = ["id", "rating", "date"]

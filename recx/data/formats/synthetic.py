@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from recx.data.formats import FORMATS
+from recx.data.formats.registry import FORMATS
 from recx.data.raw import RawInteractions
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from recx.core.errors import RecxError
+from recx.core.args import arg
 from recx.data.csr import CSR
 from recx.models.als.problem import WeightedSquares
 from recx.models.als.solve import SOLVERS, solve_rows
@@ -25,24 +25,18 @@ DTYPES = {"float32": torch.float32, "float64": torch.float64}
 class AlternatingArgs:
     """solver cg (implicit's conjugate gradient, `cg_steps` steps) | cholesky (exact); dtype float32 | float64."""
 
-    regularization: float = 0.05
-    solver: str = "cg"
-    cg_steps: int = 3
-    dtype: str = "float32"
-    init_scale: float = 0.01
-
-    def __post_init__(self):
-        for key, value, valid in (("solver", self.solver, SOLVERS), ("dtype", self.dtype, tuple(DTYPES))):
-            if value not in valid:
-                raise RecxError(f"model_args.{key}: {value!r}; valid: {', '.join(valid)}")
-        if self.regularization < 0:
-            raise RecxError(f"model_args.regularization must be >= 0, got {self.regularization}")
-        if self.cg_steps < 1:
-            raise RecxError(f"model_args.cg_steps must be at least 1, got {self.cg_steps}")
+    regularization: float = arg(0.05, at_least=0, help="λ of the ridge term")
+    solver: str = arg("cg", choices=SOLVERS, help="conjugate gradient (implicit's), or exact Cholesky")
+    cg_steps: int = arg(3, at_least=1, at_most=1_000, help="conjugate gradient steps per row and half-step")
+    dtype: str = arg("float32", choices=tuple(DTYPES), help="the factors' and solves' precision")
+    init_scale: float = arg(0.01, above=0, help="factors start uniform in [0, init_scale)")
 
 
 class AlternatingModel(Model):
     training_kind = "alternating"
+    losses = ()
+    optimizers = ()
+    trainer_note = "closed-form alternating solves (no optimizer, no sampler)"
     Args = AlternatingArgs
 
     def __init__(self, n_users: int, n_items: int, dim: int, args: AlternatingArgs, dataset=None):

@@ -36,10 +36,11 @@ from dataclasses import dataclass
 
 import torch
 
+from recx.core.args import arg
 from recx.core.errors import RecxError
-from recx.models import MODELS
 from recx.models.als.base import AlternatingArgs, AlternatingModel
 from recx.models.als.problem import WeightedSquares
+from recx.models.registry import MODELS
 
 WEIGHTS = ("eq16", "eq18", "hyper")
 FORMS = ("official", "text")
@@ -47,32 +48,19 @@ FORMS = ("official", "text")
 
 @dataclass
 class RGArgs(AlternatingArgs):
-    regularization: float = 0.1
-    weights: str = "hyper"
-    alpha: float = 0.1
-    beta: float = 0.1
-    n_negatives: int = 100
-    form: str = "official"
+    regularization: float = arg(0.1, at_least=0, help="λ of the ridge term")
+    weights: str = arg("hyper", choices=WEIGHTS, help="the weights of Eq. 16, Eq. 18, or the hyper-parameters α, β")
+    alpha: float = arg(0.1, at_least=0, help="α of the hyper weights")
+    beta: float = arg(0.1, at_least=0, at_most=1, help="β of the hyper weights (above 1 the half-steps lose convexity)")
+    n_negatives: int = arg(100, at_least=1, at_most=10_000_000, help="Eq. 18's sampled negatives")
+    form: str = arg("official", choices=FORMS, help="the authors' code (official) or the paper's text")
 
     def __post_init__(self):
-        super().__post_init__()
-        if self.weights not in WEIGHTS:
-            raise RecxError(f"model_args.weights: {self.weights!r}; valid: {', '.join(WEIGHTS)}")
-        if self.form not in FORMS:
-            raise RecxError(f"model_args.form: {self.form!r}; valid: {', '.join(FORMS)}")
         if self.form == "official" and self.weights != "hyper":
             raise RecxError(
                 f"model_args.form: 'official' (the authors' code) has weights hyper only, got weights "
                 f"{self.weights!r}; set form: text for eq16 / eq18"
             )
-        if self.alpha < 0:
-            raise RecxError(f"model_args.alpha must be >= 0, got {self.alpha}")
-        if not 0 <= self.beta <= 1:
-            raise RecxError(
-                f"model_args.beta must be in [0, 1] (above 1 the half-steps can lose convexity), got {self.beta}"
-            )
-        if self.n_negatives < 1:
-            raise RecxError(f"model_args.n_negatives must be at least 1, got {self.n_negatives}")
 
 
 def rg_weights(lengths: torch.Tensor, n_items: int, args: RGArgs) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -128,9 +116,13 @@ class RG2(RankingGeneralizable):
     """RG²: Eq. 31 without the interactive term; updates Eq. 36–37 (form text) or the authors' rg2.py (official,
     with its extra λ I in the user system)."""
 
+    summary = "RG²: the ranking-generalisable quadratic softmax approximation, fitted by alternating solves"
+
 
 @MODELS.register("rgx")
 class RGX(RankingGeneralizable):
     """RG×: Eq. 31 with −Σ_x V_x ‖Q P_xᵀ‖²; updates Eq. 38–39 (form text) or the authors' rgx.py (official)."""
+
+    summary = "RG×: RG² with the interactive term, fitted by alternating solves"
 
     interactive = True

@@ -11,27 +11,23 @@ from dataclasses import dataclass
 
 import torch
 
-from recx.core.errors import RecxError
-from recx.models import MODELS
+from recx.core.args import arg
 from recx.models.als.base import AlternatingArgs, AlternatingModel
 from recx.models.als.problem import WeightedSquares
+from recx.models.registry import MODELS
 
 CONFIDENCES = ("linear", "scaled")
 
 
 @dataclass
 class WRMFArgs(AlternatingArgs):
-    alpha: float = 40.0
-    confidence: str = "linear"
-
-    def __post_init__(self):
-        super().__post_init__()
-        if self.confidence not in CONFIDENCES:
-            raise RecxError(f"model_args.confidence: {self.confidence!r}; valid: {', '.join(CONFIDENCES)}")
+    alpha: float = arg(40.0, at_least=0, help="confidence weight of the observed entries")
+    confidence: str = arg("linear", choices=CONFIDENCES, help="c = 1 + α (linear) or α (scaled, implicit's)")
 
 
 @MODELS.register("wrmf")
 class WRMF(AlternatingModel):
+    summary = "WRMF / iALS: weighted matrix factorisation of all entries, fitted by alternating least squares"
     Args = WRMFArgs
 
     def weighted_squares(self, train):

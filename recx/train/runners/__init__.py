@@ -1,4 +1,5 @@
-"""Training kinds: how one epoch is run for a kind of model, found by the model class's `training_kind` attribute.
+"""Training kinds: how one epoch is run for a kind of model, found by the model class's `training_kind` attribute
+in `recx.train.runners.registry.RUNNERS`.
 
 - `interactions` (MF, LightGCN): shuffled training interactions in batches; sampler, loss and optimizer per step.
 - `users` (Mult-VAE / FastVAE): shuffled users in batches, each with its training-history row.
@@ -7,9 +8,3 @@
 The loop (recx.train.fit) owns the epochs, validation, early stopping and checkpoints; a runner
 owns what happens inside an epoch.
 """
-
-from recx.core.registry import Registry
-
-RUNNERS: Registry = Registry("training kind")
-
-from recx.train.runners import alternating, interactions, none, users  # noqa: E402,F401  (registration)

@@ -11,8 +11,8 @@ import torch
 
 from recx.optim import optimizers as optim
 from recx.train.build import build_loss, build_sampler
-from recx.train.runners import RUNNERS
 from recx.train.runners.base import EpochRunner
+from recx.train.runners.registry import RUNNERS
 from recx.train.schedule import EpochSchedule
 from recx.train.step import train_step
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from recx.train.runners import RUNNERS
 from recx.train.runners.base import EpochRunner
+from recx.train.runners.registry import RUNNERS
 
 
 @RUNNERS.register("none")

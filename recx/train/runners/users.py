@@ -12,8 +12,10 @@ reparameterisation drawn from the run's generator), decodes the queries, and sco
 `item_bias`), `logq_correction: false` drops log q (an item a resampler did not draw, log q = +inf, stays out).
 The objective is Σ_u [nll_u + β_t KL_u] summed over the batch (the official FastVAE code's reduction, the scale at
 which Adam's weight decay of 0.01 was tuned); the recorded step loss is that sum divided by the batch's user count.
-Adam (fused) with `weight_decay` (mode `full`; `batch` mode is an MF notion and is refused), its learning rate
-stepped down between epochs by the run's schedule (recx.train.schedule; the official FastVAE code's StepLR).
+Dense Adam (fused), the official codes' and the only optimizer these models declare (`resolve` refuses another),
+with `weight_decay` (mode `full`; the models refuse `batch`, an MF notion), its learning rate stepped down between
+epochs by the run's schedule (recx.train.schedule; the official FastVAE code's StepLR). The model/loss pairing and
+the sampler's closed form are the models' declarations, checked by `resolve` before any run.
 FastVAE's encoder and item tables (`row_sparse_gradients`) keep a dense gradient buffer, allocated once and zeroed in
 place each step, into which their gathered rows' row-sparse gradients are summed (recx.core.gather): at 1.5M items
 a fresh [M, 200] gradient per table and step cost 0.3-1 s of page faults (282K-559K faults a step, measured with
@@ -26,13 +28,11 @@ import math
 
 import torch
 
-from recx.core.errors import RecxError
 from recx.core.gather import gather_rows
-from recx.models.multvae import kl_divergence, row_counts
 from recx.samplers.base import Batch
 from recx.train.build import build_sampler
-from recx.train.runners import RUNNERS
 from recx.train.runners.base import EpochRunner
+from recx.train.runners.registry import RUNNERS
 from recx.train.schedule import EpochSchedule
 
 # Per-user negatives are scored by one [B, M] product and a gather when M <= this x negatives per user: gathering
@@ -84,14 +84,8 @@ def sampled_softmax_nll(
 class UserEpochs(EpochRunner):
     def __init__(self, config, dataset, model, generator):
         super().__init__(config, dataset, model, generator)
-        expected = "softmax" if model.sampled_softmax else "full_softmax"
-        if config.loss != expected:
-            raise RecxError(
-                f"loss {config.loss!r}: model {config.model!r} trains with loss {expected!r} (its "
-                "multinomial likelihood)"
-            )
-        if config.weight_decay_mode == "batch":
-            raise RecxError(f"weight_decay_mode 'batch' is not defined for model {config.model!r}; use full or none")
+        if config.optimizer != "adam":
+            raise ValueError(f"the users runner trains with dense Adam, not {config.optimizer!r} (resolve refuses it)")
         decay = config.weight_decay if config.weight_decay_mode == "full" else 0.0
         self.optimizer = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=decay, fused=True)
         self.schedule = EpochSchedule(self.optimizer, config)
@@ -114,13 +108,13 @@ class UserEpochs(EpochRunner):
             nll = full_softmax_nll(query, item_table, rows, positives, bias)
         else:
             nll = self.sampled_nll(users, query, item_table, rows, positives)
-        return nll + model.beta(self.updates) * kl_divergence(mu, log_var).sum()
+        return nll + model.beta(self.updates) * model.kl_divergence(mu, log_var).sum()
 
     def sampled_nll(self, users, query, item_table, rows, positives) -> torch.Tensor:
         """Negatives drawn once per user (the sampler's `positives` are each user's first training item, only for
         the contract); the positives' log q are asked for all of them at once, as (user row, item) pairs."""
-        lengths = row_counts(rows, users.numel())
-        batch = Batch(users, positives[torch.cumsum(lengths, 0) - lengths], query.detach(), item_table.detach())
+        first = self.model.first_of_rows(rows, positives, users.numel())
+        batch = Batch(users, first, query.detach(), item_table.detach())
         negatives = self.sampler.sample(batch)
         positive_log_q = self.sampler.pair_log_probability(batch, rows, positives)
         if not self.config.loss_args["logq_correction"]:
@@ -134,7 +128,7 @@ class UserEpochs(EpochRunner):
         """Zero the kept gradient buffers in place (allocated on first use: their gathered rows' sparse gradients
         are summed into them); drop the others (backward hands over fresh ones)."""
         model = self.model
-        kept = {id(model.encoder_in), id(model.items)} if model.row_sparse_gradients else set()
+        kept = {id(table) for table in model.kept_gradient_tables()}
         for param in model.parameters():
             if id(param) not in kept:
                 param.grad = None

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import torch
 
+from recx.eval.metrics.registry import METRICS, Metric
+
 
 def auc_names(beta: float) -> tuple[str, str]:
     return f"opauc({beta:g})", f"opauc_norm({beta:g})"
@@ -41,3 +43,13 @@ def per_user_auc(scores: torch.Tensor, relevant: torch.Tensor, beta: float) -> d
         (opauc, 0, "all"): 1 - wrong_top / pairs,
         (opauc_norm, 0, "all"): 1 - wrong_top / (n_pos * top[:, 0].to(torch.float64)),
     }
+
+
+@METRICS.register("auc")
+class AUC(Metric):
+    summary = "AUC and OPAUC(β) over each user's full ranking (recx eval --auc --opauc-beta β)"
+    heading = "AUC"
+    cutoff = False
+
+    def per_user_scores(self, scores: torch.Tensor, relevant: torch.Tensor, beta: float) -> dict[str, torch.Tensor]:
+        return {metric: values for (metric, _, _), values in per_user_auc(scores, relevant, beta).items()}

@@ -1,0 +1,185 @@
+"""Plugins: samplers, losses, models, formats and metrics from outside recx, registered through the same public
+decorators the built-ins use (`recx.register_sampler`, ... : the registries' `register`).
+
+Where they come from, loaded once, before any name is looked up (the first read of any registry loads them):
+- installed packages that declare an entry point in the group `recx.plugins` naming a module, e.g. in pyproject.toml
+  `[project.entry-points."recx.plugins"] my_methods = "my_package.methods"`;
+- `RECX_PLUGINS`: module names or `.py` files, separated by the path separator (`:`);
+- `--plugin PATH_OR_MODULE` on the command line (repeatable) or `recx.use_plugins(...)` from Python (`request`).
+A local file is imported as the module `recx_plugin_<its stem>`, so the classes a checkpoint pickles are found again
+when the same file is loaded. A plugin that fails to import is one RecxError naming it and the import error; a
+name that clashes with a built-in or another plugin's is refused by the registry with both owners named. Each run
+records the plugins loaded (`recorded()`: name, source, version, sha256 of a local file) in its environment.json,
+and a sweep's workers load the same ones (`worker_specs()`).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib
+import importlib.metadata
+import importlib.util
+import os
+import re
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from recx.core.errors import RecxError
+
+GROUP = "recx.plugins"
+ENV = "RECX_PLUGINS"
+
+
+@dataclass(frozen=True)
+class Plugin:
+    name: str  # the entry point's name, the module's name or the file's path
+    source: str  # "entry point", "module" or "file"
+    module: str  # the module it was imported as
+    version: str | None = None  # its distribution's version (entry points and installed modules)
+    sha256: str | None = None  # the content of a local file
+
+    def describe(self) -> str:
+        detail = self.version and f" {self.version}" or self.sha256 and f" sha256 {self.sha256[:12]}" or ""
+        return f"plugin {self.name}{detail}"
+
+
+_requested: list[str] = []
+_loaded: list[Plugin] = []
+_current: list[str] = []  # the plugin being imported (a stack: a plugin may request another)
+_started = False
+
+
+def loading_now() -> str | None:
+    """`plugin <name>` while a plugin's module is being imported, else None (the registries' owner of a name)."""
+    return f"plugin {_current[-1]}" if _current else None
+
+
+def _environment_specs() -> list[str]:
+    return [part for part in os.environ.get(ENV, "").split(os.pathsep) if part.strip()]
+
+
+def _is_file(spec: str) -> bool:
+    return spec.endswith(".py") or os.sep in spec or Path(spec).is_file()
+
+
+def _normalised(spec: str) -> str:
+    return str(Path(spec).expanduser().resolve()) if _is_file(spec) else spec
+
+
+def request(*specs: str) -> None:
+    """Ask for plugins by module name or `.py` file: loaded with the others, or at once when loading has begun."""
+    for spec in map(_normalised, specs):
+        if spec not in _requested:
+            _requested.append(spec)
+            if _started:
+                _load_spec(spec, "requested")
+
+
+def worker_specs() -> list[str]:
+    """What a sweep's worker (a fresh process) must load besides the entry points: RECX_PLUGINS and the requested."""
+    return list(dict.fromkeys([*map(_normalised, _environment_specs()), *_requested]))
+
+
+def load() -> None:
+    """Load every plugin once: the entry points, then RECX_PLUGINS, then the requested ones."""
+    global _started
+    if _started:
+        return
+    _started = True
+    for entry in sorted(importlib.metadata.entry_points(group=GROUP), key=lambda e: e.name):
+        dist = entry.dist
+        label = f"{entry.name} (entry point of {dist.name if dist else '?'})"
+        load_entry = functools.partial(importlib.import_module, entry.module)
+        _import(label, "entry point", entry.name, load_entry, dist.version if dist else None)
+    for spec in _environment_specs():
+        _load_spec(_normalised(spec), f"from {ENV}")
+    for spec in list(_requested):
+        _load_spec(spec, "requested")
+
+
+def _load_spec(spec: str, origin: str) -> None:
+    if any(plugin.name == spec for plugin in _loaded):
+        return
+    if _is_file(spec):
+        path = Path(spec)
+        if not path.is_file():
+            raise RecxError(f"plugin {spec} ({origin}): no such file")
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        name = "recx_plugin_" + re.sub(r"\W", "_", path.stem)
+        if name in sys.modules and getattr(sys.modules[name], "__file__", None) != str(path):
+            raise RecxError(
+                f"plugin {spec} ({origin}): another file of the same name ({sys.modules[name].__file__}) is loaded; "
+                "rename one of them"
+            )
+        _import(spec, "file", name, functools.partial(_import_file, name, path), sha256=digest)
+        return
+    _import(spec, "module", spec, functools.partial(importlib.import_module, spec), _module_version(spec))
+
+
+def _import_file(name: str, path: Path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
+
+
+def _module_version(name: str) -> str | None:
+    top = name.split(".")[0]
+    dists = importlib.metadata.packages_distributions().get(top, [])
+    try:
+        return importlib.metadata.version(dists[0]) if dists else None
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _import(label: str, source: str, module: str, do_import, version=None, sha256=None) -> None:
+    _current.append(label)
+    try:
+        imported = do_import()
+    except RecxError:
+        raise
+    except ModuleNotFoundError as exc:
+        if source == "module" and exc.name == module.split(".")[0]:
+            raise RecxError(
+                f"plugin {label}: no module named {module!r} is installed (nor a file of that name)"
+            ) from None
+        raise RecxError(f"plugin {label} failed to import: {type(exc).__name__}: {exc}") from None
+    except Exception as exc:
+        raise RecxError(f"plugin {label} failed to import: {type(exc).__name__}: {exc}") from None
+    finally:
+        _current.pop()
+    _loaded.append(Plugin(label, source, getattr(imported, "__name__", module), version, sha256))
+
+
+def loaded() -> list[Plugin]:
+    return list(_loaded)
+
+
+def recorded() -> list[dict]:
+    """The plugins loaded, as environment.json records them."""
+    return [asdict(plugin) for plugin in _loaded]
+
+
+def fingerprint() -> str:
+    """A hash of what would be loaded (entry points with their versions, RECX_PLUGINS and the requested specs with
+    each file's content), without importing any of it: the key of the cached catalogue of plugin names."""
+    digest = hashlib.sha256()
+    for entry in sorted(importlib.metadata.entry_points(group=GROUP), key=lambda e: e.name):
+        dist = entry.dist
+        digest.update(
+            f"{entry.name}={entry.value}@{dist.name if dist else ''}{dist.version if dist else ''}\n".encode()
+        )
+    for spec in worker_specs():
+        digest.update(spec.encode())
+        if _is_file(spec) and Path(spec).is_file():
+            digest.update(hashlib.sha256(Path(spec).read_bytes()).digest())
+    return digest.hexdigest()[:16]
