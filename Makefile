@@ -47,9 +47,9 @@ gpu-check-cpu:
 bench:
 	$(PYTHON) bench/eval_speed.py
 
-# recx/cli/catalog.json: the registered names, arguments and defaults that --help and shell completion show
+# recx/shell/catalog.json: the registered names, arguments and defaults that --help and shell completion show
 catalog:
-	$(PYTHON) -m recx.cli.catalog --write
+	$(PYTHON) -m recx.shell.catalog --write
 
 gowalla:
 	recx sweep experiments.yaml --experiment gowalla-basics

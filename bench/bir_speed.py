@@ -23,9 +23,9 @@ from recx.config.run_config import resolve
 from recx.core.memory import keep_freed_memory
 from recx.core.threads import set_compute_threads
 from recx.data.dataset import load_dataset
-from recx.train.build import build_model
-from recx.train.runners.interactions import InteractionEpochs
-from recx.train.step import training_loss
+from recx.training.build import build_model
+from recx.training.runners.interactions import InteractionEpochs
+from recx.training.step import training_loss
 
 
 def step_seconds(dataset, sampler: str, batch_size: int, steps: int) -> float:

@@ -19,7 +19,7 @@ from recx.core.memory import keep_freed_memory
 from recx.data.dataset import load_dataset
 from recx.data.prepare import PrepareOptions, prepare
 from recx.eval.evaluator import evaluate
-from recx.train.build import build_model
+from recx.training.build import build_model
 
 GOWALLA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "gowalla"
 

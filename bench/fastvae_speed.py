@@ -31,7 +31,7 @@ from recx.data.dataset import Dataset
 from recx.models.multvae import FastVAE, MultVAE, MultVAEArgs
 from recx.samplers.base import Batch, Sampler
 from recx.samplers.registry import SAMPLERS
-from recx.train.runners.users import UserEpochs
+from recx.training.runners.users import UserEpochs
 
 
 def synthetic_dataset(n_users: int, n_items: int, mean_length: int, seed: int = 0) -> Dataset:

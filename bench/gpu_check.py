@@ -45,9 +45,9 @@ from recx.core.device_paths import forced_accelerator_branches
 from recx.core.threads import set_compute_threads
 from recx.data.dataset import load_dataset
 from recx.data.prepare import PrepareOptions, prepare
-from recx.train.build import build_model
-from recx.train.nonfinite import NonFiniteWatch
-from recx.train.runners.registry import RUNNERS
+from recx.training.build import build_model
+from recx.training.nonfinite import NonFiniteWatch
+from recx.training.runners.registry import RUNNERS
 
 ROOT = Path(__file__).resolve().parents[1]
 GOWALLA = ROOT / ".." / "shared" / "data" / "gowalla"

@@ -24,9 +24,9 @@ from recx.core.memory import keep_freed_memory
 from recx.core.threads import set_compute_threads
 from recx.data.dataset import load_dataset
 from recx.data.prepare import PrepareOptions, prepare
-from recx.train.build import build_loss, build_model, build_sampler
-from recx.train.runners.interactions import run_optimizer
-from recx.train.step import training_loss
+from recx.training.build import build_loss, build_model, build_sampler
+from recx.training.runners.interactions import run_optimizer
+from recx.training.step import training_loss
 
 ROOT = Path(__file__).resolve().parents[1]
 GOWALLA = ROOT / ".." / "shared" / "data" / "gowalla"

@@ -1,4 +1,4 @@
-"""Benchmark: the report's sign-flip randomisation test (recx.report.stats.randomisation, batched matrix products)
+"""Benchmark: the report's sign-flip randomisation test (recx.reports.stats.randomisation, batched matrix products)
 against scipy.stats.permutation_test on the same paired per-user values. Prints seconds, p-values and the ratio.
 
     python bench/significance_speed.py [--users 30000] [--resamples 2000]
@@ -12,7 +12,7 @@ import time
 import numpy as np
 from scipy import stats as scipy_stats
 
-from recx.report import stats
+from recx.reports import stats
 
 
 def main() -> None:

@@ -36,8 +36,8 @@ from recx.core.memory import keep_freed_memory
 from recx.core.threads import set_compute_threads
 from recx.data.dataset import load_dataset
 from recx.eval.evaluator import evaluate
-from recx.train.build import build_model
-from recx.train.runners.interactions import InteractionEpochs
+from recx.training.build import build_model
+from recx.training.runners.interactions import InteractionEpochs
 
 CASES = {
     "bpr": ("bpr, uniform, 1 negative", {"loss": "bpr", "sampler": "uniform", "n_negatives": 1}),

@@ -55,7 +55,7 @@ class CliResult:
 @pytest.fixture
 def recx_cli(capsys, monkeypatch):
     """Run `recx ARGS...` in-process through the real entry point; returns exit code and captured output."""
-    from recx.cli.app import main
+    from recx.cli import main
 
     def run(*args: str) -> CliResult:
         monkeypatch.setattr(sys, "argv", ["recx", *map(str, args)])
@@ -68,3 +68,31 @@ def recx_cli(capsys, monkeypatch):
         return CliResult(code, captured.out, captured.err)
 
     return run
+
+
+EXAMPLE_PLUGIN = Path(__file__).resolve().parents[1] / "examples" / "plugin" / "recx_example"
+
+
+@pytest.fixture
+def isolated_plugins(monkeypatch):
+    """Plugins loaded in a test leave no trace in the next: the registries' names, the loader's state and the
+    plugins' modules are restored afterwards."""
+    from recx.core import plugins
+    from recx.data.formats.registry import FORMATS
+    from recx.eval.metrics.registry import METRICS
+    from recx.losses.registry import LOSSES
+    from recx.models.registry import MODELS
+    from recx.samplers.registry import SAMPLERS
+
+    for registry in (SAMPLERS, LOSSES, MODELS, FORMATS, METRICS):
+        registry.names()  # built-ins found before the copies are taken
+        monkeypatch.setattr(registry, "_entries", dict(registry._entries))
+        monkeypatch.setattr(registry, "_owners", dict(registry._owners))
+    for name, empty in (("_requested", []), ("_loaded", []), ("_started", False)):
+        monkeypatch.setattr(plugins, name, empty)
+    monkeypatch.delenv(plugins.ENV, raising=False)
+    before = set(sys.modules)
+    yield plugins
+    for name in set(sys.modules) - before:
+        if name.startswith(("recx_example", "recx_plugin_")):
+            del sys.modules[name]

@@ -54,7 +54,7 @@ def write_experiments(folder: Path) -> Path:
 
 def sweep_in_process(folder: Path, out: Path, **execution) -> pd.DataFrame:
     from recx.data.prepare import PrepareOptions, prepare
-    from recx.report.report import report_sweep
+    from recx.reports.report import report_sweep
     from recx.sweeps.backends import Execution
     from recx.sweeps.sweep import run_sweep
 

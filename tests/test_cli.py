@@ -24,6 +24,9 @@ def test_prepare_train_eval_dump_topk_recomputes_the_metrics(tiny_root, tmp_path
     top = pd.read_parquet(topk_file)
     test = pd.read_parquet(tiny_root / "tiny" / "test.parquet")
     relevant = test.groupby("user")["item"].apply(set)
+    items = pd.read_parquet(tiny_root / "tiny" / "items.parquet")["id"]
+    assert (top["item"] == items[top.item_index].to_numpy()).all()  # original ids beside the contiguous ones
+    top = top.assign(user=top.user_index, item=top.item_index)
     # independent recomputation from the dump with pandas
     top["hit"] = [item in relevant[user] for user, item in zip(top.user, top.item, strict=True)]
     for k in (5, 10):

@@ -22,7 +22,7 @@ PROBE = """
 import json, sys
 sys.argv = ["recx", *json.loads(sys.argv[1])]
 try:
-    from recx.cli.launcher import main
+    from recx.__main__ import main
     main()
 except SystemExit:
     pass

@@ -15,9 +15,9 @@ from recx.core.device_paths import accelerator_branch, forced_accelerator_branch
 from recx.losses.softmax import RowLogSumExp, softmax_and_log_sum_exp
 from recx.optim import optimizers as optim
 from recx.samplers.base import Batch
-from recx.train.build import build_model, build_sampler
-from recx.train.positive_mask import mask_positives, positive_mask
-from recx.train.runners.registry import RUNNERS
+from recx.training.build import build_model, build_sampler
+from recx.training.positive_mask import mask_positives, positive_mask
+from recx.training.runners.registry import RUNNERS
 
 
 def test_forcing_is_scoped_to_the_block():

@@ -10,7 +10,7 @@ import torch
 from recx.config.run_config import resolve
 from recx.eval.diagnostics import diagnostics
 from recx.eval.evaluator import evaluate
-from recx.train.build import build_model
+from recx.training.build import build_model
 
 
 def test_prism_norms_rank_exactly_like_popularity(tiny):

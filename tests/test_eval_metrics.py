@@ -11,7 +11,7 @@ from recx.data.csr import CSR
 from recx.eval.evaluator import evaluate
 from recx.eval.metrics.registry import per_user_metrics
 from recx.eval.strata import popularity_strata
-from recx.train.build import build_model
+from recx.training.build import build_model
 
 
 def test_hand_worked_ndcg_recall_mrr():

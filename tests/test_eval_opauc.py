@@ -58,7 +58,7 @@ def test_perfect_and_reversed_rankings():
 def test_evaluator_auc_matches_brute_force_and_ignores_batch_size(tiny):
     from recx.config.run_config import resolve
     from recx.eval.evaluator import evaluate
-    from recx.train.build import build_model
+    from recx.training.build import build_model
 
     model = build_model(resolve({"model": "mf", "dim": 8}), tiny, torch.device("cpu"))
     small = evaluate(model, tiny, "test", [10], batch_size=7, auc_beta=0.2).values

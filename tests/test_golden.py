@@ -22,7 +22,7 @@ from recx.data.dataset import load_dataset
 from recx.data.prepare import PrepareOptions, prepare
 from recx.eval.evaluator import evaluate
 from recx.runs.train_run import train_run
-from recx.train.build import build_model
+from recx.training.build import build_model
 
 SHARED = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 

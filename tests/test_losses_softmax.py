@@ -147,7 +147,7 @@ def test_the_fused_shared_candidate_loss_equals_scores_then_loss(temperature, co
     """over_shared_candidates (the product inside, rows of p scaled in the backward's products) against the loss on
     the [B, n] scores with the positives masked: same value and gradients, float64; a row whose candidates are all
     its positive included."""
-    from recx.train.positive_mask import positive_mask
+    from recx.training.positive_mask import positive_mask
 
     g = torch.Generator().manual_seed(11)
     n = 7

@@ -3,7 +3,7 @@
 import torch
 
 from recx.config.run_config import resolve
-from recx.train.build import build_model
+from recx.training.build import build_model
 
 
 def _dense_reference(tiny, user_table, item_table, n_layers):

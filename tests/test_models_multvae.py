@@ -14,8 +14,8 @@ from recx.core.errors import RecxError
 from recx.models.multvae import MultVAE, MultVAEArgs
 from recx.runs.train_run import train_run
 from recx.samplers.base import Batch
-from recx.train.build import build_model
-from recx.train.runners.users import UserEpochs, full_softmax_nll, sampled_softmax_nll
+from recx.training.build import build_model
+from recx.training.runners.users import UserEpochs, full_softmax_nll, sampled_softmax_nll
 
 
 def dense_reference(model: MultVAE, dataset, users, keep, noise, beta) -> torch.Tensor:
@@ -239,7 +239,7 @@ def test_vae_refuses_a_loss_it_does_not_train_with():
 
 def test_sampled_softmax_scores_negatives_the_same_way_on_both_paths(monkeypatch):
     from recx.samplers.base import Negatives
-    from recx.train.runners import users as runner_module
+    from recx.training.runners import users as runner_module
 
     generator = torch.Generator().manual_seed(0)
     query, items = torch.randn(3, 4, generator=generator, dtype=torch.float64), torch.randn(9, 4, dtype=torch.float64)
@@ -345,7 +345,7 @@ def test_a_users_step_sums_row_sparse_gradients_into_buffers_it_keeps(monkeypatc
     gradients do; the buffers are the ones allocated at the start (no table-sized gradient per step)."""
     from recx.core import gather
     from recx.models import multvae as model_module
-    from recx.train.runners import users as runner_module
+    from recx.training.runners import users as runner_module
 
     monkeypatch.setattr(runner_module, "DENSE_SCORES_RATIO", 0)  # every negative gathered, not scored by a product
     sparse = _trained_fastvae()

@@ -7,7 +7,7 @@ import torch
 
 from recx.config.run_config import resolve
 from recx.core.errors import RecxError
-from recx.train.build import build_model
+from recx.training.build import build_model
 
 
 def _model(tiny, **model_args):

@@ -3,7 +3,7 @@
 import torch
 
 from recx.config.run_config import resolve
-from recx.train.build import build_model
+from recx.training.build import build_model
 
 
 def _model(tiny, model, **model_args):

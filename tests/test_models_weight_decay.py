@@ -6,9 +6,9 @@ import pytest
 import torch
 
 from recx.config.run_config import resolve
-from recx.train.build import build_loss, build_model, build_sampler
-from recx.train.runners.interactions import run_optimizer
-from recx.train.step import training_loss
+from recx.training.build import build_loss, build_model, build_sampler
+from recx.training.runners.interactions import run_optimizer
+from recx.training.step import training_loss
 
 
 class Recording:

@@ -23,8 +23,8 @@ from recx.samplers import bir as bir_module
 from recx.samplers import xir as xir_module
 from recx.samplers.in_batch import log_popularity
 from recx.sweeps.experiments import experiment_spec, load_experiments, plan
-from recx.train.build import build_loss, build_model, build_sampler
-from recx.train.step import training_loss
+from recx.training.build import build_loss, build_model, build_sampler
+from recx.training.step import training_loss
 
 GOLDEN = json.loads((Path(__file__).parent / "golden" / "official" / "bir.json").read_text())
 INPUTS = GOLDEN["inputs"]

@@ -17,7 +17,7 @@ from recx.data.dataset import Dataset
 from recx.samplers.base import Batch, Negatives
 from recx.samplers.kmeans import kmeans
 from recx.samplers.registry import SAMPLERS
-from recx.train.runners.users import full_softmax_nll, sampled_softmax_nll
+from recx.training.runners.users import full_softmax_nll, sampled_softmax_nll
 
 GOLDEN = json.loads((Path(__file__).parent / "golden" / "official" / "fastvae.json").read_text())
 DATA = GOLDEN["input"]

@@ -18,8 +18,8 @@ from recx.data.csr import CSR
 from recx.data.dataset import Dataset
 from recx.samplers import dns as dns_module
 from recx.samplers import softmax_v as softmax_v_module
-from recx.train.build import build_loss, build_model, build_sampler
-from recx.train.step import training_loss
+from recx.training.build import build_loss, build_model, build_sampler
+from recx.training.step import training_loss
 
 GOLDEN = json.loads((Path(__file__).parent / "golden" / "official" / "hns.json").read_text())
 INPUTS = GOLDEN["inputs"]

@@ -10,7 +10,7 @@ import yaml
 from rich.console import Console
 from scipy import stats as scipy_stats
 
-from recx.report.report import ReportOptions, figures
+from recx.reports.report import ReportOptions, figures
 from recx.runs.collection import load_results
 
 NEGATIVES = {
@@ -49,7 +49,7 @@ NEGATIVES = {
 
 @pytest.fixture(scope="module")
 def swept(tmp_path_factory):
-    from recx.report.report import report_sweep
+    from recx.reports.report import report_sweep
     from recx.sweeps.sweep import run_sweep
 
     folder = tmp_path_factory.mktemp("report")

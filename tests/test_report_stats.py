@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
-from recx.report import stats
+from recx.reports import stats
 
 
 def test_paired_t_matches_its_formula():

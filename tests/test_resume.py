@@ -19,8 +19,8 @@ from recx.config.run_config import resolve
 from recx.runs import store
 from recx.runs import train_run as trainer
 from recx.runs.train_run import train_run
-from recx.train import checkpoint
-from recx.train import fit as fit_module
+from recx.training import checkpoint
+from recx.training import fit as fit_module
 
 ROOT = Path(__file__).resolve().parents[1]
 EPOCHS, KILLED_AFTER = 5, 2
@@ -195,7 +195,7 @@ from pathlib import Path
 from recx.config.run_config import resolve
 from recx.data.dataset import load_dataset
 from recx.runs import train_run as trainer
-from recx.train import checkpoint
+from recx.training import checkpoint
 save = checkpoint.save
 def save_then_kill(path, runner, loop):
     save(path, runner, loop)
@@ -271,7 +271,7 @@ GOLDEN_CAPABILITY = "AVX2"  # torch's CPU kernels that computed the golden runs'
 @pytest.mark.parametrize("case", list(BEFORE_LAYERS))
 def test_a_checkpoint_of_the_recx_before_the_layers_resumes(tiny, tmp_path, monkeypatch, case):
     """tests/golden/run_before_layers_<case>: run folders written by recx at 18309b4, before issue 23 moved the
-    modules of pickled classes (recx.samplers.kernel, recx.train.optim) and renamed the samplers' and alias table's
+    modules of pickled classes (recx.samplers.kernel, recx.training.optim) and renamed the samplers' and alias table's
     chosen kernels from `backend` to `kernels`; each stopped after the checkpoint of epoch 2 of 4 (the tiny dataset,
     MF, softmax over kernel draws with lazy Adam, or over popularity draws). Today's recx goes on from it and ends
     with the run it would have trained uninterrupted.

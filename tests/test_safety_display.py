@@ -24,7 +24,7 @@ def test_piped_training_prints_one_line_per_epoch_and_unwrapped_tables(tiny_root
     assert any(str(run) in line and len(line) > 80 for line in result.out.splitlines())
     topk = tmp_path / "top.parquet"
     result = recx_cli("eval", run, "--k", "5", "--dump-topk", topk)
-    assert result.code == 0 and f"top-5 lists (user, rank, item) of every user with a test item: {topk}" in result.out
+    assert result.code == 0 and f"top-5 lists (user, item, rank) of every user with a test item: {topk}" in result.out
     assert str(run / "eval_test.parquet") in result.out
 
 

@@ -240,7 +240,7 @@ def test_second_train_is_refused_and_a_killed_holder_leaves_a_restartable_run(ti
     slowed = (
         "import sys, time\nimport recx.runs.train_run as t\nreal = t.store.log_epoch\n"
         "t.store.log_epoch = lambda *a: (real(*a), time.sleep(120))\n"
-        f"sys.argv = ['recx'] + {args!r}\nfrom recx.cli.app import main\nmain()\n"
+        f"sys.argv = ['recx'] + {args!r}\nfrom recx.cli import main\nmain()\n"
     )
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
     first = subprocess.Popen([sys.executable, "-c", slowed], env=env, stderr=subprocess.DEVNULL)

@@ -238,7 +238,7 @@ def test_ssl_pop_keep_positive_is_the_official_xir_codes_loss():
     the own positive (and its duplicates) stay in the denominator; the default masks them."""
     from types import SimpleNamespace
 
-    from recx.train.step import training_loss
+    from recx.training.step import training_loss
 
     dataset = random_dataset(n_items=30)
     batch = _batch_with_duplicates(dataset)

@@ -5,7 +5,7 @@ import json
 import pandas as pd
 import yaml
 
-from recx.report.tables import column_name
+from recx.reports.tables import column_name
 
 EXPERIMENT = {
     "datasets": {

@@ -9,7 +9,7 @@ import pytest
 from recx.config.run_config import RunConfig
 from recx.core.errors import RecxError
 from recx.models.registry import MODELS
-from recx.report import tables
+from recx.reports import tables
 from recx.samplers.registry import SAMPLERS
 from recx.sweeps.experiments import experiment_spec, load_experiments, plan
 

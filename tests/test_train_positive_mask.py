@@ -3,7 +3,7 @@ elementwise mask in value and gradient."""
 
 import torch
 
-from recx.train.positive_mask import MaskEntries, mask_positives, shared_hits
+from recx.training.positive_mask import MaskEntries, mask_positives, shared_hits
 
 
 def _shared_case(seed: int):

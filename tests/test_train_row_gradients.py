@@ -1,5 +1,5 @@
 """BPR's compiled row gradients (recx.losses.bpr_rows) and the step that hands them to the optimizer
-(recx.train.step.row_gradient_step): the same loss, gradients and updates as autograd through the generic step,
+(recx.training.step.row_gradient_step): the same loss, gradients and updates as autograd through the generic step,
 against a float64 reference too, and taken exactly where they apply."""
 
 import warnings
@@ -12,10 +12,10 @@ from recx.config.run_config import resolve
 from recx.core.device_paths import forced_accelerator_branches
 from recx.optim.optimizers import ROW_SPARSE
 from recx.samplers.base import Negatives
-from recx.train import step
-from recx.train.build import build_model
-from recx.train.runners.interactions import InteractionEpochs
-from recx.train.step import loss_with, row_gradient_step, row_gradients_apply
+from recx.training import step
+from recx.training.build import build_model
+from recx.training.runners.interactions import InteractionEpochs
+from recx.training.step import loss_with, row_gradient_step, row_gradients_apply
 
 CPU = torch.device("cpu")
 

@@ -1,4 +1,4 @@
-"""The run's learning-rate schedule (recx.train.schedule): epoch e (from 0) of every gradient-trained kind trains at
+"""The run's learning-rate schedule (recx.training.schedule): epoch e (from 0) of every gradient-trained kind trains at
 lr · γ^floor(e / lr_step_epochs); without a schedule the learning rate, the losses and the run id are as before."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import torch
 
 from recx.config.run_config import resolve
 from recx.core.errors import RecxError
-from recx.train.build import build_model
-from recx.train.runners.registry import RUNNERS
+from recx.training.build import build_model
+from recx.training.runners.registry import RUNNERS
 
 KINDS = {
     "mf": {"model": "mf", "loss": "bpr"},

@@ -7,10 +7,10 @@ import torch
 from recx.config.run_config import resolve
 from recx.core.errors import RecxError
 from recx.optim.optimizers import ROW_SPARSE
-from recx.train.build import build_model
-from recx.train.nonfinite import NonFiniteWatch
-from recx.train.runners.interactions import InteractionEpochs
-from recx.train.step import training_loss
+from recx.training.build import build_model
+from recx.training.nonfinite import NonFiniteWatch
+from recx.training.runners.interactions import InteractionEpochs
+from recx.training.step import training_loss
 
 CPU = torch.device("cpu")
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from recx.cli.app import _parse_assignments
+from recx.cli import _parse_assignments
 from recx.config.run_config import read_yaml_mapping
 from recx.core import yaml_values
 

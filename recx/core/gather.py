@@ -7,7 +7,7 @@ repeated id follows the CPU thread count (so a seeded run changed in the last di
 With `sparse=True` the table's gradient is a row-sparse tensor (the ids and their gradient rows, as
 F.embedding(..., sparse=True) gives): added to a dense gradient the table already holds, it is summed into that
 buffer in place, in the order the ids are listed (the same sums as `index_add_`), instead of a fresh zero-filled
-table-sized gradient each step. The caller keeps dense gradients allocated (recx.train.runners.users).
+table-sized gradient each step. The caller keeps dense gradients allocated (recx.training.runners.users).
 """
 
 from __future__ import annotations

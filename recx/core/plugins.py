@@ -4,10 +4,10 @@ decorators the built-ins use (`recx.register_sampler`, ... : the registries' `re
 Where they come from, loaded once, before any name is looked up (the first read of any registry loads them):
 - installed packages that declare an entry point in the group `recx.plugins` naming a module, e.g. in pyproject.toml
   `[project.entry-points."recx.plugins"] my_methods = "my_package.methods"`;
-- `RECX_PLUGINS`: module names or `.py` files, separated by the path separator (`:`);
+- `RECX_PLUGINS`: module names, `.py` files or package folders, separated by the path separator (`:`);
 - `--plugin PATH_OR_MODULE` on the command line (repeatable) or `recx.use_plugins(...)` from Python (`request`).
-A local file is imported as the module `recx_plugin_<its stem>`, so the classes a checkpoint pickles are found again
-when the same file is loaded. A plugin that fails to import is one RecxError naming it and the import error; a
+A local file is imported as the module `recx_plugin_<its stem>`, a package folder (one with `__init__.py`) as the
+package of its folder's name, so the classes a checkpoint pickles are found again when the same plugin is loaded. A plugin that fails to import is one RecxError naming it and the import error; a
 name that clashes with a built-in or another plugin's is refused by the registry with both owners named. Each run
 records the plugins loaded (`recorded()`: name, source, version, sha256 of a local file) in its environment.json,
 and a sweep's workers load the same ones (`worker_specs()`).
@@ -61,7 +61,8 @@ def _environment_specs() -> list[str]:
 
 
 def _is_file(spec: str) -> bool:
-    return spec.endswith(".py") or os.sep in spec or Path(spec).is_file()
+    """A path (a `.py` file or a package folder), not a module name."""
+    return spec.endswith(".py") or os.sep in spec or Path(spec).exists()
 
 
 def _normalised(spec: str) -> str:
@@ -75,6 +76,27 @@ def request(*specs: str) -> None:
             _requested.append(spec)
             if _started:
                 _load_spec(spec, "requested")
+
+
+def pop_plugin_options(argv: list[str]) -> tuple[list[str], list[str]]:
+    """(`argv` without its `--plugin X` / `--plugin=X` options, the X's in order)."""
+    kept: list[str] = []
+    specs: list[str] = []
+    index = 0
+    while index < len(argv):
+        arg = argv[index]
+        if arg == "--plugin":
+            if index + 1 == len(argv):
+                raise RecxError("--plugin: expected a module name or a .py file")
+            specs.append(argv[index + 1])
+            index += 2
+            continue
+        if arg.startswith("--plugin="):
+            specs.append(arg.partition("=")[2])
+        else:
+            kept.append(arg)
+        index += 1
+    return kept, specs
 
 
 def worker_specs() -> list[str]:
@@ -104,22 +126,36 @@ def _load_spec(spec: str, origin: str) -> None:
         return
     if _is_file(spec):
         path = Path(spec)
-        if not path.is_file():
-            raise RecxError(f"plugin {spec} ({origin}): no such file")
-        digest = hashlib.sha256(path.read_bytes()).hexdigest()
-        name = "recx_plugin_" + re.sub(r"\W", "_", path.stem)
-        if name in sys.modules and getattr(sys.modules[name], "__file__", None) != str(path):
+        package = path.is_dir() and (path / "__init__.py").is_file()
+        if not path.is_file() and not package:
+            raise RecxError(f"plugin {spec} ({origin}): no such file, nor a package folder (with __init__.py)")
+        name = path.name if package else "recx_plugin_" + re.sub(r"\W", "_", path.stem)
+        entry = path / "__init__.py" if package else path
+        if name in sys.modules and getattr(sys.modules[name], "__file__", None) != str(entry):
             raise RecxError(
-                f"plugin {spec} ({origin}): another file of the same name ({sys.modules[name].__file__}) is loaded; "
-                "rename one of them"
+                f"plugin {spec} ({origin}): another module of the name {name!r} ({sys.modules[name].__file__}) is "
+                "loaded; rename one of them"
             )
-        _import(spec, "file", name, functools.partial(_import_file, name, path), sha256=digest)
+        loader = functools.partial(_import_file, name, entry, path if package else None)
+        _import(spec, "folder" if package else "file", name, loader, sha256=content_hash(path))
         return
     _import(spec, "module", spec, functools.partial(importlib.import_module, spec), _module_version(spec))
 
 
-def _import_file(name: str, path: Path):
-    spec = importlib.util.spec_from_file_location(name, path)
+def content_hash(path: Path) -> str:
+    """sha256 of a file, or of a folder's `.py` files (their paths and contents, in order)."""
+    if path.is_file():
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    digest = hashlib.sha256()
+    for file in sorted(path.rglob("*.py")):
+        digest.update(str(file.relative_to(path)).encode() + b"\0" + file.read_bytes())
+    return digest.hexdigest()
+
+
+def _import_file(name: str, path: Path, package: Path | None = None):
+    """Import `path` as module `name` (`package`: a package folder, its __init__.py being `path`)."""
+    locations = [str(package)] if package is not None else None
+    spec = importlib.util.spec_from_file_location(name, path, submodule_search_locations=locations)
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot import {path}")
     module = importlib.util.module_from_spec(spec)
@@ -169,17 +205,22 @@ def recorded() -> list[dict]:
     return [asdict(plugin) for plugin in _loaded]
 
 
-def fingerprint() -> str:
+def fingerprint() -> str | None:
     """A hash of what would be loaded (entry points with their versions, RECX_PLUGINS and the requested specs with
-    each file's content), without importing any of it: the key of the cached catalogue of plugin names."""
+    each file's content), without importing any of it: the key of the cached catalogue of plugin names. None when
+    there is nothing to load."""
+    found = sorted(importlib.metadata.entry_points(group=GROUP), key=lambda e: e.name)
+    specs = worker_specs()
+    if not found and not specs:
+        return None
     digest = hashlib.sha256()
-    for entry in sorted(importlib.metadata.entry_points(group=GROUP), key=lambda e: e.name):
+    for entry in found:
         dist = entry.dist
         digest.update(
             f"{entry.name}={entry.value}@{dist.name if dist else ''}{dist.version if dist else ''}\n".encode()
         )
-    for spec in worker_specs():
+    for spec in specs:
         digest.update(spec.encode())
-        if _is_file(spec) and Path(spec).is_file():
-            digest.update(hashlib.sha256(Path(spec).read_bytes()).digest())
+        if _is_file(spec) and Path(spec).exists():
+            digest.update(content_hash(Path(spec)).encode())
     return digest.hexdigest()[:16]

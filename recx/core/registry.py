@@ -98,6 +98,10 @@ class Registry(Generic[T]):
         self._complete()
         return sorted(self._entries)
 
+    def builtins(self) -> list[str]:
+        """The names recx itself registers (not a plugin's)."""
+        return [name for name in self.names() if self._owners[name].startswith("recx (")]
+
     def owner(self, name: str) -> str:
         """Who registered `name`: `recx (module)` or `plugin <name> (module)`."""
         self.get(name)

@@ -69,7 +69,7 @@ class Loss:
     by the batch (the step uses it when there are no segments). `fuses_row_gradients`: the loss has
     `row_gradients(user_table, item_table, users, ids) -> (loss, user row gradients, candidate row gradients)`, the
     loss and its gradients on dot scores of per-query candidates in one compiled CPU pass (the step uses it for
-    models scored by a dot product of two tables, with a row-sparse optimizer: recx.train.step).
+    models scored by a dot product of two tables, with a row-sparse optimizer: recx.training.step).
     """
 
     summary: ClassVar[str] = ""

@@ -19,7 +19,7 @@ class Model(nn.Module):
     normalised log q). `check_args(args)` refuses what the arguments and the model's class decide together."""
 
     summary: ClassVar[str] = ""
-    training_kind: ClassVar[str] = "interactions"  # the training kind (recx.train.runners) that fits this model
+    training_kind: ClassVar[str] = "interactions"  # the training kind (recx.training.runners) that fits this model
     losses: ClassVar[tuple[str, ...] | None] = None
     optimizers: ClassVar[tuple[str, ...] | None] = None
     trainer_note: ClassVar[str] = ""
@@ -45,7 +45,7 @@ class Model(nn.Module):
 
     def dot_tables(self) -> tuple[nn.Parameter, nn.Parameter] | None:
         """(user table, item table) when score(u, i) is exactly user_table[u] · item_table[i] and those two tables are
-        all the model's parameters (a step may then compute its gradients row by row: recx.train.step); else None."""
+        all the model's parameters (a step may then compute its gradients row by row: recx.training.step); else None."""
         return None
 
     def embedding_tables(self) -> list[nn.Parameter]:

@@ -6,7 +6,7 @@ the rest scaled by 1/(1-p)) -> Linear(M, 200) -> ReLU -> Linear(200, 2·32) = (�
 so that the score is an inner product of representations and samplers can use them; `item_bias` adds b_i in
 training, score = query · q_i + b_i).
 
-Training (recx.train.runners.users), per user, with z = μ + σ ε, ε ~ N(0, I):
+Training (recx.training.runners.users), per user, with z = μ + σ ε, ε ~ N(0, I):
     L(u) = -Σ_{i ∈ y_u} log softmax_i(query(z) · Q) + β_t KL(N(μ, σ²) ‖ N(0, I)),
     KL = ½ Σ_d (σ_d² + μ_d² - 1 - log σ_d²),  β_t = min(anneal_cap, t / anneal_steps), t the update count
 (Liang et al.'s linear KL annealing). `multvae` trains with the full softmax; `fastvae` replaces it with a sampled
@@ -21,7 +21,7 @@ item table is an Embedding, drawn N(0, 1); its Mult-VAE's output layer is a Line
 `item_bias: true` (multvae: the output layer's bias b_i joins the training logits, query · q_i + b_i; evaluation
 ranks by query · q_i, as the official `_get_item_emb` drops it; recx starts b at 0, the official Linear at
 U(±1/√hidden)); its StepLR (the learning rate times 0.95 every 5 epochs) is the run's `lr_step_epochs: 5`
-(recx.train.schedule, every training kind). Its KL enters the loss as a constant (`kl.item()`), which `anneal_cap: 0.0`
+(recx.training.schedule, every training kind). Its KL enters the loss as a constant (`kl.item()`), which `anneal_cap: 0.0`
 matches in gradient. Its Mult-VAE's softmax also spans a padding column (item 0, never a positive:
 one extra negative); recx's spans the M items.
 """
@@ -71,7 +71,7 @@ def row_counts(rows: torch.Tensor, n_rows: int) -> torch.Tensor:
 @MODELS.register("multvae")
 class MultVAE(Model):
     """`dim` (the run's `dim`) is the latent size (32 in the paper); representations have size `hidden`. Trained
-    with the official codes' fused dense Adam only (recx.train.runners.users), every row every step."""
+    with the official codes' fused dense Adam only (recx.training.runners.users), every row every step."""
 
     summary = "Mult-VAE: a variational auto-encoder of each user's history, full softmax likelihood"
     Args = MultVAEArgs

@@ -14,7 +14,8 @@ IDENTITY = ("seed", "dataset", "device", "kernels", "eval_batch_size")  # config
 
 
 def load_results(paths: list[Path], runs_dir: Path | None = None) -> tuple[pd.DataFrame, dict[str, Path]]:
-    """The results files stacked, and each run id's folder (under `runs_dir`, else `runs/` beside each file)."""
+    """The results files stacked, and each run id's folder (under `runs_dir`, else `runs/` beside each file; a run's
+    own results file, or evaluated lists', in its own folder)."""
     frames, folders = [], {}
     for path in paths:
         if not path.is_file():
@@ -30,8 +31,15 @@ def load_results(paths: list[Path], runs_dir: Path | None = None) -> tuple[pd.Da
             frame = frame.assign(method=frame.loss + "+" + frame.sampler)
         frames.append(frame)
         base = runs_dir or path.parent / "runs"
-        folders.update({run_id: base / run_id for run_id in frame.run_id.unique()})
+        folders.update(_folders(path, base, frame.run_id.unique()))
     return pd.concat(frames, ignore_index=True), folders
+
+
+def _folders(results: Path, base: Path, run_ids) -> dict[str, Path]:
+    """Each run's folder: the folder holding `results` when it is one run's own results (a completed run folder,
+    or evaluated lists), else `base/<id>`."""
+    own = len(run_ids) == 1 and store.state(results.parent) == "complete"
+    return {run_id: results.parent if own else base / run_id for run_id in run_ids}
 
 
 def epochs(folder: Path) -> pd.DataFrame:

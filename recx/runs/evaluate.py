@@ -13,10 +13,11 @@ from recx.core.errors import RecxError
 from recx.core.folders import atomic_file, write_failed
 from recx.core.progress import make_progress, shown_task
 from recx.data.dataset import load_dataset
+from recx.data.dataset_folder import read_ids
 from recx.eval.diagnostics import diagnostics
 from recx.eval.evaluator import evaluate
 from recx.runs import store
-from recx.train.build import build_model
+from recx.training.build import build_model
 
 TOPK_MARK = {b"recx": b"topk"}  # Parquet metadata of a top-K file recx wrote: recx may replace such a file
 
@@ -38,14 +39,23 @@ def check_topk_target(path: Path, force: bool) -> None:
         )
 
 
-def write_topk(path: Path, users: torch.Tensor, topk: torch.Tensor) -> None:
-    """Parquet with columns user, rank (1-based), item: one row per (evaluated user, rank); written whole."""
+def write_topk(path: Path, users: torch.Tensor, topk: torch.Tensor, folder: Path) -> None:
+    """Parquet with columns user, item (the dataset's original ids, from `folder`'s id maps), rank (1-based), and
+    user_index, item_index (the contiguous ids): one row per (evaluated user, rank), written whole. The lists format
+    `recx eval --lists` reads."""
     k = topk.shape[1]
+    user_index = users.repeat_interleave(k).cpu().numpy().astype("int32")
+    item_index = topk.reshape(-1).cpu().numpy().astype("int32")
+    user_ids, item_ids = read_ids(folder, "users"), read_ids(folder, "items")
+    if user_ids is None or item_ids is None:
+        raise RecxError(f"{folder}: no users.parquet or items.parquet (the original ids); prepare the dataset again")
     table = pa.table(
         {
-            "user": pa.array(users.repeat_interleave(k).cpu().numpy().astype("int32")),
+            "user": user_ids.take(pa.array(user_index)),
+            "item": item_ids.take(pa.array(item_index)),
             "rank": pa.array(torch.arange(1, k + 1).repeat(users.numel()).numpy().astype("int32")),
-            "item": pa.array(topk.reshape(-1).cpu().numpy().astype("int32")),
+            "user_index": pa.array(user_index),
+            "item_index": pa.array(item_index),
         }
     ).replace_schema_metadata(TOPK_MARK)
     try:
@@ -115,5 +125,5 @@ def evaluate_saved_run(
         kept=f"the previous eval_{split}.parquet, if any, is unchanged",
     )
     if dump_topk is not None:
-        write_topk(dump_topk, *result.listed())
+        write_topk(dump_topk, *result.listed(), dataset.folder)
     return result.values, found

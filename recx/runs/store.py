@@ -4,7 +4,7 @@
     config.yaml       the fully resolved configuration (its hash is the run id)
     environment.json  seed, data hash, device, package versions
     epochs.jsonl      one line per epoch: loss, seconds, validation metric
-    checkpoint.pt     while training: the state after the last checkpointed epoch (recx.train.checkpoint); a later
+    checkpoint.pt     while training: the state after the last checkpointed epoch (recx.training.checkpoint); a later
                       train resumes from it; removed once model.pt is written
     model.pt          the weights of the selected epoch
     TRAINED           written after model.pt: {"best_epoch": n}; evaluation may still be missing
@@ -14,6 +14,9 @@
                       recorded when the artifact is complete and checked on every read
     error.log         the traceback of an unexpected internal error
     COMPLETE          written last; a folder without it is not a completed run
+
+A folder of evaluated lists (recx.runs.lists) holds `lists.json` (what was evaluated) instead of config.yaml and the
+training files, and the same results, per-user results, checksums and COMPLETE.
 
 Every file is written whole (a temporary name, then a rename): a failed or interrupted write leaves the previous
 file, never a part of one. A folder written by an older recx has no checksums.json: it is read unchecked, with one
@@ -50,6 +53,7 @@ TRAINED = "TRAINED"
 INCOMPLETE = "INCOMPLETE"
 CHECKPOINT = "checkpoint.pt"
 CHECKSUMS = "checksums.json"
+LISTS_FILE = "lists.json"
 RUN_FILES = (
     COMPLETE,
     TRAINED,

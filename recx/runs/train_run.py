@@ -1,4 +1,4 @@
-"""`train_run`: one run folder, locked, trained by `recx.train.fit` (resumed from its last checkpoint), evaluated on
+"""`train_run`: one run folder, locked, trained by `recx.training.fit` (resumed from its last checkpoint), evaluated on
 valid and test, marked complete; a failed or interrupted run leaves its folder in a state the same command finishes."""
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import torch
 from rich.progress import Progress
 
 from recx.config.run_config import RunConfig, check_against_dataset, non_default_settings
+from recx.core import plugins
 from recx.core.device import resolve_device
 from recx.core.errors import Interrupted, RecxError, attach_log
 from recx.core.folders import clean_stale, swap_in, temp_sibling, writable_folder
@@ -27,8 +28,8 @@ from recx.eval.evaluator import evaluate
 from recx.runs import store
 from recx.runs.diagnostics import write_diagnostics
 from recx.runs.per_user import write_per_user
-from recx.train.build import build_model
-from recx.train.fit import FitHooks, fit
+from recx.training.build import build_model
+from recx.training.fit import FitHooks, fit
 
 DEFAULT_KS = [10, 20, 50]
 
@@ -53,7 +54,7 @@ def train_run(
     """Train, evaluate on valid and test, mark complete, holding the run's lock throughout.
 
     By the folder's state (recx.runs.store): absent/empty: train from scratch; incomplete: train on from its
-    checkpoint (`recx.train.fit.fit`, for `checkpoint_every`), else from scratch; trained: finish the
+    checkpoint (`recx.training.fit.fit`, for `checkpoint_every`), else from scratch; trained: finish the
     evaluation from the saved weights; complete: refused unless `force`. With `force` an existing run is replaced
     whole: the new one is written under a temporary name and swapped in at the end. A failed run leaves no folder
     it created; Ctrl-C raises `Interrupted` saying what was kept.
@@ -116,6 +117,7 @@ def _train_locked(config, dataset, folder, progress, ks, force, with_diagnostics
                             "data_folder": str(dataset.folder),
                             "dataset_card": dataset.card,
                             "packages": store.package_versions(),
+                            "plugins": plugins.recorded(),
                         },
                     )
                 model = _built(config, dataset, device)

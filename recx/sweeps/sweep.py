@@ -18,6 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from recx.config.run_config import RunConfig
+from recx.core import plugins
 from recx.core.errors import RecxError
 from recx.core.folders import atomic_file
 from recx.core.lock import LockedError
@@ -128,7 +129,8 @@ def collect(runs: list[PlannedRun], runs_dir: Path) -> pd.DataFrame:
 def run_tasks(
     runs: list[PlannedRun], runs_dir: Path, data_root: Path, out: Path, ks: list[int], diagnostics: bool = False
 ) -> list[RunTask]:
-    """The runs as tasks a worker can execute anywhere: absolute paths, the resolved config as a mapping."""
+    """The runs as tasks a worker can execute anywhere: absolute paths, the resolved config as a mapping, the plugins
+    this process was asked to load (installed ones load by their entry points everywhere)."""
     return [
         RunTask(
             run.config.to_dict(),
@@ -138,6 +140,7 @@ def run_tasks(
             run.method,
             str((out / "logs" / f"{run.config.run_id()}.log").resolve()),
             diagnostics,
+            plugins.worker_specs(),
         )
         for run in runs
     ]

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import json
 import traceback
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from recx.core import plugins
 from recx.core.errors import RecxError
 from recx.core.lock import LockedError, exclusive
 from recx.runs import store
@@ -30,6 +31,7 @@ class RunTask:
     method: str
     log: str  # where a worker writes its output and any traceback
     diagnostics: bool = False  # the experiment's `diagnostics: true`: embedding diagnostics per run
+    plugins: list[str] = field(default_factory=list)  # loaded before the run's names are resolved
 
     @property
     def run_id(self) -> str:
@@ -75,6 +77,7 @@ def execute(task: RunTask, progress=None) -> Outcome:
 
     folder = Path(task.folder)
     try:
+        plugins.request(*task.plugins)
         with exclusive(task.claim, f"run {task.run_id}"):
             if store.is_complete(folder):
                 return Outcome(SKIPPED)

@@ -1,7 +1,7 @@
 """Models trained by alternating closed-form solves (training kind `alternating`): user factors P, item factors Q.
 
 score(x, y) = P_x · Q_y. A subclass states its weighted squared loss (recx.models.als.problem) for a training
-matrix; the runner (recx.train.runners.alternating) alternates the user and item half-steps. Factors start
+matrix; the runner (recx.training.runners.alternating) alternates the user and item half-steps. Factors start
 uniform in [0, init_scale) (the RG paper's Algorithm 1, line 3; implicit's 0.01).
 """
 

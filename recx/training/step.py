@@ -23,7 +23,7 @@ from recx.models.row_dots import row_dots
 from recx.models.scoring import per_query_scores, whole_table_pays_per_query
 from recx.optim.optimizers import RowSparseOptimizer
 from recx.samplers.base import Batch, Negatives
-from recx.train.positive_mask import mask_positives, positive_mask
+from recx.training.positive_mask import mask_positives, positive_mask
 
 FEW_CANDIDATES = 9  # rows per query (positive + candidates) up to which elementwise products beat a bmm
 

@@ -6,7 +6,7 @@ reader) and its one-line summary (the class's `summary`, else the first sentence
 
 Reading the registries imports torch and every registered module (seconds), so `--help`, `--version` and shell
 completion read `catalog.json` beside this file instead: the same entries and the run config's defaults, written by
-`python -m recx.cli.catalog --write` (`make catalog`) and checked against the live registries by tests/test_cli_catalog.py.
+`python -m recx.shell.catalog --write` (`make catalog`) and checked against the live registries by tests/test_cli_catalog.py.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import dataclasses
 import functools
 import inspect
 import json
+import os
 import re
 import sys
 from dataclasses import dataclass
@@ -65,11 +66,14 @@ def _function_args(function) -> str:
 
 
 def _registered(registry, args, summary=_summary) -> list[Entry]:
-    entries = []
-    for name in registry.names():
-        obj = registry.get(name)
-        entries.append(Entry(name, obj.__module__, args(obj), summary(obj)))
-    return entries
+    return [
+        Entry(name, registry.get(name).__module__, args(registry.get(name)), summary(registry.get(name)))
+        for name in registry.names()
+    ]
+
+
+def is_builtin(entry: Entry) -> bool:
+    return entry.module == "recx" or entry.module.startswith("recx.")
 
 
 def entries(kind: str, experiments_file: Path | None = None) -> list[Entry]:
@@ -130,14 +134,47 @@ def _experiments(path: Path) -> list[Entry]:
 
 
 def build() -> dict:
-    """The stored catalogue, from the live registries: entries of every kind but experiments, run config defaults."""
+    """The stored catalogue, from the live registries: the built-in entries of every kind but experiments, and the
+    run config's defaults."""
     from recx.config.run_config import RunConfig
 
     defaults = {key: value for key, value in RunConfig().to_dict().items() if not isinstance(value, dict)}
     return {
-        "entries": {kind: [dataclasses.asdict(entry) for entry in entries(kind)] for kind in STORED_KINDS},
+        "entries": {
+            kind: [dataclasses.asdict(entry) for entry in entries(kind) if is_builtin(entry)] for kind in STORED_KINDS
+        },
         "defaults": defaults,
     }
+
+
+def _plugin_cache() -> Path | None:
+    """Where the catalogue of the plugins that would be loaded now is cached (by their names, versions and files'
+    content: recx.core.plugins.fingerprint), or None when there are none."""
+    from recx.core import plugins
+
+    key = plugins.fingerprint()
+    if key is None:
+        return None
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "recx" / f"plugins-{key}.json"
+
+
+def remember_plugins() -> None:
+    """Cache the loaded plugins' entries, so that `--help` and completion show their names without torch. Called
+    once the registries are loaded (`recx list`, a command that trained or evaluated); never fails a command."""
+    from recx.core import plugins
+
+    path = _plugin_cache()
+    if path is None or not plugins.loaded() or path.is_file():
+        return
+    found = {kind: [dataclasses.asdict(e) for e in entries(kind) if not is_builtin(e)] for kind in STORED_KINDS}
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f".{path.name}.{os.getpid()}")
+        partial.write_text(json.dumps(found, sort_keys=True))
+        partial.replace(path)
+    except OSError:
+        return
 
 
 def render(content: dict) -> str:
@@ -146,7 +183,18 @@ def render(content: dict) -> str:
 
 @functools.cache
 def stored() -> dict:
-    return json.loads(STORED.read_text())
+    """catalog.json, with the cached entries of the plugins that would be loaded now (when recx has seen them)."""
+    content = json.loads(STORED.read_text())
+    path = _plugin_cache()
+    if path is not None and path.is_file():
+        try:
+            cached = json.loads(path.read_text())
+        except (OSError, ValueError):
+            cached = {}
+        for kind, found in cached.items():
+            if kind in content["entries"] and isinstance(found, list):
+                content["entries"][kind] += [entry for entry in found if isinstance(entry, dict) and "name" in entry]
+    return content
 
 
 def stored_names(kind: str) -> list[str]:
@@ -161,7 +209,7 @@ def stored_default(key: str):
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m recx.cli.catalog", description="Write or check recx/cli/catalog.json."
+        prog="python -m recx.shell.catalog", description="Write or check recx/shell/catalog.json."
     )
     parser.add_argument("--write", action="store_true", help="rewrite catalog.json from the live registries")
     wanted = render(build())
@@ -170,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wrote {STORED}")
         return 0
     if STORED.read_text() != wanted:
-        print(f"{STORED} is out of date: run `python -m recx.cli.catalog --write` (make catalog)", file=sys.stderr)
+        print(f"{STORED} is out of date: run `python -m recx.shell.catalog --write` (make catalog)", file=sys.stderr)
         return 1
     print(f"{STORED} is up to date")
     return 0

@@ -25,9 +25,21 @@ import torch
 from recx.core.errors import RecxError
 
 DIGEST = hashlib.sha256().digest_size
-# Modules whose pickled classes moved since an older recx wrote a checkpoint, by their module today: the run still
+# Modules whose pickled classes moved since an older recx wrote a checkpoint, by their module today, and packages
+# renamed (recx.train became recx.training, so that `recx.train` is the front door's function): the run still
 # resumes (tests/test_resume.py::test_a_checkpoint_of_the_recx_before_the_layers_resumes).
 MOVED_MODULES = {"recx.samplers.kernel": "recx.samplers.quadratic_kernel", "recx.train.optim": "recx.optim.optimizers"}
+MOVED_PACKAGES = {"recx.train.": "recx.training."}
+
+
+def moved(module: str) -> str:
+    """Where a pickled class's module is today."""
+    if module in MOVED_MODULES:
+        return MOVED_MODULES[module]
+    for old, new in MOVED_PACKAGES.items():
+        if module.startswith(old):
+            return new + module[len(old) :]
+    return module
 
 
 @dataclass
@@ -69,7 +81,7 @@ class _Unpickler(pickle.Unpickler):
         self.objects = objects
 
     def find_class(self, module, name):
-        return super().find_class(MOVED_MODULES.get(module, module), name)
+        return super().find_class(moved(module), name)
 
     def persistent_load(self, name):
         if name not in self.objects:

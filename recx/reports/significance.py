@@ -1,5 +1,5 @@
 """Each method against a baseline, per dataset and table column, by paired tests over the test users
-(recx.report.stats: scipy's paired t-test and randomisation test, Holm or Bonferroni over the methods compared with
+(recx.reports.stats: scipy's paired t-test and randomisation test, Holm or Bonferroni over the methods compared with
 the baseline in that dataset and column). A method's per-user value is its mean over seeds, read from each run's
 per_user_<split>.parquet; users are those both methods were evaluated on (the users with a test item)."""
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from recx.report import stats
-from recx.report.tables import column_name
+from recx.reports import stats
+from recx.reports.tables import column_name
 from recx.runs.per_user import file_name
 
 COLUMNS = [

@@ -14,7 +14,7 @@ The objective is Σ_u [nll_u + β_t KL_u] summed over the batch (the official Fa
 which Adam's weight decay of 0.01 was tuned); the recorded step loss is that sum divided by the batch's user count.
 Dense Adam (fused), the official codes' and the only optimizer these models declare (`resolve` refuses another),
 with `weight_decay` (mode `full`; the models refuse `batch`, an MF notion), its learning rate stepped down between
-epochs by the run's schedule (recx.train.schedule; the official FastVAE code's StepLR). The model/loss pairing and
+epochs by the run's schedule (recx.training.schedule; the official FastVAE code's StepLR). The model/loss pairing and
 the sampler's closed form are the models' declarations, checked by `resolve` before any run.
 FastVAE's encoder and item tables (`row_sparse_gradients`) keep a dense gradient buffer, allocated once and zeroed in
 place each step, into which their gathered rows' row-sparse gradients are summed (recx.core.gather): at 1.5M items
@@ -30,10 +30,10 @@ import torch
 
 from recx.core.gather import gather_rows
 from recx.samplers.base import Batch
-from recx.train.build import build_sampler
-from recx.train.runners.base import EpochRunner
-from recx.train.runners.registry import RUNNERS
-from recx.train.schedule import EpochSchedule
+from recx.training.build import build_sampler
+from recx.training.runners.base import EpochRunner
+from recx.training.runners.registry import RUNNERS
+from recx.training.schedule import EpochSchedule
 
 # Per-user negatives are scored by one [B, M] product and a gather when M <= this x negatives per user: gathering
 # B·T rows of the item table (and scattering their gradients back) is memory-bound; on one CPU core, B = 256,

@@ -18,8 +18,8 @@ from recx.core.errors import RecxError
 from recx.core.folders import write_failed, write_text_atomic
 from recx.eval.metrics.registry import stratified_metrics, table_metrics
 from recx.eval.strata import STRATA
-from recx.report import plots, significance, stats, tables
-from recx.report.tables import column_name, summary
+from recx.reports import plots, significance, stats, tables
+from recx.reports.tables import column_name, summary
 from recx.runs.collection import epochs, flat_config
 from recx.runs.convergence import FILE as CONVERGENCE
 from recx.sweeps.sweep import SweepOutcome
@@ -241,7 +241,7 @@ def write_report(
         f"## Paired tests against {options.baseline}",
         "",
         "Per-user values averaged over seeds; difference = method − baseline; p (t): paired t-test "
-        "(scipy.stats.ttest_rel); p (rand.): sign-flip randomisation test (recx.report.stats, checked against "
+        "(scipy.stats.ttest_rel); p (rand.): sign-flip randomisation test (recx.reports.stats, checked against "
         "scipy.stats.permutation_test); "
         f"adjusted: {options.correction.capitalize()} over the methods compared in each dataset and column.",
         "",

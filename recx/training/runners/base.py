@@ -1,4 +1,4 @@
-"""The epoch-runner contract shared by every training kind (see recx.train.runners)."""
+"""The epoch-runner contract shared by every training kind (see recx.training.runners)."""
 
 from __future__ import annotations
 

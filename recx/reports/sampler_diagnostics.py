@@ -24,7 +24,7 @@ from recx.models.base import Model
 from recx.runs.evaluate import open_saved_run
 from recx.samplers.base import Batch
 from recx.samplers.registry import SAMPLERS
-from recx.train.build import build_model
+from recx.training.build import build_model
 
 FIGURE_SAMPLERS = ["uniform", "popularity", "kernel", "dns", "midx_uni", "midx_pop", "midx"]
 PAPER_ARGS: dict[str, dict[str, Any]] = {

@@ -1,7 +1,7 @@
 """Shell completion of recx's values (Typer/Click completion; `recx --install-completion` sets it up).
 
 Commands and options complete from the command line's own definition; these callbacks add the values: registered
-names from the stored catalogue (recx.cli.catalog), prepared datasets under the data root, experiments of the
+names from the stored catalogue (recx.shell.catalog), prepared datasets under the data root, experiments of the
 sweep's experiments file, presets and known downloads. Nothing here imports torch, pandas or a registry.
 """
 
@@ -12,8 +12,8 @@ from pathlib import Path
 import typer
 import yaml
 
-from recx.cli import catalog
 from recx.data.root import default_data_root
+from recx.shell import catalog
 
 
 def _starting(names, incomplete: str) -> list[str]:

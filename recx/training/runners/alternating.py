@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import torch
 
-from recx.train.runners.base import EpochRunner
-from recx.train.runners.registry import RUNNERS
+from recx.training.runners.base import EpochRunner
+from recx.training.runners.registry import RUNNERS
 
 
 @RUNNERS.register("alternating")

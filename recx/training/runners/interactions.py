@@ -1,5 +1,5 @@
 """Interaction batches (MF, LightGCN): shuffled training interactions, a sampler, a loss and an optimizer step per
-batch; the learning rate steps down between epochs by the run's schedule (recx.train.schedule). Shuffling, batching
+batch; the learning rate steps down between epochs by the run's schedule (recx.training.schedule). Shuffling, batching
 and sampling stay on the run's device; a step's loss is written into the device tensor `losses`, so no step waits for
 the host."""
 
@@ -10,11 +10,11 @@ import math
 import torch
 
 from recx.optim import optimizers as optim
-from recx.train.build import build_loss, build_sampler
-from recx.train.runners.base import EpochRunner
-from recx.train.runners.registry import RUNNERS
-from recx.train.schedule import EpochSchedule
-from recx.train.step import train_step
+from recx.training.build import build_loss, build_sampler
+from recx.training.runners.base import EpochRunner
+from recx.training.runners.registry import RUNNERS
+from recx.training.schedule import EpochSchedule
+from recx.training.step import train_step
 
 
 def run_optimizer(model, loss_fn, config) -> torch.optim.Optimizer:

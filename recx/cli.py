@@ -1,8 +1,10 @@
-"""The `recx` command line: prepare, train, eval, sweep, list. Thin: parse, validate, call.
+"""The `recx` command line: prepare, train, eval, sweep, report, list, diagnose. Thin: parse, call the Python front
+door (recx.api, which raises the same one-line errors), print.
 
 Importing this module is cheap (no torch, pandas or registry): `--help`, `--version`, a mistyped command or option
 and shell completion answer at once, the registered names and defaults they show coming from the stored catalogue
-(recx.cli.catalog). Each command imports what it needs when it runs, behind a spinner on a terminal.
+(recx.shell.catalog, with the installed plugins' names once recx has loaded them). Each command imports what it
+needs when it runs, behind a spinner on a terminal.
 
 A user error (RecxError) prints one line and exits 1; Ctrl-C prints what was interrupted and what was kept and
 exits 130; an unexpected internal error prints one line and where its full traceback was saved (`--debug`
@@ -11,6 +13,7 @@ anywhere on the command line shows the traceback instead).
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import functools
 import json
@@ -27,9 +30,9 @@ from rich.console import Console
 from rich.table import Table
 
 from recx import __version__
-from recx.cli import catalog, completion
 from recx.core import yaml_values
 from recx.core.errors import RecxError, attached_log
+from recx.shell import catalog, completion
 
 # Plain (click) help, not Typer's rich panels: rich's help renderer and the Markdown parser it loads cost ~0.15 s of
 # every `--help` (bench/cli_latency.py), and help text is read as often as it is piped or grepped.
@@ -91,12 +94,6 @@ def _handles_interrupts(command):
             raise typer.Exit(130) from None
 
     return run
-
-
-def _data_root(value: Optional[Path]) -> Path:
-    from recx.data.root import default_data_root
-
-    return value if value is not None else default_data_root()
 
 
 def _parse_ks(text: str) -> list[int]:
@@ -170,10 +167,20 @@ def options(
         "--threads",
         help="CPU threads of this process (also RECX_THREADS; accepted anywhere on the command line). Default: the "
         "usable CPUs divided among the recx processes running, chosen at start and recorded in each run's "
-        "environment.json; some results (BIR, XIR, shared-candidate softmax) change in the last digits with it.",
+        "environment.json; results do not depend on it (tests/test_thread_invariance.py).",
+    ),
+    plugin: list[str] = typer.Option(
+        [],
+        "--plugin",
+        help="Load a plugin: a .py file or a module name (repeatable; also RECX_PLUGINS; accepted anywhere on the "
+        "command line). Installed packages with a `recx.plugins` entry point load without it.",
     ),
 ):
     """Experiment runner for implicit-feedback recommendation."""
+    if plugin:
+        from recx.core import plugins
+
+        plugins.request(*plugin)
     if version:
         if verbose:
             with _loading():
@@ -231,14 +238,14 @@ def prepare(
 ):
     """Turn a source into a prepared dataset: Parquet splits, id maps and card.json (refuses an existing name)."""
     with _loading():
-        from recx.data.prepare import PrepareOptions
-        from recx.data.prepare import prepare as run_prepare
-    from recx.core.names import check_name
+        from recx import api
 
-    check_name(name, "dataset name")
-    options = PrepareOptions(
-        format=format,
-        source=source,
+    folder = api.prepare(
+        name,
+        format,
+        source,
+        data_root=data_root,
+        force=force,
         ratios=ratios,
         seed=seed,
         min_rating=min_rating,
@@ -249,7 +256,6 @@ def prepare(
         skip_bad_lines=skip_bad_lines,
         dataset=dataset,
     )
-    folder = run_prepare(name, options, _data_root(data_root), force)
     card = json.loads((folder / "card.json").read_text())
     counts = " / ".join(
         f"{part} {card['counts'][part]:,}" for part in ("train", "valid", "test") if part in card["counts"]
@@ -349,19 +355,11 @@ def train(
     An interrupted run is kept: during training it is marked incomplete and the same command goes on from its last checkpoint (results identical to an uninterrupted run); after training it can be evaluated (`recx eval`) and the same command finishes it. A completed run is refused unless --force.
     """
     with _loading():
-        from recx.config.run_config import RunConfig, deep_merge, load_config_file, resolve
-        from recx.config.schema import check_values
+        from recx import api
+        from recx.config.run_config import deep_merge
         from recx.core.progress import make_progress
-        from recx.data.dataset import load_dataset
-        from recx.runs.train_run import train_run
-    from recx.core.names import check_name
-    from recx.runs import tracking
 
-    tracker = tracking.choose(track, track_uri)
-    defaults = RunConfig()
     ks = _parse_ks(k)
-    raw = load_config_file(config_file) if config_file else {}
-    check_values(raw, defaults, str(config_file))
     options = {
         "dataset": dataset,
         "model": model,
@@ -380,37 +378,47 @@ def train(
         "patience": patience,
     }
     given = deep_merge({k: v for k, v in options.items() if v is not None}, _parse_assignments(set_))
-    check_values(given, defaults, "command line")
-    config = resolve(deep_merge(raw, given), where=str(config_file) if config_file else "command line")
+    config = api.run_config(config_file, given, source="command line")
     folder = run_dir or Path("runs") / config.run_id()
-    check_name(folder.name, "run folder name (--run-dir)")
-    with console.status(f"loading dataset {config.dataset}"):
-        data = load_dataset(_data_root(data_root), config.dataset)
     with make_progress(quiet) as progress:
-        outcome = train_run(
+        run = api.train(
             config,
-            data,
-            folder,
-            progress=progress,
+            data_root=data_root,
+            run_dir=folder,
             ks=ks,
             force=force,
             diagnostics=diagnostics,
             checkpoint_every=checkpoint_every,
+            progress=progress,
+            track=track,
+            track_uri=track_uri,
         )
-    test = outcome.results[outcome.results.split == "test"]
+    results = run.results
+    test = results[results.split == "test"]
     values = {(r.metric, r.k, r.stratum): r.value for r in test.itertuples()}
-    print_metrics(values, f"{config.dataset} test (epoch {outcome.best_epoch}) — {folder}")
-    name = f"{config.dataset} {config.model} {config.loss}+{config.sampler} seed {config.seed}"
-    tracking.log_runs(tracker, tracking.TRAIN_EXPERIMENT, folder.parent, [tracking.TrackedRun(folder, name)])
+    print_metrics(values, f"{config.dataset} test (epoch {run.best_epoch}) — {folder}")
 
 
 @app.command("eval")
 @_handles_interrupts
 def evaluate_run(
-    run_dir: Path = typer.Argument(..., help="A trained or completed run folder."),
+    run_dir: Optional[Path] = typer.Argument(None, help="A trained or completed run folder (or use --lists)."),
     split: str = typer.Option("test", help="valid or test."),
     k: str = typer.Option("10,20,50", "--k", help="Cut-offs, comma separated."),
-    dump_topk: Optional[Path] = typer.Option(None, help="Write each user's top-K (user, rank, item) as Parquet."),
+    dump_topk: Optional[Path] = typer.Option(
+        None, help="Write each user's top-K list as Parquet: user, item (original ids), rank, user_index, item_index."
+    ),
+    lists: Optional[Path] = typer.Option(
+        None,
+        help="Evaluate top-K lists written by any system instead of a run: Parquet, or TSV with a header (.csv: "
+        "comma-separated), columns user, item and rank (1 first) or score (highest first), in the dataset's "
+        "original ids; needs --dataset.",
+    ),
+    dataset: Optional[str] = typer.Option(
+        None, help="With --lists: the prepared dataset the lists rank.", autocompletion=completion.datasets
+    ),
+    name: Optional[str] = typer.Option(None, help="With --lists: the method's name in tables (default: the file's)."),
+    out: Optional[Path] = typer.Option(None, help="With --lists: the folder to write (default: runs/<id>)."),
     batch_size: int = typer.Option(1024, help="Users per evaluation batch, >= 1 (results do not depend on it)."),
     device: str = typer.Option("auto", help="auto, cpu or cuda."),
     data_root: Optional[Path] = typer.Option(None, help=DATA_ROOT_HELP + " Default: where the run's data was."),
@@ -422,40 +430,48 @@ def evaluate_run(
     quiet: bool = typer.Option(False, help="No progress bar."),
     force: bool = typer.Option(False, "--force", help="Let --dump-topk replace a file recx did not write."),
 ):
-    """Full-ranking evaluation of a trained run: NDCG, Recall, Precision, MRR, HitRate, per popularity stratum."""
+    """Full-ranking evaluation of a trained run, or of top-K lists from any system (--lists): NDCG, Recall,
+    Precision, MRR, HitRate (and any plugin metric), per popularity stratum."""
     with _loading():
-        from recx.runs.evaluate import evaluate_saved_run
+        from recx import api
 
-    if split not in ("valid", "test"):
-        raise RecxError(f"--split {split!r}: expected valid or test")
-    if not 0 < opauc_beta <= 1:
-        raise RecxError(f"--opauc-beta {opauc_beta}: expected a fraction in (0, 1]")
-    if batch_size < 1:
-        raise RecxError(f"--batch-size {batch_size}: expected an integer >= 1")
     ks = _parse_ks(k)
-    values, found = evaluate_saved_run(
+    if lists is not None:
+        if run_dir is not None or dataset is None:
+            raise RecxError("--lists evaluates a lists file on --dataset NAME; give no run folder with it")
+        run = api.evaluate_lists(lists, dataset, split, ks, data_root=data_root, run_dir=out, name=name)
+        shown = run.results
+        print_metrics({(r.metric, r.k, r.stratum): r.value for r in shown.itertuples()}, f"{lists} — {split}")
+        for note in run.config["notes"]:
+            console.print(f"note: {note}", soft_wrap=True, highlight=False)
+        console.print(f"results: {run.path / 'results.parquet'}", soft_wrap=True, highlight=False)
+        return
+    if run_dir is None:
+        raise RecxError("recx eval: give a run folder, or --lists FILE --dataset NAME")
+    evaluated = api.evaluate(
         run_dir,
         split,
         ks,
-        batch_size,
-        device,
-        data_root,
-        dump_topk,
-        opauc_beta if auc else None,
-        show_diagnostics,
-        quiet,
-        force,
+        batch_size=batch_size,
+        device=device,
+        data_root=data_root,
+        dump_topk=dump_topk,
+        auc_beta=opauc_beta if auc else None,
+        diagnostics=show_diagnostics,
+        force=force,
+        progress=not quiet,
     )
-    print_metrics(values, f"{run_dir} — {split}")
+    frame = evaluated.results
+    print_metrics({(r.metric, r.k, r.stratum): r.value for r in frame.itertuples()}, f"{run_dir} — {split}")
     console.print(f"results: {run_dir / f'eval_{split}.parquet'}", soft_wrap=True, highlight=False)
     if dump_topk is not None:
         console.print(
-            f"top-{max(ks)} lists (user, rank, item) of every user with a {split} item: {dump_topk}",
+            f"top-{max(ks)} lists (user, item, rank) of every user with a {split} item: {dump_topk}",
             soft_wrap=True,
             highlight=False,
         )
-    if found is not None:
-        console.print_json(data=found, sort_keys=True)
+    if evaluated.diagnostics is not None:
+        console.print_json(data=evaluated.diagnostics, sort_keys=True)
 
 
 @app.command()
@@ -513,35 +529,28 @@ def sweep(
     Every run is validated before the first one starts. An interrupted sweep loses at most the run in progress: the same command skips completed runs, finishes trained ones and restarts incomplete ones.
     """
     with _loading():
-        from recx.report.report import report_sweep
-        from recx.sweeps.backends import Execution
-        from recx.sweeps.experiments import SweepOverrides
-        from recx.sweeps.sweep import run_sweep
-    from recx.runs.tracking import Tracking
+        from recx import api
 
     try:
         seed_list = [int(s) for s in seeds.split(",")] if seeds else None
     except ValueError:
         raise RecxError(f"--seeds {seeds!r}: expected comma-separated integers such as 0,1,2") from None
-    overrides = SweepOverrides(
+    api.sweep(
+        experiments_file,
+        experiment,
+        out=out,
+        data_root=data_root,
+        dry_run=dry_run,
         datasets=dataset or None,
         seeds=seed_list,
-        settings=_parse_assignments(set_),
         methods=[m.strip() for m in methods.split(",") if m.strip()] if methods else None,
-    )
-    report_sweep(
-        run_sweep(
-            experiments_file,
-            experiment,
-            out or Path("results") / experiment,
-            _data_root(data_root),
-            dry_run,
-            console,
-            overrides,
-            Execution(backend, jobs, address),
-            Tracking(track, track_uri),
-        ),
-        console,
+        settings=_parse_assignments(set_),
+        backend=backend,
+        jobs=jobs,
+        address=address,
+        track=track,
+        track_uri=track_uri,
+        console=console,
     )
 
 
@@ -551,9 +560,13 @@ def report(
     out: Path = typer.Option(..., help="Output folder: report.md, table.md/.csv/.tex, significance.md/.csv, plots/."),
     runs: Optional[Path] = typer.Option(None, help="Folder of the run folders (default: runs/ beside each file)."),
     baseline: Optional[str] = typer.Option(None, help="Method every other is tested against (default: the first)."),
-    metrics: str = typer.Option("ndcg,recall", help="Table metrics, comma separated (the first is plotted)."),
+    metrics: Optional[str] = typer.Option(
+        None, help="Table metrics, comma separated (the first is plotted). (default: ndcg,recall)"
+    ),
     k: Optional[str] = typer.Option(None, "--k", help="Cut-offs of the table (default: 20 when evaluated)."),
-    stratified: str = typer.Option("ndcg", help="Metrics also shown per popularity stratum (empty: none)."),
+    stratified: Optional[str] = typer.Option(
+        None, help="Metrics also shown per popularity stratum (empty: none). (default: ndcg,recall)"
+    ),
     split: str = typer.Option("test", help="valid or test."),
     correction: str = typer.Option("holm", help="Multiple-comparison correction: holm or bonferroni."),
     resamples: int = typer.Option(10_000, help="Sign flips of the randomisation test."),
@@ -568,26 +581,24 @@ def report(
 ):
     """Tables (mean ± std, best in bold), paired significance tests against a baseline, and plots."""
     with _loading():
-        from recx.report.report import ReportOptions, write_report
-        from recx.runs.collection import load_results
+        from recx import api
 
-    if resamples < 1 or not 0 < alpha < 1:
-        raise RecxError(f"--resamples {resamples} / --alpha {alpha}: expected at least 1 resample and 0 < alpha < 1")
-    frame, folders = load_results(results, runs)
     split_list = lambda text: tuple(part.strip() for part in text.split(",") if part.strip())  # noqa: E731
-    options = ReportOptions(
-        baseline,
-        split_list(metrics),
-        tuple(_parse_ks(k)) if k else None,
-        split_list(stratified),
-        split,
-        correction,
-        resamples,
-        alpha,
-        tuple(param),
-        sources=list(results),
+    api.report(
+        results,
+        out,
+        runs=runs,
+        baseline=baseline,
+        metrics=split_list(metrics) if metrics is not None else None,
+        ks=tuple(_parse_ks(k)) if k else None,
+        stratified=split_list(stratified) if stratified is not None else None,
+        split=split,
+        correction=correction,
+        resamples=resamples,
+        alpha=alpha,
+        params=tuple(param),
+        force=force,
     )
-    write_report(frame, folders, out, options, force)
     console.print((out / "table.md").read_text(), soft_wrap=True, markup=False, highlight=False)
     console.print(f"report: {out / 'report.md'}")
 
@@ -622,6 +633,7 @@ def list_names(
         for entry in found:
             table.add_row(entry.name, entry.module, entry.args, entry.summary)
         console.print(table)
+    catalog.remember_plugins()
     if kind is None:
         _print_versions("versions")
 
@@ -649,7 +661,7 @@ def diagnose_sampler(
     """KL(proposal || softmax) and total variation per user, for the run's random initialisation and trained model."""
     with _loading():
         from recx.core.device import resolve_device
-        from recx.report.sampler_diagnostics import FIGURE_SAMPLERS, diagnose_run
+        from recx.reports.sampler_diagnostics import FIGURE_SAMPLERS, diagnose_run
 
     table = diagnose_run(
         run_dir, sampler or FIGURE_SAMPLERS, users, draws, codewords, seed, resolve_device(device), plot
@@ -683,7 +695,16 @@ def _internal_error(error: Exception) -> None:
     )
 
 
+def _remember_plugins() -> None:
+    """At exit, after a command that loaded the registries and plugins: cache the plugins' names for --help."""
+    from recx.core import plugins
+
+    if "torch" in sys.modules and plugins.loaded():
+        catalog.remember_plugins()
+
+
 def main() -> None:
+    atexit.register(_remember_plugins)
     debug = "--debug" in sys.argv[1:] or os.environ.get("RECX_DEBUG") == "1"
     sys.argv = [sys.argv[0]] + [arg for arg in sys.argv[1:] if arg != "--debug"]
     try:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from recx.train.runners.base import EpochRunner
-from recx.train.runners.registry import RUNNERS
+from recx.training.runners.base import EpochRunner
+from recx.training.runners.registry import RUNNERS
 
 
 @RUNNERS.register("none")

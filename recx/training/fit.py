@@ -20,9 +20,9 @@ from recx.core.errors import RecxError
 from recx.core.progress import RunProgress
 from recx.core.threads import follow_share
 from recx.data.dataset import Dataset
-from recx.train import checkpoint
-from recx.train.nonfinite import NonFiniteWatch, non_finite_error
-from recx.train.runners.registry import RUNNERS
+from recx.training import checkpoint
+from recx.training.nonfinite import NonFiniteWatch, non_finite_error
+from recx.training.runners.registry import RUNNERS
 
 CHECKPOINT_INTERVAL_S = 60.0  # checkpoint_every None: after the first epoch that ends this long after the last
 LOSS_REFRESH_S = 1.0  # the bar's running loss is read from the device at most this often (one host sync)
@@ -74,12 +74,12 @@ def _validation_reporter(progress: Progress, task, status: str) -> Callable[[int
 def fit(config: RunConfig, dataset: Dataset, model, progress: Progress, hooks: FitHooks) -> int:
     """Train `model` in place; returns the selected epoch (best validation metric, else the last epoch).
 
-    The epoch's steps are the runner's (recx.train.runners, by the model's training kind); losses stay on the
+    The epoch's steps are the runner's (recx.training.runners, by the model's training kind); losses stay on the
     device during the epoch and are read once at its end (and for the bar's running loss at most once a second).
     Each epoch's record (epoch, loss, seconds, validation metric) goes to `hooks.log_epoch`. The whole state is
     written to `hooks.checkpoint` every `hooks.checkpoint_every` epochs (0: never; None: after each epoch that ends
     at least CHECKPOINT_INTERVAL_S after the last checkpoint, so that writing it costs a short epoch little); when
-    that file exists, training goes on from it (recx.train.checkpoint) after `hooks.resumed(epochs done)`.
+    that file exists, training goes on from it (recx.training.checkpoint) after `hooks.resumed(epochs done)`.
     """
     generator = torch.Generator(device=model.device).manual_seed(config.seed)
     runner = RUNNERS.get(model.training_kind)(config, dataset, model, generator)

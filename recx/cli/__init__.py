@@ -1,1 +1,0 @@
-"""The `recx` command line: the launcher, the Typer app, shell completion and the catalogue it reads."""

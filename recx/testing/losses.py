@@ -1,0 +1,67 @@
+"""The loss contract (docs/design.md "Losses"): a finite differentiable scalar over a step's scores; training."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from recx.config.run_config import resolve
+from recx.losses.base import LossInput
+from recx.samplers.base import Batch
+from recx.testing.data import make_sampler, random_dataset
+from recx.testing.runs import check_trains
+from recx.training.build import build_loss, build_model
+from recx.training.step import step_scores
+
+
+def _value(name: str, args: dict, sampler: str, n_negatives: int) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    dataset = random_dataset(n_users=40, n_items=60, density=0.15)
+    config = resolve({"loss": name, "sampler": sampler, "n_negatives": n_negatives, "loss_args": args, "dim": 8})
+    model = build_model(config, dataset, torch.device("cpu"))
+    loss = build_loss(config, dataset, torch.device("cpu"))
+    users, positives = dataset.train.row_ids()[:32], dataset.train.indices[:32]
+    drawn = make_sampler(config.sampler, dataset, n_negatives, 0, **config.sampler_args)
+    negatives = drawn.sample(Batch(users, positives, lambda: model.query(users), model.item_table))
+    query, pos, neg, positive_repr = step_scores(model, users, positives, negatives)
+    value = loss(
+        LossInput(
+            pos,
+            neg,
+            negatives.positive_log_q,
+            negatives.log_q,
+            negatives.candidate_weights(),
+            users,
+            positives,
+            query,
+            positive_repr,
+            negatives.segments,
+        )
+    )
+    value.backward()
+    return value.detach(), [p.grad.to_dense() for p in model.parameters() if p.grad is not None]
+
+
+def check_loss_value(name: str, args: dict | None = None, sampler: str = "uniform", n_negatives: int = 8) -> None:
+    """On MF's scores of 32 queries and their candidates: a finite scalar, the same twice, whose gradients reach
+    the model's parameters, finite and not all zero."""
+    value, grads = _value(name, args or {}, sampler, n_negatives)
+    if value.shape != () or not torch.isfinite(value):
+        raise AssertionError(f"loss {name!r}: {value} is not a finite scalar")
+    if not grads or not all(torch.isfinite(g).all() for g in grads) or not any(g.abs().sum() > 0 for g in grads):
+        raise AssertionError(f"loss {name!r}: its gradients are missing, non-finite or all zero")
+    if not torch.equal(value, _value(name, args or {}, sampler, n_negatives)[0]):
+        raise AssertionError(f"loss {name!r}: two evaluations of the same step differ")
+
+
+def check_loss(
+    name: str,
+    args: dict | None = None,
+    *,
+    sampler: str = "uniform",
+    n_negatives: int = 8,
+    workdir: Path | None = None,
+) -> None:
+    """`check_loss_value`, then two epochs of MF with the loss over `sampler`'s draws (training lowers the loss)."""
+    check_loss_value(name, args, sampler, n_negatives)
+    check_trains({"loss": name, "sampler": sampler, "n_negatives": n_negatives, "loss_args": args or {}}, workdir)
