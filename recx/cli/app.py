@@ -24,6 +24,7 @@ from typing import Optional
 import typer
 import yaml
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from recx import __version__
@@ -87,7 +88,7 @@ def _handles_interrupts(command):
                 f"recx {name}; nothing half-written was kept (datasets and run folders are "
                 "swapped in only when complete)"
             )
-            Console(stderr=True).print(f"interrupted: {what}", highlight=False, soft_wrap=True)
+            Console(stderr=True).print(f"interrupted: {what}", highlight=False, soft_wrap=True, markup=False)
             raise typer.Exit(130) from None
 
     return run
@@ -676,8 +677,9 @@ def _internal_error(error: Exception) -> None:
         except OSError:
             log = None
     where = f"full traceback in {log}" if log else "the traceback could not be saved"
+    message = f"{type(error).__name__}: {error} ({where}; rerun with --debug to show it)"
     Console(stderr=True).print(
-        f"[bold red]internal error:[/] {type(error).__name__}: {error} ({where}; rerun with --debug to show it)",
+        f"[bold red]internal error:[/] {escape(message)}",
         highlight=False,
         soft_wrap=True,
     )
@@ -689,7 +691,7 @@ def main() -> None:
     try:
         app(prog_name="recx", complete_var=COMPLETE_VAR)
     except RecxError as error:
-        Console(stderr=True).print(f"[bold red]error:[/] {error}", highlight=False, soft_wrap=True, markup=True)
+        Console(stderr=True).print(f"[bold red]error:[/] {escape(str(error))}", highlight=False, soft_wrap=True)
         sys.exit(1)
     except KeyboardInterrupt:
         Console(stderr=True).print("interrupted")

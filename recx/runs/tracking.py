@@ -26,6 +26,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 
 from recx.core.errors import RecxError
 
@@ -52,7 +53,7 @@ class TrackedRun:
 
 
 def warn(message: str) -> None:
-    Console(stderr=True).print(f"[bold yellow]warning:[/] {message}", highlight=False, soft_wrap=True)
+    Console(stderr=True).print(f"[bold yellow]warning:[/] {escape(message)}", highlight=False, soft_wrap=True)
 
 
 def choose(service: str | None, uri: str | None, from_experiment=None, where: str = "") -> Tracking | None:
