@@ -136,8 +136,10 @@ def resolve(raw: dict, where: str = "config") -> RunConfig:
     if config.kernels not in KERNELS:
         raise RecxError(f"{where}: kernels {config.kernels!r}; valid: {', '.join(KERNELS)}")
     metric, _, k = config.valid_metric.partition("@")
-    if metric not in ("ndcg", "recall", "precision", "mrr", "hitrate") or not k.isdigit():
-        raise RecxError(f"{where}: valid_metric {config.valid_metric!r}; expected e.g. ndcg@20 or recall@50")
+    if metric not in ("ndcg", "recall", "precision", "mrr", "hitrate") or not k.isdecimal() or len(k) > 9:
+        value = config.valid_metric
+        shown = repr(value) if len(value) <= 40 else f"{value[:40]!r}... ({len(value):,} characters)"
+        raise RecxError(f"{where}: valid_metric {shown}; expected e.g. ndcg@20 or recall@50 (K of at most 9 digits)")
     return config
 
 
