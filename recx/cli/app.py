@@ -508,6 +508,7 @@ def sweep(
         autocompletion=completion.choices("mlflow"),
     ),
     track_uri: Optional[str] = typer.Option(None, help=TRACK_URI_HELP),
+    max_runs: Optional[int] = typer.Option(None, min=1, help="Most runs the experiment may plan. (default: 10,000)"),
 ):
     """Run every (dataset, method, grid point, seed) of an experiment, skipping completed runs; write tables.
 
@@ -529,6 +530,7 @@ def sweep(
         seeds=seed_list,
         settings=_parse_assignments(set_),
         methods=[m.strip() for m in methods.split(",") if m.strip()] if methods else None,
+        max_runs=max_runs,
     )
     report_sweep(
         run_sweep(
