@@ -257,7 +257,7 @@ def prepare(
     )
     console.print(
         f"prepared [bold]{name}[/] in {folder}: {card['n_users']:,} users, {card['n_items']:,} items, "
-        f"{counts} interactions",
+        f"{counts} interactions; repeated (user, item) pairs dropped: {card['rows']['removed_duplicates']:,}",
         soft_wrap=True,
     )
 
