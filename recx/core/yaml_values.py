@@ -26,7 +26,7 @@ class Loader(yaml.SafeLoader):
 
     def construct_mapping(self, node, deep=False):
         if isinstance(node, yaml.MappingNode):
-            lines: dict = {}
+            lines = {}
             for key_node, _ in node.value:
                 if key_node.tag == MERGE_TAG:
                     continue
