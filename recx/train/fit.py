@@ -80,11 +80,13 @@ def fit(config: RunConfig, dataset: Dataset, model, progress: Progress, hooks: F
     written to `hooks.checkpoint` every `hooks.checkpoint_every` epochs (0: never; None: after each epoch that ends
     at least CHECKPOINT_INTERVAL_S after the last checkpoint, so that writing it costs a short epoch little); when
     that file exists, training goes on from it (recx.train.checkpoint) after `hooks.resumed(epochs done)`.
+    Partial checkpoint files of a writer that died are removed first (the caller holds the run's lock).
     """
     generator = torch.Generator(device=model.device).manual_seed(config.seed)
     runner = RUNNERS.get(model.training_kind)(config, dataset, model, generator)
     loop = checkpoint.LoopState()
     saved = hooks.checkpoint
+    checkpoint.remove_partials(saved)
     if saved.is_file():
         try:
             runner, loop = checkpoint.load(saved, runner)
