@@ -1,8 +1,9 @@
-"""Checkpoints bound to their run, and written whole or not at all (issue 37, item 2).
+"""Checkpoints bound to their run, written whole or not at all, and taken within long epochs (issue 37, item 2).
 
 A checkpoint names its run id, configuration hash and data: one copied from another run is refused (it resumed
 silently, or failed later as a "nan loss"). A failed write is one message and keeps the previous checkpoint; a
-partial file left by a killed writer is removed.
+partial file left by a killed writer is removed. With checkpoints by time, a checkpoint is also taken between two
+steps of an epoch, and a run killed after it ends as the uninterrupted run, bit for bit on the CPU.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_resume import EPOCHS, ROOT, assert_same_run, config_of, count_epochs, killed_after_checkpoint
+from test_resume import EPOCHS, ROOT, Killed, assert_same_run, config_of, count_epochs, killed_after_checkpoint
 
 from recx.config.run_config import resolve
 from recx.core.errors import RecxError
@@ -25,6 +26,7 @@ from recx.data.prepare import PrepareOptions, prepare
 from recx.runs import store
 from recx.runs.train_run import train_run
 from recx.train import checkpoint
+from recx.train import fit as fit_module
 
 BPR = "interactions: bpr, uniform (row-wise Adagrad)"
 
@@ -150,3 +152,49 @@ def test_a_partial_checkpoint_of_a_killed_writer_is_removed_and_nothing_else(tin
     assert result.code == 0 and "resuming after epoch 1 of 4" in result.out + result.err, result.err
     assert store.is_complete(folder) and partials(folder) == sorted(mine[:2])
     assert all((folder / name).read_text() == "the user's" for name in mine)
+
+
+WITHIN_EPOCH = {
+    BPR: {"batch_size": 256},
+    "interactions: softmax over XIR draws (its cache and counts)": {"batch_size": 256},
+    "interactions: lightgcn, bce over popularity draws excluding training items": {"batch_size": 512},
+    "users: mult-vae (dropout draws)": {},
+    "users: fastvae, midx_pop (codebooks), stepped learning rate": {},
+    "alternating: wrmf": {},
+}
+
+
+@pytest.mark.parametrize("case", list(WITHIN_EPOCH))
+def test_killed_after_a_checkpoint_within_an_epoch_resumes_to_the_uninterrupted_run(tiny, tmp_path, monkeypatch, case):
+    """Checkpoints by time (the default) are taken between steps once the interval has passed (here: 0 s, after
+    every step); killed after step 1 of epoch 3, the run goes on from step 2 of that epoch."""
+    config = resolve({**config_of(case).to_dict(), **WITHIN_EPOCH[case]})
+    train_run(config, tiny, tmp_path / "whole")
+    save, steps = checkpoint.save, []
+
+    def save_then_die(path, runner, loop):
+        save(path, runner, loop)
+        steps.append((loop.epoch, loop.step))
+        if (loop.epoch, loop.step) == (2, 1):
+            raise Killed
+
+    monkeypatch.setattr(checkpoint, "save", save_then_die)
+    monkeypatch.setattr(fit_module, "CHECKPOINT_INTERVAL_S", 0.0)
+    with pytest.raises(Killed):
+        train_run(config, tiny, tmp_path / "killed")
+    assert steps[-1] == (2, 1) and (1, 0) in steps and store.epochs_recorded(tmp_path / "killed") == 2
+    monkeypatch.setattr(checkpoint, "save", save)
+    monkeypatch.setattr(fit_module, "CHECKPOINT_INTERVAL_S", 60.0)
+    trained = count_epochs(monkeypatch)
+    train_run(config, tiny, tmp_path / "killed")
+    assert trained == list(range(3, EPOCHS + 1))
+    assert_same_run(tmp_path / "killed", tmp_path / "whole")
+
+
+def test_checkpoints_every_n_epochs_are_never_taken_within_one(tiny, tmp_path, monkeypatch):
+    config = resolve({**config_of(BPR).to_dict(), "batch_size": 256})
+    saved: list[tuple[int, int]] = []
+    monkeypatch.setattr(checkpoint, "save", lambda path, runner, loop: saved.append((loop.epoch, loop.step)))
+    monkeypatch.setattr(fit_module, "CHECKPOINT_INTERVAL_S", 0.0)
+    train_run(config, tiny, tmp_path / "run", checkpoint_every=2)
+    assert saved == [(2, 0), (4, 0)]

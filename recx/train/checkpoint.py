@@ -7,6 +7,9 @@ generators. The runner is pickled with the run's config, dataset, model and the 
 replaced by references, and restored onto the ones the resuming process builds (the same run id: the same
 configuration and data), so that the optimizer's state stays attached to the model's own parameters. Training on
 from epoch k gives the weights and results of an uninterrupted run, bit for bit on the CPU (tests/test_resume.py).
+A checkpoint may also be taken between two steps of an epoch (`LoopState.step` > 0, with the losses of the steps
+done): the runner keeps what it needs to go on from the next step (recx.train.runners.base).
+
 A checkpoint names its run: the run id, the hash of the resolved configuration and the data's identity
 (`Dataset.data_hash`) are pickled first, and a checkpoint of any other run, configuration or data is refused before
 anything is restored (one copied from a run of another lr or seed resumed silently). Checkpoints written before
@@ -46,13 +49,17 @@ class WriteFailed(RecxError):
 
 @dataclass
 class LoopState:
-    """The early-stopping state after `epoch` epochs."""
+    """The early-stopping state after `epoch` epochs; within epoch `epoch` + 1, `step` steps done (0: at an epoch's
+    end), their `losses` (host tensor) and the `seconds` they took."""
 
     epoch: int = 0
     best_score: float = float("-inf")
     best_epoch: int = 0
     best_state: dict | None = None
     waited: int = 0
+    step: int = 0
+    losses: torch.Tensor | None = None
+    seconds: float = 0.0
 
 
 def run_record(runner) -> dict[str, str]:
