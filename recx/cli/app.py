@@ -358,7 +358,7 @@ def train(
     from recx.core.names import check_name
     from recx.runs import tracking
 
-    tracker = tracking.choose(track, track_uri)
+    tracker = tracking.choose(track, track_uri, home=run_dir.parent if run_dir else Path("runs"))
     defaults = RunConfig()
     ks = _parse_ks(k)
     raw = load_config_file(config_file) if config_file else {}

@@ -232,7 +232,7 @@ def run_sweep(
     layout = table_layout(spec, name, path)
     track = track or tracking.Tracking(None)
     tracker = (
-        tracking.choose(track.service, track.uri, spec.get("track"), f"{path}: experiments.{name}")
+        tracking.choose(track.service, track.uri, spec.get("track"), f"{path}: experiments.{name}", out)
         if not dry_run
         else None
     )
