@@ -113,8 +113,10 @@ def _read_folder(source: Path, skip_bad_lines: bool, report: ReadReport) -> dict
 def read_triplets(
     source: Path, skip_bad_lines: bool = False, report: ReadReport | None = None, **_
 ) -> RawInteractions | dict[str, RawInteractions]:
-    """A file of lines `user item [rating [timestamp]]` (2 to 4 fields, with the separator and field count of the
-    first data line), or a folder of such train/valid/test files."""
+    """Lines `user item [rating [timestamp]]` (2 to 4 fields) from one file, or from a split folder's files.
+
+    The separator and field count are those of the first data line; a folder holds train.txt, test.txt and
+    optionally valid.txt, kept as given."""
     report = report if report is not None else ReadReport()
     if source.is_dir():
         return _read_folder(source, skip_bad_lines, report)
