@@ -186,12 +186,12 @@ def train(
         run = recx.train(dataset="synthetic", model="mf", loss="bpr", sampler="uniform", epochs=5)
         run.results
     """
-    tracker = tracking.choose(track, track_uri)
     resolved = run_config(config, settings or None)
     folder = Path(run_dir) if run_dir is not None else Path("runs") / resolved.run_id()
     from recx.core.names import check_name
 
     check_name(folder.name, "run folder name (--run-dir)")
+    tracker = tracking.choose(track, track_uri, home=folder.parent)
     dataset = load_dataset(_root(data_root), resolved.dataset)
     with _progress(progress) as shown:
         train_run(
@@ -298,6 +298,7 @@ def sweep(
     seeds: list[int] | None = None,
     methods: list[str] | None = None,
     settings: dict | None = None,
+    max_runs: int | None = None,
     backend: str = "local",
     jobs: int = 1,
     address: str | None = None,
@@ -308,7 +309,7 @@ def sweep(
     """Run an experiment's missing runs (datasets x methods x grid x seeds), write results.parquet and the report
     into `out` (default results/<experiment>); returns the results (one grid point per method), None for a dry run
     (the plan is printed on `console`). `datasets`, `seeds`, `methods` and `settings` narrow or change it as the
-    command line's --dataset, --seeds, --methods and --set do.
+    command line's --dataset, --seeds, --methods and --set do; `max_runs` raises the most runs a sweep plans (10,000).
 
         results = recx.sweep("experiments.yaml", "quickstart", jobs=2)
     """
@@ -320,7 +321,7 @@ def sweep(
         _root(data_root),
         dry_run,
         shown,
-        SweepOverrides(datasets=datasets, seeds=seeds, settings=settings or {}, methods=methods),
+        SweepOverrides(datasets=datasets, seeds=seeds, settings=settings or {}, methods=methods, max_runs=max_runs),
         Execution(backend, jobs, address),
         tracking.Tracking(track, track_uri),
     )

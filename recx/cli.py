@@ -27,6 +27,7 @@ from typing import Optional
 import typer
 import yaml
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from recx import __version__
@@ -90,7 +91,7 @@ def _handles_interrupts(command):
                 f"recx {name}; nothing half-written was kept (datasets and run folders are "
                 "swapped in only when complete)"
             )
-            Console(stderr=True).print(f"interrupted: {what}", highlight=False, soft_wrap=True)
+            Console(stderr=True).print(f"interrupted: {what}", highlight=False, soft_wrap=True, markup=False)
             raise typer.Exit(130) from None
 
     return run
@@ -262,7 +263,7 @@ def prepare(
     )
     console.print(
         f"prepared [bold]{name}[/] in {folder}: {card['n_users']:,} users, {card['n_items']:,} items, "
-        f"{counts} interactions",
+        f"{counts} interactions; repeated (user, item) pairs dropped: {card['rows']['removed_duplicates']:,}",
         soft_wrap=True,
     )
 
@@ -523,6 +524,7 @@ def sweep(
         autocompletion=completion.choices("mlflow"),
     ),
     track_uri: Optional[str] = typer.Option(None, help=TRACK_URI_HELP),
+    max_runs: Optional[int] = typer.Option(None, min=1, help="Most runs the experiment may plan. (default: 10,000)"),
 ):
     """Run every (dataset, method, grid point, seed) of an experiment, skipping completed runs; write tables.
 
@@ -545,6 +547,7 @@ def sweep(
         seeds=seed_list,
         methods=[m.strip() for m in methods.split(",") if m.strip()] if methods else None,
         settings=_parse_assignments(set_),
+        max_runs=max_runs,
         backend=backend,
         jobs=jobs,
         address=address,
@@ -688,8 +691,9 @@ def _internal_error(error: Exception) -> None:
         except OSError:
             log = None
     where = f"full traceback in {log}" if log else "the traceback could not be saved"
+    message = f"{type(error).__name__}: {error} ({where}; rerun with --debug to show it)"
     Console(stderr=True).print(
-        f"[bold red]internal error:[/] {type(error).__name__}: {error} ({where}; rerun with --debug to show it)",
+        f"[bold red]internal error:[/] {escape(message)}",
         highlight=False,
         soft_wrap=True,
     )
@@ -710,7 +714,7 @@ def main() -> None:
     try:
         app(prog_name="recx", complete_var=COMPLETE_VAR)
     except RecxError as error:
-        Console(stderr=True).print(f"[bold red]error:[/] {error}", highlight=False, soft_wrap=True, markup=True)
+        Console(stderr=True).print(f"[bold red]error:[/] {escape(str(error))}", highlight=False, soft_wrap=True)
         sys.exit(1)
     except KeyboardInterrupt:
         Console(stderr=True).print("interrupted")

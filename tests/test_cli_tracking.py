@@ -5,6 +5,7 @@ import json
 import pytest
 import yaml
 
+from recx.core.errors import RecxError
 from recx.runs import tracking
 
 mlflow = pytest.importorskip("mlflow")
@@ -84,24 +85,64 @@ def test_tracking_changes_nothing_of_the_run(tiny_root, tmp_path, recx_cli, monk
     assert (tmp_path / "mlartifacts").is_dir() and not any((tmp_path / "cwd").iterdir())  # not in the cwd
 
 
-def test_a_tracking_failure_is_one_warning_and_the_run_completes(tiny_root, tmp_path, recx_cli):
+@pytest.mark.parametrize(
+    "uri, expected",
+    [
+        ("unknown-scheme://nowhere", "store unknown-scheme://nowhere does not open"),
+        ("http://127.0.0.1:9", "store http://127.0.0.1:9 does not open (MlflowException: API request"),
+        (None, "mlflow.db does not open (DatabaseError: (sqlite3.DatabaseError) file is not a database)"),
+    ],
+)
+def test_a_store_that_does_not_open_is_refused_before_any_work(tiny_root, tmp_path, recx_cli, uri, expected):
+    """An invalid or unreachable --track-uri, or a default store this mlflow cannot open, was one warning after the
+    whole run (issue 37, item 6)."""
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "mlflow.db").write_text("not a database")
+    run = tmp_path / "runs" / "r"
+    uri_args = ("--track-uri", uri) if uri else ()
+    result = recx_cli(
+        "train", "--dataset", "tiny", "--data-root", tiny_root, "--run-dir", run, *FAST, "--track", "mlflow", *uri_args
+    )
+    assert result.code == 1 and "internal error" not in result.err, result.err
+    message = " ".join(result.err.split())
+    assert "error: --track mlflow: the MLflow store " in message and expected in message
+    assert message.endswith("or leave out tracking")
+    assert not run.exists() and (tmp_path / "runs" / "mlflow.db").read_text() == "not a database"
+
+
+def test_a_tracking_failure_after_the_runs_is_one_warning_and_the_run_completes(
+    tiny_root, tmp_path, recx_cli, monkeypatch
+):
+    def unreachable(self, run):
+        raise ConnectionError("the server went away")
+
+    monkeypatch.setattr(tracking._Store, "log", unreachable)
     run = tmp_path / "r"
     result = recx_cli(
-        "train",
-        "--dataset",
-        "tiny",
-        "--data-root",
-        tiny_root,
-        "--run-dir",
-        run,
-        *FAST,
-        "--track",
-        "mlflow",
-        "--track-uri",
-        "unknown-scheme://nowhere",
+        "train", "--dataset", "tiny", "--data-root", tiny_root, "--run-dir", run, *FAST, "--track", "mlflow"
     )
     assert result.code == 0 and (run / "COMPLETE").is_file()
     assert result.err.count("warning:") == 1 and "tracking to MLflow failed after 0 of 1 runs" in result.err
+
+
+def test_a_store_to_be_created_is_not_created_by_the_check(tmp_path):
+    assert tracking.choose("mlflow", None, home=tmp_path / "runs") == tracking.Tracking("mlflow")
+    assert not (tmp_path / "runs").exists()
+    with pytest.raises(RecxError, match=r"mlflow\.db cannot be created \(.*file is not a writable folder\)"):
+        (tmp_path / "file").write_text("")
+        tracking.choose("mlflow", f"sqlite:///{tmp_path / 'file' / 'mlflow.db'}")
+
+
+def test_an_experiment_s_tracking_is_checked_before_its_runs(tmp_path, recx_cli):
+    spec = yaml.safe_load(yaml.safe_dump(EXPERIMENT))
+    path = tmp_path / "experiments.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "mlflow.db").write_text("not a database")
+    result = recx_cli("sweep", path, "--experiment", "small", "--out", out, "--data-root", tmp_path / "data")
+    assert result.code == 1 and f"{path}: experiments.small: track = mlflow: the MLflow store" in result.err
+    assert not (tmp_path / "data").exists() and not (out / "runs").exists()
 
 
 def test_unknown_tracking_backend_is_a_user_error(recx_cli):

@@ -204,3 +204,49 @@ def test_output_does_not_depend_on_threads(tmp_path):
     multi = prepare("a", options, tmp_path / "d2")
     for name in ("train", "valid", "test", "users", "items"):
         assert (single / f"{name}.parquet").read_bytes() == (multi / f"{name}.parquet").read_bytes()
+
+
+def split_folder(tmp_path: Path, train: str, test: str, valid: str | None = None) -> Path:
+    folder = tmp_path / "source"
+    folder.mkdir()
+    (folder / "train.txt").write_text(train)
+    (folder / "test.txt").write_text(test)
+    if valid is not None:
+        (folder / "valid.txt").write_text(valid)
+    return folder
+
+
+def test_a_lightgcn_file_with_a_user_on_two_lines_is_refused(tmp_path, recx_cli):
+    """A folder of `user item 1` lines read as adjacency lists made every `1` an item (issue 37, item 4)."""
+    source = split_folder(tmp_path, "0 1 1\n1 2 1\n\n0 3 1\n", "0 2 1\n1 1 1\n")
+    result = recx_cli("prepare", "lg", "--format", "lightgcn", "--source", source, "--data-root", tmp_path / "d")
+    assert result.code == 1 and not (tmp_path / "d" / "lg").exists()
+    assert f"error: {source / 'train.txt'}, lines 1 and 4: user 0 is on two lines; a LightGCN file lists each user" in (
+        result.err
+    )
+    assert "use --format triplets" in result.err
+
+
+def test_triplets_read_a_folder_split_as_given_and_prepare_counts_repeated_pairs(tmp_path, recx_cli):
+    """`--format triplets` on a folder said "no such file"; a pair repeated in a split, or in a later split, is kept
+    once where it comes first, and the count is in the card and the prepared line (issue 37, item 4)."""
+    source = split_folder(tmp_path, "0 1 1\n1 2 1\n0 3 1\n0 1 1\n", "0 2 1\n1 2 1\n", valid="1 3 1\n")
+    result = recx_cli("prepare", "t", "--format", "triplets", "--source", source, "--data-root", tmp_path / "d")
+    assert result.code == 0, result.err
+    assert "train 3 / valid 1 / test 1 interactions; repeated (user, item) pairs dropped: 2" in result.out
+    out = tmp_path / "d" / "t"
+    assert card(out)["parameters"]["split"] == "as given" and card(out)["counts"] == {"train": 3, "valid": 1, "test": 1}
+    assert card(out)["rows"] == {"read": 7, "removed_duplicates": 2, "kept": 5}
+    test = read_split(out, "test")
+    assert (test.user.tolist(), test.item.tolist(), test.rating.tolist()) == ([0], [1], [1.0])
+    (source / "test.txt").write_text("0 2\n")
+    with pytest.raises(RecxError, match=r"test\.txt: lines of 2 fields, but train\.txt's have 3"):
+        prepare("u", PrepareOptions(format="triplets", source=source), tmp_path / "d")
+    (source / "test.txt").unlink()
+    with pytest.raises(RecxError, match=r"source: missing test\.txt; the triplets format reads one file, or a folder"):
+        prepare("u", PrepareOptions(format="triplets", source=source), tmp_path / "d")
+
+
+def test_a_source_with_no_repeated_pairs_reports_none(tmp_path, recx_cli):
+    result = recx_cli("prepare", "s", "--format", "synthetic", "--data-root", tmp_path / "d")
+    assert result.code == 0 and "repeated (user, item) pairs dropped: 0" in result.out

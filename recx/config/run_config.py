@@ -147,11 +147,13 @@ def resolve(raw: dict, where: str = "config") -> RunConfig:
     if config.kernels not in KERNELS:
         raise RecxError(f"{where}: kernels {config.kernels!r}; valid: {', '.join(KERNELS)}")
     metric, _, k = config.valid_metric.partition("@")
-    if metric not in METRICS or not METRICS.get(metric).cutoff or not k.isdigit():
+    if metric not in METRICS or not METRICS.get(metric).cutoff or not k.isdecimal() or len(k) > 9:
         cutoffs = [name for name in METRICS.names() if METRICS.get(name).cutoff]
+        value = config.valid_metric
+        shown = repr(value) if len(value) <= 40 else f"{value[:40]!r}... ({len(value):,} characters)"
         raise RecxError(
-            f"{where}: valid_metric {config.valid_metric!r}; expected a metric with a cut-off, such as ndcg@20 "
-            f"(metrics: {', '.join(cutoffs)})"
+            f"{where}: valid_metric {shown}; expected a metric with a cut-off, such as ndcg@20 or recall@50 (K of "
+            f"at most 9 digits; metrics: {', '.join(cutoffs)})"
         )
     return config
 

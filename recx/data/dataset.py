@@ -9,7 +9,16 @@ import torch
 
 from recx.core.errors import RecxError
 from recx.data.csr import CSR
-from recx.data.dataset_folder import IDENTITY, Interactions, check_files, content_hash, read_card, read_ids, read_split
+from recx.data.dataset_folder import (
+    IDENTITY,
+    Interactions,
+    check_card,
+    check_files,
+    content_hash,
+    read_card,
+    read_ids,
+    read_split,
+)
 
 
 def _csr(inter: Interactions, n_users: int, n_items: int) -> CSR:
@@ -78,13 +87,14 @@ def load_dataset(root: Path, name: str) -> Dataset:
     if not folder.is_dir():
         raise RecxError(f"no prepared dataset {name!r} under {root} (run `recx prepare {name} ...` first)")
     card = read_card(folder)
-    n_users, n_items = int(card["n_users"]), int(card["n_items"])
     file_hash = check_files(folder, card)
     train, valid, test = (read_split(folder, s) for s in ("train", "valid", "test"))
     if train is None or test is None:
         raise RecxError(f"{folder} lacks train.parquet or test.parquet")
     splits = {"train": train, "valid": valid, "test": test}
-    data_hash = content_hash(splits, read_ids(folder, "users"), read_ids(folder, "items"))
+    user_ids, item_ids = read_ids(folder, "users"), read_ids(folder, "items")
+    n_users, n_items = check_card(folder, card, splits, user_ids, item_ids)
+    data_hash = content_hash(splits, user_ids, item_ids)
     return Dataset(
         name,
         n_users,

@@ -160,6 +160,44 @@ def read_card(folder: Path) -> dict:
     return card
 
 
+def check_card(
+    folder: Path,
+    card: dict,
+    splits: dict[str, Interactions | None],
+    user_ids: pa.Array | None,
+    item_ids: pa.Array | None,
+) -> tuple[int, int]:
+    """(n_users, n_items) of card.json once it is checked against the data: each a non-negative integer equal to the
+    rows of users.parquet / items.parquet (when present) and above every id of the splits, and `counts` naming exactly
+    the split files present with their numbers of rows. A card that says otherwise would train over phantom items
+    or fail inside the model; the RecxError names card.json, the key, its value and what the data holds."""
+    path = folder / "card.json"
+
+    def refuse(key: str, value, holds: str) -> RecxError:
+        return RecxError(f"{path}: {key} = {value!r}, but {holds}; the card does not describe this data ({REPAIR})")
+
+    sizes = {}
+    for key, which, ids in (("n_users", "user", user_ids), ("n_items", "item", item_ids)):
+        value = card.get(key)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise refuse(key, value, "expected a non-negative integer")
+        if ids is not None and len(ids) != value:
+            raise refuse(key, value, f"{which}s.parquet holds {len(ids):,} {which}s")
+        for split, inter in splits.items():
+            column = None if inter is None else getattr(inter, which)
+            if column is not None and column.size and (int(column.min()) < 0 or int(column.max()) >= value):
+                raise refuse(key, value, f"{split}.parquet holds {which} ids {int(column.min())}..{int(column.max())}")
+        sizes[key] = value
+    counts = card.get("counts")
+    present = {split: len(inter) for split, inter in splits.items() if inter is not None}
+    if not isinstance(counts, dict) or set(counts) != set(present):
+        raise refuse("counts", counts, f"the folder holds {', '.join(f'{s}.parquet' for s in present)}")
+    for split, rows in present.items():
+        if counts[split] != rows:
+            raise refuse(f"counts.{split}", counts[split], f"{split}.parquet holds {rows:,} rows")
+    return sizes["n_users"], sizes["n_items"]
+
+
 def read_split(folder: Path, split: str) -> Interactions | None:
     path = folder / f"{split}.parquet"
     if not path.is_file():

@@ -13,6 +13,7 @@ from recx.core.folders import writable_folder
 from recx.core.lock import exclusive
 from recx.core.names import check_name
 from recx.data.dataset_folder import Interactions, check_target, sha256_of, write_dataset
+from recx.data.dedupe import duplicate_rows
 from recx.data.download import fetch_dataset
 from recx.data.formats.lines import ReadReport
 from recx.data.formats.registry import FORMATS
@@ -108,17 +109,23 @@ def _hashed_files(source: Path | None) -> list[dict]:
     return [{"path": str(p), "sha256": sha256_of(p)} for p in paths]
 
 
-def _contiguous(parts: dict[str, RawInteractions]) -> tuple[dict[str, Interactions], np.ndarray, np.ndarray]:
-    """Pre-split sources: ids made contiguous in ascending order of the original id, over all splits."""
+def _contiguous(parts: dict[str, RawInteractions]) -> tuple[dict[str, Interactions], np.ndarray, np.ndarray, dict]:
+    """Pre-split sources: ids made contiguous in ascending order of the original id, over all splits; a (user, item)
+    pair given more than once is kept where it comes first (train, then valid, then test; in a file, its first line).
+    Returns the splits, the original ids and the card's `rows` (read, removed_duplicates, kept)."""
     whole = RawInteractions.concat(list(parts.values()))
     user_ids, users = np.unique(whole.user, return_inverse=True)
     item_ids, items = np.unique(whole.item, return_inverse=True)
+    dropped = duplicate_rows(users, items, item_ids.size, None)
+    kept = np.ones(len(whole), dtype=bool)
+    kept[dropped] = False
     out, offset = {}, 0
     for split, part in parts.items():
         span = slice(offset, offset + len(part))
-        out[split] = Interactions(users[span], items[span], part.rating, part.timestamp)
+        out[split] = Interactions(users[span], items[span], part.rating, part.timestamp).take(kept[span])
         offset += len(part)
-    return out, user_ids, item_ids
+    rows = {"read": len(whole), "removed_duplicates": int(dropped.size), "kept": len(whole) - int(dropped.size)}
+    return out, user_ids, item_ids, rows
 
 
 def prepare(name: str, options: PrepareOptions, data_root: Path, force: bool = False) -> Path:
@@ -149,7 +156,7 @@ def _prepare_locked(name: str, options: PrepareOptions, data_root: Path, force: 
     if fmt == "synthetic":
         card["parameters"]["synthetic"] = options.synthetic
     if isinstance(raw, dict):
-        splits, user_ids, item_ids = _contiguous(raw)
+        splits, user_ids, item_ids, card["rows"] = _contiguous(raw)
         card["parameters"]["split"] = "as given"
     else:
         rule = RatingRule.parse(params["rating"])

@@ -27,6 +27,7 @@ def load_results(paths: list[Path], runs_dir: Path | None = None) -> tuple[pd.Da
         missing = {"run_id", "dataset", "split", "metric", "k", "stratum", "value"} - set(frame.columns)
         if missing:
             raise RecxError(f"{path}: not a recx results file (no column {sorted(missing)[0]!r})")
+        _check_types(frame, path)
         if "method" not in frame.columns:
             frame = frame.assign(method=frame.loss + "+" + frame.sampler)
         frames.append(frame)
@@ -40,6 +41,19 @@ def _folders(results: Path, base: Path, run_ids) -> dict[str, Path]:
     or evaluated lists), else `base/<id>`."""
     own = len(run_ids) == 1 and store.state(results.parent) == "complete"
     return {run_id: results.parent if own else base / run_id for run_id in run_ids}
+
+
+def _check_types(frame: pd.DataFrame, path: Path) -> None:
+    """`value` holds numbers and `k` integers (a text column would fail in the middle of the report)."""
+    for column, expected, fits in (
+        ("value", "numbers", lambda c: pd.api.types.is_numeric_dtype(c) and not pd.api.types.is_bool_dtype(c)),
+        ("k", "integers", pd.api.types.is_integer_dtype),
+    ):
+        if not fits(frame[column]):
+            raise RecxError(
+                f"{path}: column {column!r} holds {frame[column].dtype} values, expected {expected}; "
+                "not a recx results file"
+            )
 
 
 def epochs(folder: Path) -> pd.DataFrame:

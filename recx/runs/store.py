@@ -4,8 +4,8 @@
     config.yaml       the fully resolved configuration (its hash is the run id)
     environment.json  seed, data hash, device, package versions
     epochs.jsonl      one line per epoch: loss, seconds, validation metric
-    checkpoint.pt     while training: the state after the last checkpointed epoch (recx.training.checkpoint); a later
-                      train resumes from it; removed once model.pt is written
+    checkpoint.pt     while training: the state at the last checkpoint, after an epoch or between two steps
+                      (recx.training.checkpoint); a later train resumes from it; removed once model.pt is written
     model.pt          the weights of the selected epoch
     TRAINED           written after model.pt: {"best_epoch": n}; evaluation may still be missing
     results.parquet   long format: run_id, dataset, model, loss, sampler, seed, split, metric, k, stratum, value

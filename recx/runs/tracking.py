@@ -9,16 +9,19 @@ to one MLflow experiment named after it; `recx train` uses the experiment "recx 
 Where: --track-uri, else $MLFLOW_TRACKING_URI, else a local store under the output (the runs folder of `recx
 train`, the output folder of a sweep): mlflow.db (SQLite) and mlartifacts/.
 Tracking is not part of a run's config (same run id, same folder, with or without it), and a run already logged in
-that experiment (same run id and completion time) is not logged twice. A failure (mlflow missing, a store out of
-reach) is one warning; the run or the sweep goes on and ends as it would have.
+that experiment (same run id and completion time) is not logged twice.
+Asked for, tracking is checked before any work (`choose`): mlflow must import and the store must open (an unknown
+scheme, a server out of reach, a database this mlflow cannot read), else a RecxError names what failed. A store that
+does not exist yet is not created by the check: a SQLite one is tried in a temporary folder, beside a check that its
+folder can be written. A failure once the runs are done is one warning; the run or the sweep ends as it would have.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 import os
 import re
+import tempfile
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -26,6 +29,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 
 from recx.core.errors import RecxError
 
@@ -52,26 +56,89 @@ class TrackedRun:
 
 
 def warn(message: str) -> None:
-    Console(stderr=True).print(f"[bold yellow]warning:[/] {message}", highlight=False, soft_wrap=True)
+    Console(stderr=True).print(f"[bold yellow]warning:[/] {escape(message)}", highlight=False, soft_wrap=True)
 
 
-def choose(service: str | None, uri: str | None, from_experiment=None, where: str = "") -> Tracking | None:
-    """The tracking asked for (the command line's --track, else an experiment's `track`), or None. An unknown
-    service is a user error; mlflow not installed is a warning (the runs go on untracked)."""
+def choose(
+    service: str | None, uri: str | None, from_experiment=None, where: str = "", home: Path | None = None
+) -> Tracking | None:
+    """The tracking asked for (the command line's --track, else an experiment's `track`), or None, checked before any
+    work: an unknown service, mlflow missing or broken, or a store that does not open is a user error. `home`: where
+    the default store goes (None: only whether this mlflow can open one is checked)."""
+    asked = "--track mlflow"
     if service is None and from_experiment is not None:
         if from_experiment not in SERVICES:
             raise RecxError(f"{where}: track = {from_experiment!r}: expected {' or '.join(SERVICES)}")
-        service = from_experiment
+        service, asked = from_experiment, f"{where}: track = {from_experiment}"
     if service is None:
         if uri is not None:
             raise RecxError("--track-uri needs --track mlflow")
         return None
     if service not in SERVICES:
         raise RecxError(f"--track {service!r}: expected {' or '.join(SERVICES)}")
-    if importlib.util.find_spec("mlflow") is None:
-        warn("--track mlflow: mlflow is not installed (pip install 'recx[track]'); the runs are not tracked")
-        return None
-    return Tracking(service, uri)
+    tracking = Tracking(service, uri)
+    _check_store(tracking, home, asked)
+    return tracking
+
+
+def _quiet_mlflow() -> None:
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2")  # a server out of reach: seconds, not minutes
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "30")
+    logging.getLogger("mlflow").setLevel(logging.WARNING)
+    logging.getLogger("alembic").setLevel(logging.WARNING)
+
+
+def store_uri(tracking: Tracking, home: Path) -> str:
+    """--track-uri, else $MLFLOW_TRACKING_URI, else mlflow.db (SQLite) under `home`."""
+    return tracking.uri or os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{(home / 'mlflow.db').resolve()}"
+
+
+def _check_store(tracking: Tracking, home: Path | None, asked: str) -> None:
+    """RecxError unless mlflow imports and the store opens; a SQLite file not there yet is left uncreated."""
+    try:
+        _quiet_mlflow()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            from mlflow import MlflowClient
+    except ImportError:
+        raise RecxError(
+            f"{asked}: mlflow is not installed (pip install 'recx[track]'); install it, or leave out tracking"
+        ) from None
+    except Exception as error:  # a broken install raises whatever its imports raise
+        raise RecxError(
+            f"{asked}: mlflow does not import ({_first_line(error)}); repair it, or leave out tracking"
+        ) from None
+    uri = store_uri(tracking, home or Path(tempfile.gettempdir()) / "recx-mlflow-check")
+    database = Path(uri.removeprefix("sqlite:///")) if uri.startswith("sqlite:///") else None
+    try:
+        with warnings.catch_warnings(), tempfile.TemporaryDirectory() as scratch:
+            warnings.simplefilter("ignore")
+            if database is not None and not database.exists():
+                _check_writable(database, asked)
+                uri = f"sqlite:///{Path(scratch) / 'check.db'}"
+            MlflowClient(uri).search_experiments(max_results=1)
+    except RecxError:
+        raise
+    except Exception as error:  # mlflow and its stores raise many types
+        raise RecxError(
+            f"{asked}: the MLflow store {uri} does not open ({_first_line(error)}); give a store this mlflow can "
+            "open (--track-uri, $MLFLOW_TRACKING_URI), or leave out tracking"
+        ) from None
+
+
+def _check_writable(database: Path, asked: str) -> None:
+    """The nearest existing folder of a SQLite store to be created must be writable."""
+    folder = database.parent
+    while not folder.exists():
+        folder = folder.parent
+    if not (folder.is_dir() and os.access(folder, os.W_OK | os.X_OK)):
+        raise RecxError(f"{asked}: the MLflow store {database} cannot be created ({folder} is not a writable folder)")
+
+
+def _first_line(error: Exception) -> str:
+    text = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    shown = text if len(text) <= 200 else f"{text[:200]}..."
+    return f"{type(error).__name__}: {shown}" if text else type(error).__name__
 
 
 def metric_key(name: str) -> str:
@@ -133,16 +200,12 @@ class _Store:
     """One MLflow experiment of one tracking store."""
 
     def __init__(self, tracking: Tracking, experiment: str, home: Path):
-        os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2")  # a server out of reach: seconds, not minutes
-        os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "30")
-        logging.getLogger("mlflow").setLevel(logging.WARNING)
-        logging.getLogger("alembic").setLevel(logging.WARNING)
+        _quiet_mlflow()
         from mlflow import MlflowClient
 
-        uri = tracking.uri or os.environ.get("MLFLOW_TRACKING_URI")
-        if not uri:
+        uri = store_uri(tracking, home)
+        if not (tracking.uri or os.environ.get("MLFLOW_TRACKING_URI")):
             home.mkdir(parents=True, exist_ok=True)
-            uri = f"sqlite:///{(home / 'mlflow.db').resolve()}"
         artifacts = _artifacts_beside(uri)
         self.client = MlflowClient(uri)
         found = self.client.get_experiment_by_name(experiment)
@@ -195,7 +258,7 @@ def log_runs(tracking: Tracking | None, experiment: str, home: Path, runs: list[
                 done += 1
     except Exception as error:  # tracking never fails a run: mlflow and its stores raise many types
         warn(
-            f"tracking to MLflow failed after {done} of {len(runs)} runs ({type(error).__name__}: "
-            f"{str(error).splitlines()[0] if str(error) else ''}); the runs themselves are complete and unchanged"
+            f"tracking to MLflow failed after {done} of {len(runs)} runs ({_first_line(error)}); the runs "
+            "themselves are complete and unchanged"
         )
     return done

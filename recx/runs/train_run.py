@@ -28,6 +28,7 @@ from recx.eval.evaluator import evaluate
 from recx.runs import store
 from recx.runs.diagnostics import write_diagnostics
 from recx.runs.per_user import write_per_user
+from recx.training import checkpoint
 from recx.training.build import build_model
 from recx.training.fit import FitHooks, fit
 
@@ -138,6 +139,10 @@ def _train_locked(config, dataset, folder, progress, ks, force, with_diagnostics
         if replacing:
             shutil.rmtree(target, ignore_errors=True)
         raise Interrupted(_interrupted(folder, phase, replacing)) from None
+    except checkpoint.WriteFailed as error:
+        if replacing:
+            shutil.rmtree(target, ignore_errors=True)
+        raise RecxError(f"{error}; {_kept_after_failed_checkpoint(folder, replacing)}") from None
     except RecxError:
         if replacing or (created and phase == "training"):
             shutil.rmtree(target, ignore_errors=True)
@@ -212,12 +217,23 @@ def _interrupted(folder: Path, phase: str, replacing: bool) -> str:
     if store.resumable(folder):
         return (
             f"training of run {folder.name} after {store.epochs_recorded(folder)} epochs; {folder} is kept "
-            "with its checkpoint: the same train (or sweep) goes on from the last checkpointed epoch"
+            "with its checkpoint: the same train (or sweep) goes on from its last checkpoint"
         )
     return (
         f"training of run {folder.name} after {store.epochs_recorded(folder)} epochs; {folder} is kept and "
         "marked incomplete: the same train (or sweep) restarts it from the first epoch"
     )
+
+
+def _kept_after_failed_checkpoint(folder: Path, replacing: bool) -> str:
+    """What a checkpoint that could not be written leaves (the run is kept as an interrupted one would be)."""
+    if replacing:
+        kept = f"the previous run in {folder} is unchanged (--force writes the new one aside)"
+    elif store.resumable(folder):
+        kept = f"{folder} keeps its previous checkpoint, from which the same command goes on"
+    else:
+        kept = f"{folder} is kept, marked incomplete: the same command trains it from the first epoch"
+    return f"{kept}. Free some space (or raise the file-size limit), then run the same command again"
 
 
 def _save_traceback(folder: Path) -> Path | None:

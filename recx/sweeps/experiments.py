@@ -12,6 +12,7 @@ may be dotted (`model_args.alpha: [0.1, 1.0]`), and a method's own `grid` replac
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,17 +32,19 @@ EXPERIMENT_KEYS = {
     "diagnostics",
     "track",
 }
+MAX_RUNS = 10_000  # a sweep plans at most this many runs unless --max-runs raises it
 
 
 @dataclass
 class SweepOverrides:
-    """Command-line changes to an experiment: other datasets or seeds, some of its methods only, and config keys
-    forced in every run."""
+    """Command-line changes to an experiment: other datasets or seeds, some of its methods only, config keys
+    forced in every run, and the most runs it may plan (None: MAX_RUNS)."""
 
     datasets: list[str] | None = None
     seeds: list[int] | None = None
     settings: dict = field(default_factory=dict)
     methods: list[str] | None = None
+    max_runs: int | None = None
 
     def apply(self, spec: dict, where: str = "experiment") -> dict:
         spec = dict(spec)
@@ -64,6 +67,7 @@ class PlannedRun:
     method: str
     grid_point: dict
     config: RunConfig
+    run_id: str  # config.run_id(), computed once
 
 
 def load_experiments(path: Path) -> dict:
@@ -106,34 +110,72 @@ def check_per_dataset(per_dataset, datasets: list[str], where: str) -> None:
             raise RecxError(f"{where}.{dataset}: expected a mapping of config keys, got {keys!r}")
 
 
-def plan(spec: dict, name: str, path: Path, forced: dict | None = None) -> list[PlannedRun]:
+def _method_grid(spec: dict, dataset: str, method_spec, where: str) -> tuple[dict, dict]:
+    """(the method's keys for `dataset`, its grid: its own, else the experiment's)."""
+    overrides = dict(method_spec or {})
+    for_dataset = overrides.pop("per_dataset", {}).get(dataset) or {}
+    overrides = deep_merge(overrides, for_dataset)
+    grid = overrides.pop("grid", spec.get("grid")) or {}
+    if not isinstance(grid, dict):
+        raise RecxError(f"{where}: grid must be a mapping of key to a list of values, got {grid!r}")
+    return overrides, grid
+
+
+def _where(path: Path, name: str, method: str) -> str:
+    return f"{path}: experiment {name!r}, method {method!r} (experiments.{name}.methods.{method})"
+
+
+def count_runs(spec: dict, name: str, path: Path) -> int:
+    """The runs `plan` builds at most (datasets x each method's grid points x seeds), from the sizes alone."""
+    seeds = len(spec.get("seeds", [0]))
+    total = 0
+    for dataset in spec["datasets"]:
+        for method, method_spec in spec["methods"].items():
+            where = _where(path, name, method)
+            _, grid = _method_grid(spec, dataset, method_spec, where)
+            total += math.prod(len(values) for values in _checked_grid(grid, where).values()) * seeds
+    return total
+
+
+def plan(
+    spec: dict, name: str, path: Path, forced: dict | None = None, max_runs: int | None = None
+) -> list[PlannedRun]:
+    """Every run of the experiment, resolved; refused before any is built when there are more than `max_runs`
+    (None: MAX_RUNS)."""
+    limit = MAX_RUNS if max_runs is None else max_runs
+    total = count_runs(spec, name, path)
+    if total > limit:
+        raise RecxError(
+            f"{path}: experiment {name!r} makes {total:,} runs (datasets x grid points x seeds), more than the "
+            f"{limit:,} a sweep plans; narrow its grid, or pass --max-runs {total} to plan them all"
+        )
     runs, planned = [], set()
     for dataset in spec["datasets"]:
         for method, method_spec in spec["methods"].items():
-            where = f"{path}: experiment {name!r}, method {method!r} (experiments.{name}.methods.{method})"
-            overrides = dict(method_spec or {})
-            for_dataset = overrides.pop("per_dataset", {}).get(dataset) or {}
-            overrides = deep_merge(overrides, for_dataset)
-            grid = overrides.pop("grid", spec.get("grid")) or {}
-            if not isinstance(grid, dict):
-                raise RecxError(f"{where}: grid must be a mapping of key to a list of values, got {grid!r}")
+            where = _where(path, name, method)
+            overrides, grid = _method_grid(spec, dataset, method_spec, where)
             for point in grid_points(grid, where):
                 for seed in spec.get("seeds", [0]):
                     raw = deep_merge(deep_merge(spec.get("defaults") or {}, nested(point)), overrides)
                     raw = {**deep_merge(raw, forced or {}), "dataset": dataset, "seed": seed}
                     config = resolve(raw, where=f"{where}, dataset {dataset!r}, seed {seed}{_point(point)}")
-                    if (method, config.run_id()) not in planned:
-                        planned.add((method, config.run_id()))
+                    if (method, run_id := config.run_id()) not in planned:
+                        planned.add((method, run_id))
                         own = {key: value for key, value in point.items() if not has_key(overrides, key)}
-                        runs.append(PlannedRun(method, own, config))
+                        runs.append(PlannedRun(method, own, config, run_id))
     return runs
+
+
+def _checked_grid(grid: dict, where: str) -> dict:
+    for key, values in grid.items():
+        if not isinstance(values, list) or not values:
+            raise RecxError(f"{where}: grid.{key} must be a non-empty list of values, got {values!r}")
+    return grid
 
 
 def grid_points(grid: dict, where: str) -> list[dict]:
     """Every combination of the grid's values; keys may be dotted (`model_args.alpha`) for nested args."""
-    for key, values in grid.items():
-        if not isinstance(values, list) or not values:
-            raise RecxError(f"{where}: grid.{key} must be a non-empty list of values, got {values!r}")
+    _checked_grid(grid, where)
     return [dict(zip(grid, values, strict=True)) for values in itertools.product(*grid.values())] or [{}]
 
 
@@ -170,13 +212,15 @@ def table_layout(spec: dict, name: str, path: Path) -> dict:
     }
 
 
-def plan_each_method(spec: dict, name: str, path: Path, forced: dict | None) -> list[PlannedRun]:
+def plan_each_method(
+    spec: dict, name: str, path: Path, forced: dict | None, max_runs: int | None = None
+) -> list[PlannedRun]:
     """`plan` method by method, leaving out the methods that --set values do not fit (a sweep narrowed by
     --methods sets keys of its own methods only; the others can have no complete run with those values)."""
     runs = []
     for method, method_spec in spec["methods"].items():
         try:
-            runs += plan({**spec, "methods": {method: method_spec}}, name, path, forced)
+            runs += plan({**spec, "methods": {method: method_spec}}, name, path, forced, max_runs)
         except RecxError:
             continue
     return runs

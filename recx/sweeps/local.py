@@ -63,7 +63,7 @@ class Worker:
         log.parent.mkdir(parents=True, exist_ok=True)
         with open(log, "a") as stderr:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "recx.sweeps.worker", str(threads)],
+                [sys.executable, "-m", "recx.sweeps.worker", str(threads), str(os.getpid())],
                 env=env,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,

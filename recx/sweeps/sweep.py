@@ -89,7 +89,7 @@ def _prepare_from_recipe(content: dict, dataset: str, data_root: Path, base: Pat
 
 def select_grid_points(results: pd.DataFrame, runs: list[PlannedRun]) -> pd.DataFrame:
     """Keep, per (dataset, method), the grid point with the best mean validation metric over seeds."""
-    label = {run.config.run_id(): repr(sorted(run.grid_point.items())) for run in runs}
+    label = {run.run_id: repr(sorted(run.grid_point.items())) for run in runs}
     metric, k = runs[0].config.valid_metric_name
     results = results.assign(grid_point=results.run_id.map(label))
     valid = results[
@@ -106,11 +106,9 @@ def complete_elsewhere(whole: list[PlannedRun], runs: list[PlannedRun], runs_dir
     """Runs of the whole experiment (its own datasets, seeds and methods) that this sweep did not plan but that are
     complete in its output folder: a sweep narrowed by --methods, --seeds or --dataset adds to the experiment's
     tables instead of replacing them."""
-    planned = {(run.method, run.config.run_id()) for run in runs}
+    planned = {(run.method, run.run_id) for run in runs}
     return [
-        run
-        for run in whole
-        if (run.method, run.config.run_id()) not in planned and store.is_complete(runs_dir / run.config.run_id())
+        run for run in whole if (run.method, run.run_id) not in planned and store.is_complete(runs_dir / run.run_id)
     ]
 
 
@@ -118,7 +116,7 @@ def collect(runs: list[PlannedRun], runs_dir: Path) -> pd.DataFrame:
     frames = []
     for run in runs:
         frame = store.read_parquet(
-            runs_dir / run.config.run_id(),
+            runs_dir / run.run_id,
             "results.parquet",
             "train the run again (recx sweep reruns it after you delete its folder)",
         )
@@ -134,11 +132,11 @@ def run_tasks(
     return [
         RunTask(
             run.config.to_dict(),
-            str((runs_dir / run.config.run_id()).resolve()),
+            str((runs_dir / run.run_id).resolve()),
             str(data_root.resolve()),
             list(ks),
             run.method,
-            str((out / "logs" / f"{run.config.run_id()}.log").resolve()),
+            str((out / "logs" / f"{run.run_id}.log").resolve()),
             diagnostics,
             plugins.worker_specs(),
         )
@@ -185,7 +183,7 @@ def write_sweep_results(results: pd.DataFrame, out: Path) -> None:
 
 def track_runs(tracker: tracking.Tracking | None, name: str, out: Path, runs: list[PlannedRun]) -> None:
     """The sweep's complete runs into MLflow experiment `name` (nothing without a tracker; never raises)."""
-    folders = [(run, out / "runs" / run.config.run_id()) for run in runs]
+    folders = [(run, out / "runs" / run.run_id) for run in runs]
     tracking.log_runs(
         tracker,
         name,
@@ -233,23 +231,25 @@ def run_sweep(
     content = load_experiments(path)
     whole = experiment_spec(content, name, path)
     spec = overrides.apply(whole, f"{path}: experiment {name!r}")
-    runs = plan(spec, name, path, overrides.settings)
+    runs = plan(spec, name, path, overrides.settings, overrides.max_runs)
     layout = table_layout(spec, name, path)
     track = track or tracking.Tracking(None)
     tracker = (
-        tracking.choose(track.service, track.uri, spec.get("track"), f"{path}: experiments.{name}")
+        tracking.choose(track.service, track.uri, spec.get("track"), f"{path}: experiments.{name}", out)
         if not dry_run
         else None
     )
     runs_dir = out / "runs"
-    pending = [run for run in runs if not store.is_complete(runs_dir / run.config.run_id())]
+    pending = [run for run in runs if not store.is_complete(runs_dir / run.run_id)]
     console.print(f"experiment [bold]{name}[/]: {len(runs)} runs, {len(runs) - len(pending)} already complete")
     if dry_run:
+        todo = {id(run) for run in pending}
         for run in runs:
-            state = "done" if run not in pending else "todo"
+            state = "todo" if id(run) in todo else "done"
             console.print(
-                f"  {state}  {run.config.run_id()}  {run.config.dataset}  {run.method}  "
-                f"seed={run.config.seed} {run.grid_point or ''}"
+                f"  {state}  {run.run_id}  {run.config.dataset}  {run.method}  "
+                f"seed={run.config.seed} {run.grid_point or ''}",
+                highlight=False,
             )
         return None
     for dataset_name in dict.fromkeys(run.config.dataset for run in pending):
@@ -268,7 +268,9 @@ def run_sweep(
         track_runs(tracker, name, out, runs)
         raise
     console.print(f"trained {len(report.done)} runs; {len(report.skipped)} were completed by another process meanwhile")
-    shown = runs + complete_elsewhere(plan_each_method(whole, name, path, overrides.settings), runs, runs_dir)
+    shown = runs + complete_elsewhere(
+        plan_each_method(whole, name, path, overrides.settings, overrides.max_runs), runs, runs_dir
+    )
     results = select_grid_points(collect(shown, runs_dir), shown)
     write_sweep_results(results, out)
     with atomic_file(out / CONVERGENCE) as partial:

@@ -7,22 +7,34 @@ generators. The runner is pickled with the run's config, dataset, model and the 
 replaced by references, and restored onto the ones the resuming process builds (the same run id: the same
 configuration and data), so that the optimizer's state stays attached to the model's own parameters. Training on
 from epoch k gives the weights and results of an uninterrupted run, bit for bit on the CPU (tests/test_resume.py).
-The file is the sha256 of the pickled state followed by the state, written whole; a changed byte is reported on
-load.
+A checkpoint may also be taken between two steps of an epoch (`LoopState.step` > 0, with the losses of the steps
+done): the runner keeps what it needs to go on from the next step (recx.training.runners.base).
+
+A checkpoint names its run: the run id, the hash of the resolved configuration and the data's identity
+(`Dataset.data_hash`) are pickled first, and a checkpoint of any other run, configuration or data is refused before
+anything is restored (one copied from a run of another lr or seed resumed silently). Checkpoints written before
+they named their run have no such record and resume as they did.
+The file is the sha256 of the pickled record and state followed by them, written whole: a temporary file
+`.checkpoint.pt.partial-<pid>` renamed over the previous checkpoint, which a failed write (disk full, file too large)
+leaves as it was. A partial file left by a process that died while writing is removed by the next run of the same
+folder (`remove_partials`, under the run's lock); a changed byte is reported on load.
 """
 
 from __future__ import annotations
 
 import hashlib
 import io
+import json
 import os
 import pickle
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
 from recx.core.errors import RecxError
+from recx.data.dataset_folder import IDENTITY
 
 DIGEST = hashlib.sha256().digest_size
 # Modules whose pickled classes moved since an older recx wrote a checkpoint, by their module today, and packages
@@ -42,15 +54,64 @@ def moved(module: str) -> str:
     return module
 
 
+class WriteFailed(RecxError):
+    """Writing the checkpoint failed (disk full, file too large): the previous checkpoint is unchanged. The caller
+    says what else was kept (recx.runs.train_run)."""
+
+
 @dataclass
 class LoopState:
-    """The early-stopping state after `epoch` epochs."""
+    """The early-stopping state after `epoch` epochs; within epoch `epoch` + 1, `step` steps done (0: at an epoch's
+    end), their `losses` (host tensor) and the `seconds` they took."""
 
     epoch: int = 0
     best_score: float = float("-inf")
     best_epoch: int = 0
     best_state: dict | None = None
     waited: int = 0
+    step: int = 0
+    losses: torch.Tensor | None = None
+    seconds: float = 0.0
+
+
+def run_record(runner) -> dict[str, str]:
+    """What a checkpoint names: the run id, the sha256 of the resolved configuration, the data hash and its kind."""
+    canonical = json.dumps(runner.config.to_dict(), sort_keys=True, separators=(",", ":"))
+    return {
+        "run_id": runner.config.run_id(),
+        "config_hash": hashlib.sha256(canonical.encode()).hexdigest(),
+        "data_hash": runner.dataset.data_hash,
+        "data_identity": IDENTITY,
+    }
+
+
+def _check_run(path: Path, saved: dict, current: dict) -> None:
+    """RecxError naming what differs when the checkpoint is not of this run, configuration and data."""
+    keys = [("run_id", "run id"), ("config_hash", "configuration hash")]
+    if saved.get("data_identity") == current["data_identity"]:
+        keys.append(("data_hash", "data hash"))
+    differs = [
+        f"its {label} is {str(saved.get(key))[:12]}, this run's {current[key][:12]}"
+        for key, label in keys
+        if saved.get(key) != current[key]
+    ]
+    if differs:
+        raise RecxError(
+            f"{path}: the checkpoint of another run ({'; '.join(differs)}); recx goes on only from a checkpoint "
+            f"of run {current['run_id']} on this data"
+        )
+
+
+PARTIAL = re.compile(r"\.(?P<name>.+)\.partial-\d+")
+
+
+def remove_partials(path: Path) -> None:
+    """Delete the partial files of `path` that writers died before renaming (`.checkpoint.pt.partial-<pid>`: this
+    name only). The caller holds the run's lock, so no live process is writing one."""
+    for found in path.parent.glob(f".{path.name}.partial-*"):
+        match = PARTIAL.fullmatch(found.name)
+        if match and match["name"] == path.name and found.is_file():
+            found.unlink(missing_ok=True)
 
 
 def _shared_objects(runner) -> dict[str, object]:
@@ -90,7 +151,8 @@ class _Unpickler(pickle.Unpickler):
 
 
 def save(path: Path, runner, loop: LoopState) -> None:
-    """Write the checkpoint whole: a temporary file in the same folder, flushed, then renamed over `path`."""
+    """Write the checkpoint whole: a temporary file in the same folder, flushed, then renamed over `path`. A failed
+    write raises WriteFailed, the previous checkpoint untouched and no partial file left."""
     objects = _shared_objects(runner)
     payload = {
         "loop": loop,
@@ -100,7 +162,9 @@ def save(path: Path, runner, loop: LoopState) -> None:
         "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None,
     }
     buffer = io.BytesIO()
-    _Pickler(buffer, {id(obj): name for name, obj in objects.items()}).dump(payload)
+    pickler = _Pickler(buffer, {id(obj): name for name, obj in objects.items()})
+    pickler.dump(run_record(runner))
+    pickler.dump(payload)
     partial = path.with_name(f".{path.name}.partial-{os.getpid()}")
     try:
         with open(partial, "wb") as handle:
@@ -109,20 +173,27 @@ def save(path: Path, runner, loop: LoopState) -> None:
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(partial, path)
+    except OSError as exc:
+        raise WriteFailed(f"writing {path} failed ({exc.strerror or exc})") from None
     finally:
         partial.unlink(missing_ok=True)
 
 
 def load(path: Path, runner) -> tuple[object, LoopState]:
     """(the checkpoint's runner, restored onto `runner`'s config, dataset and model; its early-stopping state). The
-    model's weights and the global random generators are restored in place. A damaged file is a RecxError."""
+    model's weights and the global random generators are restored in place. A damaged file, or the checkpoint of
+    another run, configuration or data, is a RecxError."""
     try:
         data = path.read_bytes()
         if hashlib.sha256(data[DIGEST:]).digest() != data[:DIGEST]:
             raise RecxError(
                 f"{path}: its content does not match its checksum (changed or damaged since it was written)"
             )
-        payload = _Unpickler(io.BytesIO(data[DIGEST:]), _shared_objects(runner)).load()
+        unpickler = _Unpickler(io.BytesIO(data[DIGEST:]), _shared_objects(runner))
+        payload = unpickler.load()
+        if "loop" not in payload:  # the run record; a checkpoint written before it was recorded starts with the state
+            _check_run(path, payload, run_record(runner))
+            payload = unpickler.load()
         runner.model.load_state_dict(payload["model"])
     except (
         OSError,

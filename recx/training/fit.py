@@ -1,4 +1,5 @@
-"""The training loop: epochs of the model's runner, validation, early stopping and a checkpoint after an epoch.
+"""The training loop: epochs of the model's runner, validation, early stopping, and checkpoints after an epoch or
+within one.
 
 It knows no run folder: where each epoch's record and the checkpoint go is the caller's (recx.runs.train_run).
 """
@@ -6,6 +7,7 @@ It knows no run folder: where each epoch's record and the checkpoint go is the c
 from __future__ import annotations
 
 import copy
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -41,16 +43,52 @@ class FitHooks:
     resumed: Callable[[int], None] = lambda epochs_done: None
 
 
+class _Checkpoints:
+    """When and where the loop writes its checkpoints: every `every` epochs (0: never), or by time (None): after
+    each epoch that ends, and after each step of a runner that `checkpoints_within_epoch`, at least
+    CHECKPOINT_INTERVAL_S after the last checkpoint."""
+
+    def __init__(self, path: Path, every: int | None):
+        self.path, self.every, self.written_at = path, every, time.perf_counter()
+
+    def _time_passed(self) -> bool:
+        return time.perf_counter() - self.written_at >= CHECKPOINT_INTERVAL_S
+
+    def after_epoch(self, runner, loop: checkpoint.LoopState, last: bool) -> None:
+        every = self.every
+        if not last and (self._time_passed() if every is None else every > 0 and loop.epoch % every == 0):
+            self.save(runner, loop)
+
+    def within_epoch(self, runner, loop: checkpoint.LoopState, step: int, losses: torch.Tensor, started: float) -> None:
+        """After step `step` of epoch loop.epoch + 1 (a time check; the checkpoint reads the losses from the device)."""
+        if self.every is None and runner.checkpoints_within_epoch and step < runner.n_steps and self._time_passed():
+            partial = copy.copy(loop)
+            partial.step, partial.losses = step, losses[:step].cpu()
+            partial.seconds = loop.seconds + time.perf_counter() - started
+            self.save(runner, partial)
+
+    def save(self, runner, loop: checkpoint.LoopState) -> None:
+        checkpoint.save(self.path, runner, loop)
+        self.written_at = time.perf_counter()
+
+
 def _step_reporter(
-    progress: Progress, task, watch: NonFiniteWatch, losses: torch.Tensor, started: float, on_host: bool
+    progress: Progress,
+    task,
+    watch: NonFiniteWatch,
+    losses: torch.Tensor,
+    started: float,
+    on_host: bool,
+    saved: Callable[[int], None],
 ) -> Callable[[int], None]:
-    """`after_step(step)` for one epoch: the non-finite watch, the CPU share (recx.core.threads.follow_share), the bar,
-    and (on the host) the running loss."""
+    """`after_step(step)` for one epoch: the non-finite watch, the CPU share (recx.core.threads.follow_share), a
+    checkpoint when one is due (`saved(step)`), the bar, and (on the host) the running loss."""
     shown = {"at": started}
 
     def after_step(step: int) -> None:
         watch.after_step(step)
         follow_share()
+        saved(step)
         now = time.perf_counter()
         if now - shown["at"] >= LOSS_REFRESH_S:
             shown["at"] = now
@@ -77,24 +115,25 @@ def fit(config: RunConfig, dataset: Dataset, model, progress: Progress, hooks: F
     The epoch's steps are the runner's (recx.training.runners, by the model's training kind); losses stay on the
     device during the epoch and are read once at its end (and for the bar's running loss at most once a second).
     Each epoch's record (epoch, loss, seconds, validation metric) goes to `hooks.log_epoch`. The whole state is
-    written to `hooks.checkpoint` every `hooks.checkpoint_every` epochs (0: never; None: after each epoch that ends
-    at least CHECKPOINT_INTERVAL_S after the last checkpoint, so that writing it costs a short epoch little); when
-    that file exists, training goes on from it (recx.training.checkpoint) after `hooks.resumed(epochs done)`.
+    written to `hooks.checkpoint` every `hooks.checkpoint_every` epochs (0: never; None: by time, see _Checkpoints:
+    so that writing it costs a short epoch little, and a long epoch is checkpointed within); when that file exists,
+    training goes on from it (recx.training.checkpoint), at the step it was taken, after `hooks.resumed(epochs done)`.
+    Partial checkpoint files of a writer that died are removed first (the caller holds the run's lock).
     """
     generator = torch.Generator(device=model.device).manual_seed(config.seed)
     runner = RUNNERS.get(model.training_kind)(config, dataset, model, generator)
     loop = checkpoint.LoopState()
     saved = hooks.checkpoint
+    checkpoint.remove_partials(saved)
     if saved.is_file():
         try:
             runner, loop = checkpoint.load(saved, runner)
         except RecxError as exc:
             raise RecxError(f"{exc}; pass --force to train the run again from the first epoch") from None
         hooks.resumed(loop.epoch)
-        progress.console.print(
-            f"resuming after epoch {loop.epoch} of {config.epochs} (its checkpoint)", highlight=False
-        )
-    checkpointed_at = time.perf_counter()
+        where = f"at step {loop.step} of epoch {loop.epoch + 1}" if loop.step else f"after epoch {loop.epoch}"
+        progress.console.print(f"resuming {where} of {config.epochs} (its checkpoint)", highlight=False)
+    checkpoints = _Checkpoints(saved, hooks.checkpoint_every)
     name = config.model if model.losses == () else f"{config.loss}+{config.sampler}"
     task = progress.add_task(name, total=max(runner.n_steps, 1), status="")
     on_host = not accelerator_branch(model.device)  # the running loss is shown only where reading it costs no sync
@@ -103,14 +142,26 @@ def fit(config: RunConfig, dataset: Dataset, model, progress: Progress, hooks: F
         model.train()
         started = time.perf_counter()
         losses = torch.zeros(runner.n_steps, device=model.device)
-        progress.update(task, description=f"{name} epoch {epoch}/{config.epochs}", completed=0)
-        after_step = _step_reporter(progress, task, NonFiniteWatch(losses, epoch, config.lr), losses, started, on_host)
+        if loop.step and loop.losses is not None:  # resumed within this epoch
+            losses[: loop.step] = loop.losses.to(model.device)
+        progress.update(task, description=f"{name} epoch {epoch}/{config.epochs}", completed=loop.step)
+        after_step = _step_reporter(
+            progress,
+            task,
+            NonFiniteWatch(losses, epoch, config.lr),
+            losses,
+            started,
+            on_host,
+            functools.partial(checkpoints.within_epoch, runner, loop, losses=losses, started=started),
+        )
         runner.train_epoch(epoch, losses, after_step)
         losses = losses.cpu()
         error = non_finite_error(losses, epoch, config.lr)
         if error is not None:
             raise error
-        record = {"epoch": epoch, "loss": float(losses.mean()), "seconds": time.perf_counter() - started}
+        seconds = loop.seconds + time.perf_counter() - started
+        loop.step, loop.losses, loop.seconds = 0, None, 0.0
+        record = {"epoch": epoch, "loss": float(losses.mean()), "seconds": seconds}
         status = f"loss {record['loss']:.4f}"
         if hooks.validate is not None and epoch % config.eval_every == 0:
             score = hooks.validate(model, _validation_reporter(progress, task, status))
@@ -128,15 +179,7 @@ def fit(config: RunConfig, dataset: Dataset, model, progress: Progress, hooks: F
             progress.line(f"{name} epoch {epoch}/{config.epochs}: {status}  ({record['seconds']:.1f} s)")
         if loop.waited >= config.patience:
             break
-        every = hooks.checkpoint_every
-        due = (
-            time.perf_counter() - checkpointed_at >= CHECKPOINT_INTERVAL_S
-            if every is None
-            else every > 0 and epoch % every == 0
-        )
-        if due and epoch < config.epochs:
-            checkpoint.save(saved, runner, loop)
-            checkpointed_at = time.perf_counter()
+        checkpoints.after_epoch(runner, loop, last=epoch >= config.epochs)
     progress.remove_task(task)
     if loop.best_state is None:
         return epoch

@@ -1,4 +1,6 @@
-"""Text files of `user item [rating [timestamp]]` per line, separated by commas, tabs or whitespace (plain or gzip).
+"""Text files of `user item [rating [timestamp]]` per line, separated by commas, tabs or whitespace (plain or gzip):
+one file to be split, or a folder already split as lightgcn's is (`train.txt`, `valid.txt` optional, `test.txt`),
+kept as given; the split files must have the same fields.
 
 The first data line fixes the layout: its separator (a comma, else a tab, else runs of spaces) and its number of
 fields, 2 (user item), 3 (+ rating) or 4 (+ timestamp). Every other line must have exactly that many fields:
@@ -70,16 +72,52 @@ def _parser(separator: bytes, fields: int):
     return lambda block: parse(EDGE_SPACES.sub(b"", SPACES.sub(b" ", block)))
 
 
-@FORMATS.register("triplets")
-def read_triplets(source: Path, skip_bad_lines: bool = False, report: ReadReport | None = None, **_) -> RawInteractions:
-    """Every line `user item [rating [timestamp]]` (2 to 4 fields), with the separator and field count of the first data line."""
+def _read_file(source: Path, skip_bad_lines: bool, report: ReadReport) -> RawInteractions:
     separator, fields = _layout(source)
     shown_separator = {b",": ",", b"\t": "<TAB>", b" ": " "}[separator]
     expected = (
         f"{fields} fields separated by {shown_separator!r} like the first data line "
         f"({shown_separator.join(NAMES[:fields])}; ids and timestamps integers)"
     )
-    table = read_lines_table(
-        source, _parser(separator, fields), expected, skip_bad_lines, report if report is not None else ReadReport()
-    )
+    table = read_lines_table(source, _parser(separator, fields), expected, skip_bad_lines, report)
     return to_raw(table, "user", "item", "rating" if fields >= 3 else None, "timestamp" if fields == 4 else None)
+
+
+def _fields(raw: RawInteractions) -> int:
+    return 2 + (raw.rating is not None) + (raw.timestamp is not None)
+
+
+def _read_folder(source: Path, skip_bad_lines: bool, report: ReadReport) -> dict[str, RawInteractions]:
+    """train.txt, valid.txt (optional) and test.txt, each read as one triplets file with the fields of the first;
+    the split is kept as given."""
+    splits: dict[str, RawInteractions] = {}
+    for split in ("train", "valid", "test"):
+        path = source / f"{split}.txt"
+        if not path.is_file():
+            if split == "valid":
+                continue
+            raise RecxError(
+                f"{source}: missing {split}.txt; the triplets format reads one file, or a folder split as given "
+                "(train.txt, test.txt, and valid.txt if any)"
+            )
+        splits[split] = _read_file(path, skip_bad_lines, report)
+        if _fields(splits[split]) != _fields(splits["train"]):
+            raise RecxError(
+                f"{path}: lines of {_fields(splits[split])} fields, but train.txt's have {_fields(splits['train'])}; "
+                f"the split files of a folder must have the same fields ({SHAPE})"
+            )
+    return splits
+
+
+@FORMATS.register("triplets")
+def read_triplets(
+    source: Path, skip_bad_lines: bool = False, report: ReadReport | None = None, **_
+) -> RawInteractions | dict[str, RawInteractions]:
+    """Lines `user item [rating [timestamp]]` (2 to 4 fields) from one file, or from a split folder's files.
+
+    The separator and field count are those of the first data line; a folder holds train.txt, test.txt and
+    optionally valid.txt, kept as given."""
+    report = report if report is not None else ReadReport()
+    if source.is_dir():
+        return _read_folder(source, skip_bad_lines, report)
+    return _read_file(source, skip_bad_lines, report)

@@ -5,6 +5,8 @@ weighted squared loss (recx.models.als) given the other. A step's recorded loss 
 divided by the number of training interactions; it never increases from one step to the next (up to rounding
 with the exact solver; CG steps are a descent method warm-started from the current rows), except with RG's form
 official, whose item half-step is not a minimiser of that loss (recx.models.als.rg).
+A checkpoint may be taken between the two half-steps (recx.training.runners.base): the factor tables are the whole
+state, so the resumed epoch runs the item half-step alone.
 """
 
 from __future__ import annotations
@@ -24,9 +26,14 @@ class AlternatingEpochs(EpochRunner):
         self.problem = model.weighted_squares(dataset.train)
         self.scale = 1.0 / max(dataset.train.nnz, 1)
 
+    checkpoints_within_epoch = True
+
     @torch.no_grad()
     def train_epoch(self, epoch, losses, after_step) -> None:
-        for step, solve in enumerate((self.model.solve_users, self.model.solve_items)):
-            solve(self.problem)
+        solves = (self.model.solve_users, self.model.solve_items)
+        for step in range(self.steps_done, self.n_steps):
+            solves[step](self.problem)
             losses[step] = self.model.loss(self.problem) * self.scale
+            self.steps_done = step + 1
             after_step(step + 1)
+        self.steps_done = 0

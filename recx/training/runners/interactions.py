@@ -1,7 +1,8 @@
 """Interaction batches (MF, LightGCN): shuffled training interactions, a sampler, a loss and an optimizer step per
 batch; the learning rate steps down between epochs by the run's schedule (recx.training.schedule). Shuffling, batching
 and sampling stay on the run's device; a step's loss is written into the device tensor `losses`, so no step waits for
-the host."""
+the host. A checkpoint may be taken after any step (recx.training.runners.base): the sampler's per-epoch rebuild is then
+not repeated and the epoch's order is drawn again from the generator's state at its start."""
 
 from __future__ import annotations
 
@@ -35,15 +36,19 @@ class InteractionEpochs(EpochRunner):
         self.users_of, self.items_of = dataset.train.row_ids(), dataset.train.indices
         self.n_steps = math.ceil(self.items_of.numel() / config.batch_size)
 
+    checkpoints_within_epoch = True
+
     def train_epoch(self, epoch, losses, after_step) -> None:
         config, model = self.config, self.model
-        if self.sampler.rebuild_every == "epoch":
+        if self.sampler.rebuild_every == "epoch" and self.steps_done == 0:
             self.sampler.rebuild(None, model.item_table())
-        order = torch.randperm(self.items_of.numel(), generator=self.generator, device=model.device)
+        order = self.shuffled(self.items_of.numel())
         users_of, items_of = self.users_of.index_select(0, order), self.items_of.index_select(0, order)
-        for step in range(self.n_steps):
+        for step in range(self.steps_done, self.n_steps):
             batch = slice(step * config.batch_size, (step + 1) * config.batch_size)
             users, positives = users_of[batch], items_of[batch]
             losses[step] = train_step(model, self.sampler, self.loss_fn, self.optimizer, config, users, positives)
+            self.steps_done = step + 1
             after_step(step + 1)
+        self.steps_done = 0
         self.schedule.end_epoch()

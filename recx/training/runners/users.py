@@ -20,6 +20,8 @@ FastVAE's encoder and item tables (`row_sparse_gradients`) keep a dense gradient
 place each step, into which their gathered rows' row-sparse gradients are summed (recx.core.gather): at 1.5M items
 a fresh [M, 200] gradient per table and step cost 0.3-1 s of page faults (282K-559K faults a step, measured with
 bench/fastvae_speed.py's shapes). Mult-VAE takes fresh gradients, as before.
+A checkpoint may be taken after any step (recx.training.runners.base): the epoch's order of users is drawn again from the
+generator's state at its start, and the sampler's per-epoch rebuild is not repeated.
 """
 
 from __future__ import annotations
@@ -145,13 +147,15 @@ class UserEpochs(EpochRunner):
         padded[: lengths.numel()] = lengths
         return padded.view(self.n_steps, -1).sum(1).tolist()
 
+    checkpoints_within_epoch = True
+
     def train_epoch(self, epoch, losses, after_step) -> None:
         config, model = self.config, self.model
-        if self.sampler is not None and self.sampler.rebuild_every == "epoch":
+        if self.sampler is not None and self.sampler.rebuild_every == "epoch" and self.steps_done == 0:
             self.sampler.rebuild(None, model.item_table())
-        order = self.users[torch.randperm(self.users.numel(), generator=self.generator, device=model.device)]
+        order = self.users[self.shuffled(self.users.numel())]
         sizes = self.history_sizes(order)
-        for step in range(self.n_steps):
+        for step in range(self.steps_done, self.n_steps):
             users = order[step * config.batch_size : (step + 1) * config.batch_size]
             objective = self.batch_objective(users, sizes[step])
             self.clear_gradients()
@@ -159,5 +163,7 @@ class UserEpochs(EpochRunner):
             self.optimizer.step()
             self.updates += 1
             losses[step] = objective.detach() / users.numel()
+            self.steps_done = step + 1
             after_step(step + 1)
+        self.steps_done = 0
         self.schedule.end_epoch()
