@@ -36,9 +36,14 @@ FAST = ["--dim", "8", "--epochs", "1", "--batch-size", "256", "--quiet", "--devi
         (["--set", "model_args.prism_alpha=0.5"], "model_args.prism_alpha = 0.5 applies only with init: prism"),
         (
             ["--set", "valid_metric=ndcg@" + "1" * 100_000],
-            "valid_metric 'ndcg@" + "1" * 35 + "'... (100,005 characters); expected a metric with a cut-off, such as ndcg@20",
+            "valid_metric 'ndcg@"
+            + "1" * 35
+            + "'... (100,005 characters); expected a metric with a cut-off, such as ndcg@20",
         ),
-        (["--set", "valid_metric=ndcg@²"], "valid_metric 'ndcg@²'; expected a metric with a cut-off, such as ndcg@20 or recall@50"),
+        (
+            ["--set", "valid_metric=ndcg@²"],
+            "valid_metric 'ndcg@²'; expected a metric with a cut-off, such as ndcg@20 or recall@50",
+        ),
     ],
 )
 def test_out_of_range_option_is_refused_before_any_work(tiny_root, tmp_path, recx_cli, args, expected):
