@@ -1,4 +1,4 @@
-"""The loss contract (docs/design.md "Samplers and losses")."""
+"""The loss contract (docs/design.md "Losses")."""
 
 from __future__ import annotations
 

@@ -9,13 +9,13 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from recx.core.folders import atomic_file
 from recx.eval.strata import STRATA
 
 
@@ -88,8 +88,7 @@ def swept(points: pd.DataFrame, parameter: str, ylabel: str, title: str) -> Figu
 
 
 def save(figure: Figure, path: Path) -> None:
-    """PNG at 120 dpi, written under a temporary name and renamed (concurrent reports never mix their bytes)."""
+    """PNG at 120 dpi, written whole (recx.core.folders.atomic_file: concurrent reports never mix their bytes)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.stem}.{os.getpid()}.png")
-    figure.savefig(partial, dpi=120)
-    os.replace(partial, path)
+    with atomic_file(path, "the previous plot, if any, is unchanged") as partial:
+        figure.savefig(partial, dpi=120, format="png")

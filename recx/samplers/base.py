@@ -1,4 +1,4 @@
-"""The sampler contract (docs/design.md "Samplers and losses")."""
+"""The sampler contract (docs/design.md "Samplers")."""
 
 from __future__ import annotations
 

@@ -70,6 +70,24 @@ def ensure_dataset(content: dict, dataset: str, data_root: Path, base: Path) -> 
             time.sleep(0.5)
 
 
+def dataset_state(content: dict, dataset: str, data_root: Path, base: Path) -> str:
+    """What a dry run says of a dataset the pending runs need: nothing when it is prepared, else whether the sweep
+    would prepare it (and from what) or cannot."""
+    if (data_root / dataset / "card.json").is_file():
+        return ""
+    recipe = (content.get("datasets") or {}).get(dataset)
+    if recipe is None:
+        return (
+            f"not prepared under {data_root}, and the experiments file has no recipe for it in 'datasets': prepare it "
+            f"first (recx prepare {dataset} ...)"
+        )
+    source = recipe.get("source")
+    if source is not None and not (base / source).exists():
+        return f"not prepared under {data_root}, and its source {(base / source).resolve()} does not exist"
+    origin = f"from {(base / source).resolve()}" if source is not None else "(no source needed)"
+    return f"not prepared under {data_root} yet: the sweep prepares it ({recipe.get('format')} {origin})"
+
+
 def _prepare_from_recipe(content: dict, dataset: str, data_root: Path, base: Path) -> None:
     recipe = (content.get("datasets") or {}).get(dataset)
     if recipe is None:
@@ -251,6 +269,10 @@ def run_sweep(
                 f"seed={run.config.seed} {run.grid_point or ''}",
                 highlight=False,
             )
+        for dataset_name in dict.fromkeys(run.config.dataset for run in pending):
+            missing = dataset_state(content, dataset_name, data_root, path.parent)
+            if missing:
+                console.print(f"  dataset {dataset_name}: {missing}", highlight=False, soft_wrap=True)
         return None
     for dataset_name in dict.fromkeys(run.config.dataset for run in pending):
         ensure_dataset(content, dataset_name, data_root, path.parent)
