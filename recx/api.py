@@ -149,6 +149,8 @@ def run_config(
 
         recx.run_config({"loss": "bpr"}, {"epochs": 5}).run_id()
     """
+    if isinstance(config, RunConfig) and not settings:
+        return config
     if isinstance(config, RunConfig):  # its methods' arguments go with them: a method changed by `settings` starts anew
         config = {
             key: value
