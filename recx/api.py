@@ -345,11 +345,13 @@ def report(
     resamples: int = 10_000,
     alpha: float = 0.05,
     params: tuple[str, ...] = (),
+    pairs: str = "baseline",
     force: bool = False,
 ) -> Path:
     """Tables (mean ± std, best in bold), paired tests against a baseline and plots for one or more results files
     (sweeps', runs' or evaluated lists'); returns report.md's path. `metrics` and `stratified` default to the
-    metrics marked for the table (ndcg, recall) and their per-stratum columns.
+    metrics marked for the table (ndcg, recall) and their per-stratum columns; `pairs="all"` also tests every pair
+    of methods (a matrix of adjusted p-values).
 
         recx.report(["results/quickstart/results.parquet", "runs/als-lists/results.parquet"], "report/")
     """
@@ -366,6 +368,7 @@ def report(
         alpha=alpha,
         parameters=tuple(params),
         sources=list(paths),
+        pairs=pairs,
     )
     if metrics is not None:
         options.metrics = tuple(metrics)

@@ -580,9 +580,15 @@ def report(
         help="Config key to plot the metric against, e.g. batch_size or "
         "sampler_args.m (default: every numeric key swept).",
     ),
+    pairs: str = typer.Option(
+        "baseline",
+        help="baseline: each method against the baseline; all: also every pair of methods (a matrix of adjusted "
+        "p-values, significance_pairs.md/.csv).",
+        autocompletion=completion.choices("baseline", "all"),
+    ),
     force: bool = typer.Option(False, "--force", help="Replace report files in --out that recx did not write."),
 ):
-    """Tables (mean ± std, best in bold), paired significance tests against a baseline, and plots."""
+    """Tables (mean ± std, best in bold), paired significance tests against a baseline (or of every pair), and plots."""
     with _loading():
         from recx import api
 
@@ -600,6 +606,7 @@ def report(
         resamples=resamples,
         alpha=alpha,
         params=tuple(param),
+        pairs=pairs,
         force=force,
     )
     console.print((out / "table.md").read_text(), soft_wrap=True, markup=False, highlight=False)

@@ -336,3 +336,25 @@ def test_cuda_half_steps_equal_cpu(case, solver):
             model.solve_items(problem)
         results.append(model.item_factors.data.cpu())
     torch.testing.assert_close(results[1], results[0], rtol=1e-9, atol=1e-9)
+
+
+def test_half_steps_validate_after_every_half_step_and_end_where_whole_epochs_do(tiny, tmp_path):
+    """half_steps (the RG authors' RecStudio loop): 4 half-step epochs are 2 whole epochs' solves (user, item, user,
+    item), each validated; the factors end equal to the bit."""
+    from recx.runs.train_run import train_run
+
+    common = {"dataset": "tiny", "model": "rg2", "dim": 8, "patience": 10, "device": "cpu"}
+    common["model_args"] = {"solver": "cholesky"}
+    train_run(resolve({**common, "epochs": 2}), tiny, tmp_path / "whole")
+    halves = resolve({**common, "epochs": 4, "half_steps": True})
+    assert halves.run_id() != resolve({**common, "epochs": 4}).run_id()
+    train_run(halves, tiny, tmp_path / "halves")
+    records = [json.loads(line) for line in (tmp_path / "halves" / "epochs.jsonl").read_text().splitlines()]
+    assert len(records) == 4 and all("valid_ndcg@20" in record for record in records)
+    whole, halved = torch.load(tmp_path / "whole" / "model.pt"), torch.load(tmp_path / "halves" / "model.pt")
+    assert all(torch.equal(whole[name], halved[name]) for name in whole)
+
+
+def test_half_steps_are_refused_for_a_model_trained_by_gradient_steps():
+    with pytest.raises(RecxError, match="half_steps = true: model 'mf' is not fitted by alternating half-steps"):
+        resolve({"model": "mf", "half_steps": True})

@@ -88,3 +88,30 @@ def test_no_decay_leaves_rows_outside_the_batch_untouched(tiny):
     before, after, outside = _one_step(tiny, "mf", "none", 0.5)
     for b, a, mask in zip(before, after, outside, strict=True):
         assert torch.equal(a[mask], b[mask])
+
+
+@pytest.mark.parametrize("decay_loss", [False, True])
+def test_weight_decay_loss_decays_the_loss_parameters_as_prisms_adam(tiny, decay_loss):
+    """MAWU's margins: without weight_decay_loss they are never decayed (their group's weight_decay 0); with it they
+    share the embeddings' decay, as PRISM's Adam over the whole module: one step equals torch's Adam with L2."""
+    settings = {"loss": "mawu", "n_negatives": 1, "optimizer": "adam", "weight_decay": 0.5, "dim": 8, "lr": 0.01}
+    config = resolve({**settings, "device": "cpu", "weight_decay_loss": decay_loss})
+    model = build_model(config, tiny, torch.device("cpu"))
+    loss_fn = build_loss(config, tiny, torch.device("cpu"))
+    with torch.no_grad():
+        loss_fn.user_margin.fill_(0.3)
+    optimizer = run_optimizer(model, loss_fn, config)
+    loss_fn.user_margin.grad = torch.zeros_like(loss_fn.user_margin)
+    for param in model.parameters():
+        param.grad = torch.zeros_like(param)
+    optimizer.step()
+    reference = torch.full_like(loss_fn.user_margin, 0.3, requires_grad=True)
+    reference.grad = torch.zeros_like(reference)
+    torch.optim.Adam([reference], lr=0.01, weight_decay=0.5 if decay_loss else 0.0).step()
+    assert torch.equal(loss_fn.user_margin.detach(), reference.detach())
+    assert decay_loss == (float(loss_fn.user_margin[0]) < 0.3)
+
+
+def test_weight_decay_loss_needs_full_decay():
+    with pytest.raises(Exception, match="weight_decay_loss = true applies only with weight_decay_mode 'full'"):
+        resolve({"loss": "mawu", "weight_decay_loss": True, "weight_decay_mode": "batch"})

@@ -66,11 +66,13 @@ def test_every_plot_type_with_its_axes(swept):
     labels = {name: (figure.axes[0].get_xlabel(), figure.axes[0].get_ylabel()) for name, figure in drawn.items()}
     assert labels == {
         "convergence_epoch_tiny.png": ("epoch", "valid ndcg@20"),
-        "convergence_time_tiny.png": ("training time (s)", "valid ndcg@20"),
+        "convergence_time_tiny.png": ("training time (wall-clock seconds)", "valid ndcg@20"),
         "strata_tiny.png": ("item popularity stratum", "NDCG@20 (stratum share)"),
         "swept_n_negatives_tiny.png": ("n_negatives", "NDCG@20"),
     }  # weight_decay is the grid: not swept
     assert len(drawn["convergence_epoch_tiny.png"].axes[0].get_lines()) == 8  # one line per run
+    ticks = drawn["convergence_epoch_tiny.png"].axes[0].get_xticks()
+    assert all(float(tick).is_integer() for tick in ticks)  # whole epochs
     lines = drawn["swept_n_negatives_tiny.png"].axes[0].get_legend().get_texts()
     # one line per family (bpr: one point); the label lists every other key that differs, the loss first (a loss's
     # default bundle, e.g. softmax's cosine scoring, differs too)
@@ -162,3 +164,44 @@ def test_report_command_and_its_errors(swept, tmp_path, recx_cli):
         assert result.code == 1 and message in result.err and "Traceback" not in result.err, (args, result.err)
     missing = recx_cli("report", tmp_path / "none.parquet", "--out", tmp_path / "bad")
     assert missing.code == 1 and "no such results file" in missing.err
+
+
+def test_the_report_states_the_strata_and_shows_stratified_recall_by_default(swept):
+    report = (swept / "report.md").read_text()
+    assert "**popular** are the first 5% (round(0.05 n)" in report and "remaining 80%" in report
+    assert "Recall@20 popular" in (swept / "table.md").read_text()
+
+
+def test_every_pair_of_methods_is_tested_with_the_correction_over_all_pairs(swept, tmp_path):
+    from recx import api
+
+    api.report(swept / "results.parquet", tmp_path / "r", pairs="all", resamples=500)
+    pairs = pd.read_csv(tmp_path / "r" / "significance_pairs.csv")
+    overall = pairs[pairs.column == "NDCG@20"]
+    assert len(overall) == 6 and len(set(zip(overall.method, overall.baseline, strict=True))) == 6  # C(4, 2)
+    results = pd.read_parquet(swept / "results.parquet")
+
+    def user_means(method):
+        runs = results[(results.method == method) & (results.split == "test")].run_id.unique()
+        frames = [pd.read_parquet(swept / "runs" / run / "per_user_test.parquet") for run in runs]
+        return pd.concat(frames).query("metric == 'ndcg' and k == 20 and stratum == 'all'").groupby("user").value.mean()
+
+    row = overall[(overall.method == "ssm-n64") & (overall.baseline == "ssm-n4")].iloc[0]
+    t = scipy_stats.ttest_rel(user_means("ssm-n64").to_numpy(), user_means("ssm-n4").to_numpy())
+    assert row.t == pytest.approx(t.statistic, rel=1e-9) and row.p_t == pytest.approx(t.pvalue, rel=1e-9)
+    ordered = sorted(overall.p_randomisation)
+    holm = np.maximum.accumulate([min(1.0, (6 - i) * p) for i, p in enumerate(ordered)])
+    assert sorted(overall.p_randomisation_adjusted) == pytest.approx(list(holm))
+    report = (tmp_path / "r" / "report.md").read_text()
+    assert "## Every pair of methods" in report and "| | bpr | ssm-n4 | ssm-n16 | ssm-n64 |" in report
+
+
+def test_one_seed_draws_no_error_bars():
+    from recx.eval.strata import STRATA
+    from recx.reports import plots
+
+    means = pd.DataFrame([[0.1, 0.05, 0.01], [0.2, 0.1, 0.02]], index=["a", "b"], columns=list(STRATA))
+    one_seed = plots.strata(means, means * np.nan, "NDCG@20", "t")
+    assert all(container.errorbar is None for container in one_seed.axes[0].containers)
+    two_seeds = plots.strata(means, means / 10, "NDCG@20", "t")
+    assert all(container.errorbar is not None for container in two_seeds.axes[0].containers)

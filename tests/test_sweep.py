@@ -192,3 +192,20 @@ def test_a_sweep_counts_its_runs_before_building_them(tmp_path, recx_cli):
     assert "makes 8 runs" in recx_cli("sweep", path, "--experiment", "small", "--dry-run", "--max-runs", "7").err
     allowed = recx_cli("sweep", path, "--experiment", "small", "--dry-run", "--max-runs", "8")
     assert allowed.code == 0 and "8 runs, 0 already complete" in allowed.out
+
+
+def test_a_dry_run_says_which_datasets_are_missing_and_how_they_would_be_prepared(tmp_path, recx_cli):
+    spec = {**EXPERIMENT, "datasets": {**EXPERIMENT["datasets"], "gone": {"format": "lightgcn", "source": "nowhere"}}}
+    spec["experiments"] = {"small": {**EXPERIMENT["experiments"]["small"], "datasets": ["tiny", "gone", "absent"]}}
+    path = tmp_path / "experiments.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    result = recx_cli("sweep", path, "-e", "small", "--dry-run", "--data-root", tmp_path / "data")
+    assert result.code == 0, result.err
+    text = " ".join(result.out.split())
+    assert f"dataset tiny: not prepared under {tmp_path / 'data'} yet: the sweep prepares it (synthetic" in text
+    assert (
+        f"dataset gone: not prepared under {tmp_path / 'data'}, and its source {tmp_path / 'nowhere'} does not exist"
+        in text
+    )
+    assert "dataset absent: not prepared under" in text and "has no recipe for it in 'datasets'" in text
+    assert not (tmp_path / "data").exists()  # a dry run prepares nothing

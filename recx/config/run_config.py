@@ -49,9 +49,11 @@ class RunConfig:
     lr: float = 5e-3
     lr_step_epochs: int = 0  # > 0: the learning rate times lr_step_gamma every lr_step_epochs epochs (StepLR)
     lr_step_gamma: float = 0.95
+    half_steps: bool = False  # alternating solvers: an epoch is one half-step, validated after each (RecStudio's loop)
     optimizer: str = "auto"  # adam (dense), lazy_adam, adagrad, rowwise_adagrad, sgd; auto: `resolve_optimizer`
     weight_decay: float = 0.0
     weight_decay_mode: str = "full"
+    weight_decay_loss: bool = False  # `full` decay reaches the loss's own parameters too (PRISM's Adam: MAWU's margins)
     seed: int = 0
     device: str = "auto"
     kernels: str = "auto"  # sampler kernels: auto (CuPy on CUDA when installed), torch or cupy
@@ -70,11 +72,14 @@ class RunConfig:
         return dataclasses.asdict(self)
 
     def run_id(self) -> str:
-        """Hash of the settings; the schedule's keys join it only when a schedule is set, so that a run without one
-        keeps the id it had before the keys existed."""
+        """Hash of the settings; the schedule's keys join it only when a schedule is set, and `half_steps` only when
+        set (as `weight_decay_loss`), so that a run without them keeps the id it had before the keys existed."""
         settings = self.to_dict()
         if not self.lr_step_epochs:
             del settings["lr_step_epochs"], settings["lr_step_gamma"]
+        for key in ("half_steps", "weight_decay_loss"):
+            if not settings[key]:
+                del settings[key]
         canonical = json.dumps(settings, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()[:12]
 
@@ -172,6 +177,16 @@ def check_pairings(config: RunConfig, where: str) -> None:
             f"{where}: model {config.model!r} trains with optimizer {' or '.join(map(repr, model_class.optimizers))} "
             f"(its official code's), not {config.optimizer!r}; leave optimizer out or set it to "
             f"{model_class.optimizers[0]}"
+        )
+    if config.weight_decay_loss and config.weight_decay_mode != "full":
+        raise RecxError(
+            f"{where}: weight_decay_loss = true applies only with weight_decay_mode 'full' (here "
+            f"{config.weight_decay_mode!r}): the decay of every row every step; set it as well, or leave it out"
+        )
+    if config.half_steps and not model_class.alternates:
+        raise RecxError(
+            f"{where}: half_steps = true: model {config.model!r} is not fitted by alternating half-steps; "
+            "leave half_steps out"
         )
     if config.weight_decay_mode not in model_class.weight_decay_modes:
         raise RecxError(

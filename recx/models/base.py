@@ -25,6 +25,7 @@ class Model(nn.Module):
     trainer_note: ClassVar[str] = ""
     weight_decay_modes: ClassVar[tuple[str, ...]] = ("none", "full", "batch")
     closed_form_sampler: ClassVar[bool] = False
+    alternates: ClassVar[bool] = False  # fitted by alternating half-steps (user, then item): `half_steps` applies
     n_users: int
     n_items: int
 

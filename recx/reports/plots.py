@@ -1,8 +1,10 @@
 """Report figures (matplotlib, no display needed): each function returns a Figure; `save` writes it as PNG.
 
-- convergence: the validation metric per epoch and per second of training time (epochs.jsonl's `seconds`,
-  cumulated; evaluation time is not counted), one line per run, one colour per method;
-- strata: bars of a metric per item-popularity stratum, one bar per method, ± std over seeds;
+- convergence: the validation metric per epoch (whole epochs on the axis) and per second of training time
+  (epochs.jsonl's `seconds`: wall-clock, cumulated; evaluation time is not counted), one line per run, one colour
+  per method;
+- strata: bars of a metric per item-popularity stratum, one bar per method, ± std over seeds (no error bar from
+  one seed);
 - swept parameter: a metric versus the parameter a set of methods varies (batch size, M, rho, negatives...), one
   line per family of methods, ± std over seeds.
 """
@@ -14,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from recx.core.folders import atomic_file
 from recx.eval.strata import STRATA
@@ -40,7 +43,9 @@ def convergence(curves: dict[str, list[pd.DataFrame]], metric: str, x: str, titl
                     alpha=0.8,
                     label=method if index == 0 else None,
                 )
-    axes.set_xlabel("epoch" if x == "epoch" else "training time (s)")
+    axes.set_xlabel("epoch" if x == "epoch" else "training time (wall-clock seconds)")
+    if x == "epoch":
+        axes.xaxis.set_major_locator(MaxNLocator(integer=True))
     axes.set_ylabel(metric.replace("_", " "))
     axes.set_title(title)
     axes.legend(fontsize="small")
@@ -57,7 +62,7 @@ def strata(means: pd.DataFrame, stds: pd.DataFrame, ylabel: str, title: str) -> 
             positions,
             means.loc[method, list(STRATA)],
             width,
-            yerr=stds.loc[method, list(STRATA)].fillna(0.0),
+            yerr=None if stds.loc[method].isna().all() else stds.loc[method, list(STRATA)].fillna(0.0),
             label=method,
             capsize=2,
         )

@@ -1,7 +1,9 @@
 """A report from sweep results: tables (Markdown, CSV, LaTeX) with the best per column in bold, paired significance
-tests of every method against a baseline, and PNG plots; `report.md` ties them together.
+tests of every method against a baseline (or of every pair, `pairs="all"`), and PNG plots; `report.md` ties them
+together and states the popularity strata.
 
-Files written to the output folder: table.md/.csv/.tex, significance.md/.csv, plots/*.png, report.md.
+Files written to the output folder: table.md/.csv/.tex, significance.md/.csv (significance_pairs.md/.csv with
+`pairs="all"`), plots/*.png, report.md.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ class ReportOptions:
     parameters: tuple = ()  # swept parameters to plot against; default: every one found
     title: str = "recx report"
     sources: list = field(default_factory=list)
+    pairs: str = "baseline"  # "all": also every pair of methods (significance_pairs.md/.csv)
 
     @property
     def cutoffs(self) -> tuple:
@@ -56,6 +59,8 @@ class ReportOptions:
     def resolve(self, results: pd.DataFrame) -> "ReportOptions":
         if self.correction not in stats.CORRECTIONS:
             raise RecxError(f"--correction {self.correction!r}; valid: {', '.join(stats.CORRECTIONS)}")
+        if self.pairs not in PAIRS:
+            raise RecxError(f"--pairs {self.pairs!r}; valid: {', '.join(PAIRS)}")
         rows = results[results.split == self.split]
         if rows.empty:
             raise RecxError(f"the results have no {self.split!r} rows; splits: {', '.join(results.split.unique())}")
@@ -80,6 +85,7 @@ class ReportOptions:
             tuple(self.parameters),
             self.title,
             list(self.sources),
+            self.pairs,
         )
 
 
@@ -150,7 +156,7 @@ def figures(results: pd.DataFrame, folders: dict[str, Path], options: ReportOpti
         for x in ("epoch", "time") if any(not frame.empty for frames in curves.values() for frame in frames) else ():
             yield (
                 f"convergence_{x}_{dataset}.png",
-                f"{column} of every run versus {'epoch' if x == 'epoch' else 'training seconds'}",
+                f"{column} of every run versus {'epoch' if x == 'epoch' else 'wall-clock training seconds'}",
                 plots.convergence(curves, column, x, f"{dataset}: {column.replace('_', ' ')} during training"),
             )
         stratified = runs[(runs.metric == metric) & (runs.k == k) & runs.stratum.isin(STRATA)]
@@ -173,7 +179,24 @@ def figures(results: pd.DataFrame, folders: dict[str, Path], options: ReportOpti
             )
 
 
-REPORT_FILES = ("report.md", "table.md", "table.csv", "table.tex", "significance.md", "significance.csv", "plots")
+PAIRS = ("baseline", "all")
+REPORT_FILES = (
+    "report.md",
+    "table.md",
+    "table.csv",
+    "table.tex",
+    "significance.md",
+    "significance.csv",
+    "significance_pairs.md",
+    "significance_pairs.csv",
+    "plots",
+)
+STRATA_DEFINITION = (
+    "Popularity strata: the items ranked by their training interactions (ties by item id); **popular** are the "
+    "first 5% (round(0.05 n) of the n items), **neutral** the next 15% (up to round(0.20 n)), **unpopular** the "
+    "remaining 80% (the PRISM paper's cut-offs). A stratum's NDCG and Recall count only the hits on its items and "
+    "keep the user's overall normaliser, so the three strata sum to the overall value."
+)
 REPORT_MARKER = ".recx-report"  # written into a report folder: recx may replace the report files of a folder holding it
 
 
@@ -221,6 +244,28 @@ def write_report(
     write_atomic(out / "table.tex", tables.to_latex(table, marks))
     write_atomic(out / "significance.csv", tested.to_csv(index=False))
     write_atomic(out / "significance.md", significance.to_markdown(tested))
+    pairs_text: list[str] = []
+    if options.pairs == "all":
+        pairs = significance.compare_pairs(
+            results,
+            folders,
+            tested_keys(table, options),
+            options.split,
+            options.correction,
+            options.resamples,
+            options.alpha,
+        )
+        write_atomic(out / "significance_pairs.csv", pairs.to_csv(index=False))
+        write_atomic(out / "significance_pairs.md", significance.to_markdown(pairs))
+        pairs_text = [
+            "## Every pair of methods",
+            "",
+            f"Adjusted p of the paired randomisation test ({options.correction.capitalize()} over all pairs in each "
+            "dataset and column; the sign: the row's method against the column's; † p < "
+            f"{options.alpha}); every column's tests: `significance_pairs.md`.",
+            "",
+            significance.pairs_matrix_markdown(pairs) if not pairs.empty else "(no test: per-user results missing)\n",
+        ]
     drawn = []
     for name, description, figure in figures(results, folders, options):
         plots.save(figure, out / "plots" / name)
@@ -238,6 +283,8 @@ def write_report(
         f"scipy {scipy.__version__}).",
         "",
         markdown,
+        STRATA_DEFINITION if options.stratified else "",
+        "",
         f"## Paired tests against {options.baseline}",
         "",
         "Per-user values averaged over seeds; difference = method − baseline; p (t): paired t-test "
@@ -248,6 +295,7 @@ def write_report(
         significance.to_markdown(tested) if not tested.empty else "(no test: per-user results missing)\n",
         *[f"- {note}" for note in notes],
         "",
+        *pairs_text,
         "## Plots",
         "",
     ]

@@ -1,7 +1,8 @@
-"""Each method against a baseline, per dataset and table column, by paired tests over the test users
-(recx.reports.stats: scipy's paired t-test and randomisation test, Holm or Bonferroni over the methods compared with
-the baseline in that dataset and column). A method's per-user value is its mean over seeds, read from each run's
-per_user_<split>.parquet; users are those both methods were evaluated on (the users with a test item)."""
+"""Each method against a baseline (`compare`), or every pair of methods (`compare_pairs`), per dataset and table
+column, by paired tests over the test users (recx.reports.stats: scipy's paired t-test and randomisation test, Holm
+or Bonferroni over the comparisons made in that dataset and column: the methods against the baseline, or all pairs).
+A method's per-user value is its mean over seeds, read from each run's per_user_<split>.parquet; users are those both
+methods were evaluated on (the users with a test item)."""
 
 from __future__ import annotations
 
@@ -46,6 +47,53 @@ def per_user_means(run_ids, folders: dict[str, Path], split: str, keys: set) -> 
     return pd.concat(frames).groupby(level=0).mean()
 
 
+def _means(
+    results: pd.DataFrame, folders: dict[str, Path], split: str, keys: list
+) -> dict[str, tuple[list[str], dict[str, pd.DataFrame | None]]]:
+    """dataset -> (its methods in order, each method's per-user means or None)."""
+    found = {}
+    for dataset, runs in results[results.split == split].groupby("dataset", sort=False):
+        methods = list(dict.fromkeys(runs.method))
+        found[dataset] = (
+            methods,
+            {
+                method: per_user_means(runs[runs.method == method].run_id.unique(), folders, split, set(keys))
+                for method in methods
+            },
+        )
+    return found
+
+
+def _tested(dataset, key, method, other, x_frame, y_frame, resamples: int, seed: int) -> dict:
+    pair = pd.concat([x_frame[key], y_frame[key]], axis=1, join="inner").to_numpy()
+    x, y = pair[:, 0], pair[:, 1]
+    t, p_t = stats.paired_t(x, y)
+    return {
+        "dataset": dataset,
+        "column": column_name(*key),
+        "method": method,
+        "baseline": other,
+        "users": len(x),
+        "mean": x.mean(),
+        "baseline_mean": y.mean(),
+        "difference": x.mean() - y.mean(),
+        "t": t,
+        "p_t": p_t,
+        "p_randomisation": stats.randomisation(x, y, resamples, seed),
+    }
+
+
+def _adjust(family: list[dict], correction: str, alpha: float) -> list[dict]:
+    adjusted = zip(
+        stats.adjust([row["p_t"] for row in family], correction),
+        stats.adjust([row["p_randomisation"] for row in family], correction),
+        strict=True,
+    )
+    for row, (adjusted_t, adjusted_r) in zip(family, adjusted, strict=True):
+        row.update(p_t_adjusted=adjusted_t, p_randomisation_adjusted=adjusted_r, significant=bool(adjusted_r < alpha))
+    return family
+
+
 def compare(
     results: pd.DataFrame,
     folders: dict[str, Path],
@@ -59,59 +107,80 @@ def compare(
 ) -> tuple[pd.DataFrame, list[str]]:
     """(one row per dataset, column and method other than the baseline; notes on methods that could not be tested)."""
     rows, notes = [], []
-    for dataset, runs in results[results.split == split].groupby("dataset", sort=False):
-        methods = list(dict.fromkeys(runs.method))
+    for dataset, (methods, means) in _means(results, folders, split, keys).items():
         if baseline not in methods:
             notes.append(f"{dataset}: no baseline method {baseline!r}; methods: {', '.join(methods)}")
             continue
-        means = {
-            method: per_user_means(runs[runs.method == method].run_id.unique(), folders, split, set(keys))
-            for method in methods
-        }
-        for method in methods:
-            if means[method] is None:
-                notes.append(f"{dataset}: {method} has runs without {file_name(split)}; not tested")
+        notes += [
+            f"{dataset}: {m} has runs without {file_name(split)}; not tested" for m in methods if means[m] is None
+        ]
         base = means[baseline]
         if base is None:
             continue
+        others = {m: frame for m, frame in means.items() if m != baseline and frame is not None}
         for key in keys:
-            family = []
-            for method in methods:
-                frame = means[method]
-                if method == baseline or frame is None or key not in frame.columns:
-                    continue
-                pair = pd.concat([frame[key], base[key]], axis=1, join="inner").to_numpy()
-                x, y = pair[:, 0], pair[:, 1]
-                t, p_t = stats.paired_t(x, y)
-                family.append(
-                    {
-                        "dataset": dataset,
-                        "column": column_name(*key),
-                        "method": method,
-                        "baseline": baseline,
-                        "users": len(x),
-                        "mean": x.mean(),
-                        "baseline_mean": y.mean(),
-                        "difference": x.mean() - y.mean(),
-                        "t": t,
-                        "p_t": p_t,
-                        "p_randomisation": stats.randomisation(x, y, resamples, seed),
-                    }
-                )
-            if family:
-                adjusted = zip(
-                    stats.adjust([row["p_t"] for row in family], correction),
-                    stats.adjust([row["p_randomisation"] for row in family], correction),
-                    strict=True,
-                )
-                for row, (adjusted_t, adjusted_r) in zip(family, adjusted, strict=True):
-                    row.update(
-                        p_t_adjusted=adjusted_t,
-                        p_randomisation_adjusted=adjusted_r,
-                        significant=bool(adjusted_r < alpha),
-                    )
-                rows.extend(family)
+            family = [
+                _tested(dataset, key, method, baseline, frame, base, resamples, seed)
+                for method, frame in others.items()
+                if key in frame.columns
+            ]
+            rows.extend(_adjust(family, correction, alpha) if family else [])
     return pd.DataFrame(rows, columns=COLUMNS), notes
+
+
+def compare_pairs(
+    results: pd.DataFrame,
+    folders: dict[str, Path],
+    keys: list[tuple[str, int, str]],
+    split: str = "test",
+    correction: str = "holm",
+    resamples: int = 10_000,
+    alpha: float = 0.05,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """One row per dataset, column and pair of methods (each pair once, in the results' order: `method` is the
+    later one, `baseline` the earlier), the correction over all pairs of that dataset and column."""
+    rows = []
+    for dataset, (_, means) in _means(results, folders, split, keys).items():
+        tested = {method: frame for method, frame in means.items() if frame is not None}
+        order = list(tested)
+        for key in keys:
+            family = [
+                _tested(dataset, key, later, earlier, tested[later], tested[earlier], resamples, seed)
+                for index, earlier in enumerate(order)
+                for later in order[index + 1 :]
+                if key in tested[later].columns and key in tested[earlier].columns
+            ]
+            rows.extend(_adjust(family, correction, alpha) if family else [])
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def pairs_matrix_markdown(pairs: pd.DataFrame) -> str:
+    """Per dataset and overall column (stratum all): a methods x methods table of the adjusted randomisation-test p
+    values (the sign of the row's difference against the column shown; † significant)."""
+    blocks = []
+    for (dataset, column), group in pairs.groupby(["dataset", "column"], sort=False):
+        if " " in column:  # a stratum's column: in significance_pairs.csv only
+            continue
+        methods = list(dict.fromkeys([*group.baseline, *group.method]))
+        cell = {}
+        for row in group.itertuples():
+            mark = " †" if row.significant else ""
+            cell[(row.method, row.baseline)] = (
+                f"{'+' if row.difference >= 0 else '−'} {row.p_randomisation_adjusted:.2g}{mark}"
+            )
+            cell[(row.baseline, row.method)] = (
+                f"{'−' if row.difference >= 0 else '+'} {row.p_randomisation_adjusted:.2g}{mark}"
+            )
+        lines = [
+            f"**{dataset}, {column}**",
+            "",
+            "| | " + " | ".join(methods) + " |",
+            "| --- |" + " ---: |" * len(methods),
+        ]
+        lines += [f"| {m} | " + " | ".join(cell.get((m, o), "—") for o in methods) + " |" for m in methods]
+        blocks.append("\n".join(lines) + "\n")
+    return "\n".join(blocks)
 
 
 def to_markdown(table: pd.DataFrame) -> str:

@@ -37,6 +37,7 @@ class AlternatingModel(Model):
     losses = ()
     optimizers = ()
     trainer_note = "closed-form alternating solves (no optimizer, no sampler)"
+    alternates = True
     Args = AlternatingArgs
 
     def __init__(self, n_users: int, n_items: int, dim: int, args: AlternatingArgs, dataset=None):

@@ -1,4 +1,7 @@
-"""Alternating closed-form solves (WRMF, RG², RG×): an epoch is a user half-step then an item half-step.
+"""Alternating closed-form solves (WRMF, RG², RG×): an epoch is a user half-step then an item half-step, or with
+`half_steps` one half-step (the user's in odd epochs, the item's in even ones), so that the trainer validates and
+stops early after every half-step, as the RG authors' RecStudio loop does (its ALS "epoch" is a half-step,
+`val_n_epoch: 1`, early stopping on the first validation metric with patience 10).
 
 No sampler, loss object or optimizer: each step overwrites one factor table with the minimiser of the model's
 weighted squared loss (recx.models.als) given the other. A step's recorded loss is that loss after the step,
@@ -19,18 +22,21 @@ from recx.training.runners.registry import RUNNERS
 
 @RUNNERS.register("alternating")
 class AlternatingEpochs(EpochRunner):
-    n_steps = 2
+    checkpoints_within_epoch = True
+    n_steps = 2  # a class attribute: checkpoints pickled before `half_steps` existed restore it
 
     def __init__(self, config, dataset, model, generator):
         super().__init__(config, dataset, model, generator)
         self.problem = model.weighted_squares(dataset.train)
         self.scale = 1.0 / max(dataset.train.nnz, 1)
-
-    checkpoints_within_epoch = True
+        if config.half_steps:
+            self.n_steps = 1
 
     @torch.no_grad()
     def train_epoch(self, epoch, losses, after_step) -> None:
-        solves = (self.model.solve_users, self.model.solve_items)
+        solves = [self.model.solve_users, self.model.solve_items]
+        if self.config.half_steps:
+            solves = [solves[(epoch - 1) % 2]]
         for step in range(self.steps_done, self.n_steps):
             solves[step](self.problem)
             losses[step] = self.model.loss(self.problem) * self.scale
