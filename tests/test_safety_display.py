@@ -17,7 +17,9 @@ def test_piped_training_prints_one_line_per_epoch_and_unwrapped_tables(tiny_root
     run = tmp_path / "a-run-folder-with-a-rather-long-name-so-that-the-title-passes-eighty-columns"
     result = recx_cli("train", "--dataset", "tiny", "--data-root", tiny_root, "--run-dir", run, *FAST)
     assert result.code == 0, result.err
-    assert "; defaults for softmax: model_args.scoring=cosine, model_args.temperature=0.1;" in " ".join(result.out.split())
+    assert "; defaults for softmax: model_args.scoring=cosine, model_args.temperature=0.1;" in " ".join(
+        result.out.split()
+    )
     epochs = [line for line in result.out.splitlines() if re.match(r"softmax\+uniform epoch \d/2: loss ", line)]
     assert len(epochs) == 2 and "valid ndcg@20" in epochs[0]
     row = next(line for line in result.out.splitlines() if "ndcg@10" in line)

@@ -32,6 +32,7 @@ DEVICES = ("auto", "cpu", "cuda")
 
 
 NO_LOSS_DEFAULTS: dict[str, Any] = {}
+OPTIONAL_KEYS = ("half_steps", "weight_decay_loss")  # in config.yaml and the run id only when set
 
 
 @dataclass
@@ -69,17 +70,17 @@ class RunConfig:
     loss_defaults_applied = NO_LOSS_DEFAULTS
 
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        """Every setting, as config.yaml holds it; the keys that came after runs were first written (OPTIONAL_KEYS)
+        only when set, so that a run folder written before them still holds this run's configuration."""
+        settings = dataclasses.asdict(self)
+        return {key: value for key, value in settings.items() if key not in OPTIONAL_KEYS or value}
 
     def run_id(self) -> str:
-        """Hash of the settings; the schedule's keys join it only when a schedule is set, and `half_steps` only when
-        set (as `weight_decay_loss`), so that a run without them keeps the id it had before the keys existed."""
+        """Hash of the settings (to_dict); the schedule's keys join it only when a schedule is set, so that a run
+        without one keeps the id it had before the keys existed."""
         settings = self.to_dict()
         if not self.lr_step_epochs:
             del settings["lr_step_epochs"], settings["lr_step_gamma"]
-        for key in ("half_steps", "weight_decay_loss"):
-            if not settings[key]:
-                del settings[key]
         canonical = json.dumps(settings, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()[:12]
 
