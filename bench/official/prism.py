@@ -14,9 +14,11 @@ JSON records each repository's commit. Cases, all float64 on a fixed batch of 10
 - `prism_init`: PRISM dataloader.py `Data.get_dataloaders` magnitudes α log(d + 2) + (1 - α) for a fixed edge list,
   and the row norms of `models.RecModel`'s tables initialised with them (the directions are random; the norms not).
 Stubs (modules the called functions do not use): torch_geometric and every submodule (imported by models.py,
-dataloader.py, utils.py and train.py for graph layers, loaders and seeding), matplotlib (dataloader.py plots), and
-for the RecBole-based repositories recbole.model.abstract_recommender, recbole.model.init and recbole.utils (the
-base class, initialiser and enum the loss methods do not touch). `torch.load` is replaced while `get_dataloaders`
+dataloader.py, utils.py and train.py for graph layers, loaders and seeding), matplotlib (dataloader.py plots),
+scikit-learn when it is not installed (train.py imports evaluation_metrics.py, which imports sklearn.metrics for its
+NDCG), and for the RecBole-based repositories recbole.model.abstract_recommender, recbole.model.init and
+recbole.utils (the base class, initialiser and enum the loss methods do not touch). Needed: torch, numpy, networkx
+and tqdm (imported by utils.py and models.py). `torch.load` is replaced while `get_dataloaders`
 runs by a function returning a stand-in train split holding the edge list, and its LinkNeighborLoader is a stub.
 """
 
@@ -260,7 +262,10 @@ def main(argv=None) -> None:
     parser.add_argument("--out", default=str(OUT))
     args = parser.parse_args(argv)
     torch.set_default_dtype(torch.float64)
-    sys.meta_path.insert(0, _StubFinder(["torch_geometric", "matplotlib", "recbole"]))
+    stubbed = ["torch_geometric", "matplotlib", "recbole"]
+    if importlib.util.find_spec("sklearn") is None:
+        stubbed.append("sklearn")
+    sys.meta_path.insert(0, _StubFinder(stubbed))
     keep, inputs = [], _inputs()
     root, commit = _source(args.repo, keep)
     repositories = {"snap-research/PRISM": commit}
