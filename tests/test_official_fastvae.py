@@ -12,12 +12,16 @@ import pytest
 import torch
 
 import recx.samplers.codebooks as codebooks
+from recx.config.run_config import resolve
 from recx.data.csr import CSR
 from recx.data.dataset import Dataset
+from recx.models.multvae import MultVAE
 from recx.samplers.base import Batch, Negatives
 from recx.samplers.kmeans import kmeans
 from recx.samplers.registry import SAMPLERS
-from recx.training.runners.users import full_softmax_nll, sampled_softmax_nll
+from recx.sweeps.experiments import load_experiments
+from recx.training.build import build_model
+from recx.training.runners.users import UserEpochs, full_softmax_nll, sampled_softmax_nll
 
 GOLDEN = json.loads((Path(__file__).parent / "golden" / "official" / "fastvae.json").read_text())
 DATA = GOLDEN["input"]
@@ -71,6 +75,83 @@ def test_multvae_full_softmax_matches_the_official_loss_function():
     assert torch.allclose(z.grad, tensor(expected["grad_z"]), **TIGHT)
     assert torch.allclose(weight.grad, tensor(expected["grad_output_weight"]), **TIGHT)
     assert torch.allclose(bias.grad, tensor(expected["grad_output_bias"]), **TIGHT)
+
+
+def official_multvae_row() -> dict:
+    """The run settings of experiments.yaml's fastvae-table3 `mult-vae` row (the official recipe)."""
+    path = Path(__file__).resolve().parents[1] / "experiments.yaml"
+    return load_experiments(path)["experiments"]["fastvae-table3"]["methods"]["mult-vae"]
+
+
+def test_multvae_step_matches_the_official_forward_configured_as_the_official_row(monkeypatch):
+    """`BaseVAE.forward` + `kl_loss`, one step of run_mm.py's `train_model`, against `UserEpochs.batch_objective` with
+    fastvae-table3's `mult-vae` model_args (dropout on the normalised history sum, no encoder bias, the output bias,
+    no KL gradient), fed the official dropout mask and noise ε: μ and log σ², the KL summed over the batch, the loss
+    and the gradients of every parameter. recx's item 0 plays the official padding column (held by no user), so the
+    softmaxes span the same columns. Catches the history sum divided by |I_u| instead of √|I_u|, dropout placed on
+    the input entries (its mask is drawn with another shape), a missing 1/(1 - p), a KL other than
+    ½ Σ (σ² + μ² - 1 - log σ²), and a KL gradient the official step does not take (anneal_cap > 0)."""
+    expected = GOLDEN["encoder_forward"]
+    rows, items = history_pairs()
+    n_users, n_items = len(DATA["positives"]), len(DATA["encoder_table"])
+    train = CSR.from_pairs(rows, items, n_users, n_items)
+    dataset = Dataset("encoder", n_users, n_items, train, None, train, {}, "hash", Path("."))
+    row = official_multvae_row()
+    config = resolve(
+        {
+            "model": row["model"],
+            "loss": row["loss"],
+            "dim": len(DATA["z"][0]),
+            "batch_size": n_users,
+            "model_args": {**row["model_args"], "hidden": len(DATA["encoder_table"][0])},
+        }
+    )
+    assert config.model_args["dropout"] == expected["dropout"]
+    model = build_model(config, dataset, torch.device("cpu")).double()
+    assert isinstance(model, MultVAE)
+    with torch.no_grad():
+        model.encoder_in.copy_(tensor(DATA["encoder_table"]))
+        model.encoder_out.weight.copy_(tensor(DATA["encoder_weight"]))
+        model.encoder_out.bias.copy_(tensor(DATA["encoder_bias"]))
+        model.decoder.weight.copy_(tensor(DATA["decoder_weight"]))
+        model.decoder.bias.copy_(tensor(DATA["decoder_bias"]))
+        model.items.copy_(tensor(DATA["output_weight"]))
+        model.item_bias.copy_(tensor(DATA["output_bias"]))
+    keep, noise = torch.tensor(expected["dropout_keep"]), tensor(expected["noise"])
+
+    def official_draw(values: torch.Tensor, name: str):
+        def draw(shape, **kwargs):
+            assert tuple(shape) == values.shape, f"torch.{name}{tuple(shape)}: the official draw is {values.shape}"
+            return values.clone()
+
+        return draw
+
+    monkeypatch.setattr(torch, "rand", official_draw(keep.double(), "rand"))  # kept: 1 >= p, dropped: 0 < p
+    monkeypatch.setattr(torch, "randn", official_draw(noise, "randn"))
+    users = torch.arange(n_users)
+    runner = UserEpochs(config, dataset, model, torch.Generator().manual_seed(0))
+    runner.updates = config.model_args["anneal_steps"]  # β at its cap: the row's 0, as the official KL.item()
+    mu, log_var = model.posterior(users, runner.generator)
+    torch.testing.assert_close(mu, tensor(expected["mu"]), **TIGHT)
+    torch.testing.assert_close(log_var, tensor(expected["log_var"]), **TIGHT)
+    kl = model.kl_divergence(mu, log_var).sum()
+    assert kl.item() == pytest.approx(expected["kl"], rel=1e-12)
+    objective = runner.batch_objective(users)
+    objective.backward()
+    assert objective.item() == pytest.approx(expected["loss"], rel=1e-12)
+    gradients = {
+        "encoder_table": model.encoder_in.grad,
+        "encoder_weight": model.encoder_out.weight.grad,
+        "encoder_bias": model.encoder_out.bias.grad,
+        "decoder_weight": model.decoder.weight.grad,
+        "decoder_bias": model.decoder.bias.grad,
+        "output_weight": model.items.grad,
+        "output_bias": model.item_bias.grad,
+    }
+    for name, grad in gradients.items():
+        torch.testing.assert_close(
+            grad, tensor(expected[f"grad_{name}"]), **TIGHT, msg=lambda m, name=name: f"{name}: {m}"
+        )
 
 
 def test_kmeans_matches_the_official_kmeans_from_the_same_start():

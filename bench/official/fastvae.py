@@ -9,6 +9,12 @@ the functions called, is stubbed when missing). Figures, for the input stored be
   the negatives, as `VAE_Sampler.forward` scores them; the loss and its gradients for the query and the item table;
 - `BaseVAE.decode` + `BaseVAE.loss_function` (Mult-VAE's full softmax, its padding column included) for a fixed
   latent z, with the gradients for z, the output weights and the output bias;
+- `BaseVAE.forward` in training mode (the encoder: the history's embedding sum divided by √|I_u|, dropout p = 0.5 on
+  it, ReLU, the layer giving (μ, log σ²); the reparameterisation; the decoder and the full softmax) and
+  `BaseVAE.kl_loss`, one step as run_mm.py's `train_model` takes it (the KL added as a constant, `kl.item()`), for
+  fixed weights: μ, log σ², the loss, the KL summed over the batch (anneal 1, `reduction=False`), the gradients of
+  every parameter, and the dropout mask and the noise ε the official code drew under torch.manual_seed(23) (a seed
+  whose mask keeps a positive hidden unit of every user), read off its `nn.Dropout` and `torch.randn_like`;
 - `kmeans` from fixed initial centroids (the MIDX constructors accept them as `num_cluster`), the codewords and
   assignments of both halves of a fixed item table;
 - `MidxUniform` / `MidxUniPop` (modes 0 and 1) `compute_item_p` for every item: the proposals' unnormalised
@@ -29,7 +35,8 @@ import torch
 
 FUNCTIONS = (
     "vae_models.py:VAE_Sampler.loss_function, vae_models.py:BaseVAE.decode, "
-    "vae_models.py:BaseVAE.loss_function, sampler_gpu_mm.py:kmeans, "
+    "vae_models.py:BaseVAE.loss_function, vae_models.py:BaseVAE.forward, vae_models.py:BaseVAE.kl_loss, "
+    "sampler_gpu_mm.py:kmeans, "
     "sampler_gpu_mm.py:MidxUniform.compute_item_p, sampler_gpu_mm.py:MidxUniPop.compute_item_p"
 )
 
@@ -47,7 +54,7 @@ def make_input() -> dict:
     table = values(n_items + 1, hidden, scale=0.5)
     table[0] = [0.0] * hidden  # the Embedding's padding row
     midx_table = np.round(rng.uniform(-1, 1, (midx_items, midx_dim)), 2)
-    return {
+    data = {
         "positives": [[1, 4, 7, 0], [2, 3, 0, 0], [5, 6, 8, 3]],  # padded with 0
         "negatives": rng.integers(1, n_items + 1, (3, n_negatives)).tolist(),
         "positive_log_q": values(3, 4),
@@ -64,6 +71,14 @@ def make_input() -> dict:
         "midx_initial_centroids": midx_table[:n_codewords, : midx_dim // 2].tolist(),
         "midx_counts": rng.integers(1, 50, midx_items).tolist(),
     }
+    encoder_table = values(n_items + 1, hidden)
+    encoder_table[0] = [0.0] * hidden  # the Embedding's padding row
+    data.update(
+        encoder_table=encoder_table,
+        encoder_weight=values(2 * latent, hidden, scale=0.5),
+        encoder_bias=values(2 * latent, scale=0.1),
+    )
+    return data
 
 
 def import_official(repo: Path):
@@ -123,6 +138,58 @@ def full_softmax(vae_models, data: dict) -> dict:
     }
 
 
+class RecordedDropout(torch.nn.Module):
+    """The official `nn.Dropout`, recording which entries it kept (its input has no zero entry here)."""
+
+    def __init__(self, dropout: torch.nn.Dropout):
+        super().__init__()
+        self.dropout, self.keep = dropout, None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = self.dropout(x)
+        assert bool((x != 0).all())
+        self.keep = out != 0
+        return out
+
+
+LAYERS = {"encoder": "encode_layer_1", "decoder": "decode_layer_0", "output": "_Item_Embeddings"}
+
+
+def encoder_forward(vae_models, data: dict) -> dict:
+    table = tensor(data["encoder_table"])
+    model = vae_models.BaseVAE(table.shape[0] - 1, [table.shape[1], len(data["z"][0])])
+    model.encode_layer_0.weight.data.copy_(table)
+    for name, attr in LAYERS.items():
+        getattr(model, attr).weight.data.copy_(tensor(data[f"{name}_weight"]))
+        getattr(model, attr).bias.data.copy_(tensor(data[f"{name}_bias"]))
+    model.dropout = RecordedDropout(model.dropout)
+    model.train()
+    noises, randn_like = [], torch.randn_like
+    torch.randn_like = lambda x: noises.append(randn_like(x)) or noises[-1]
+    torch.manual_seed(23)
+    try:
+        mu, log_var, loss, _, _ = model(torch.tensor(data["positives"]))
+    finally:
+        torch.randn_like = randn_like
+    kl = model.kl_loss(mu, log_var, 1.0, reduction=False)
+    (loss + kl.item()).backward()  # train_model adds the KL as a constant (kl.item() / batch_size): no gradient
+    gradients = {"grad_encoder_table": model.encode_layer_0.weight.grad}
+    for name, attr in LAYERS.items():
+        gradients[f"grad_{name}_weight"] = getattr(model, attr).weight.grad
+        gradients[f"grad_{name}_bias"] = getattr(model, attr).bias.grad
+    (noise,) = noises
+    return {
+        "dropout": model.dropout.dropout.p,
+        "dropout_keep": model.dropout.keep.tolist(),
+        "noise": noise.tolist(),
+        "mu": mu.tolist(),
+        "log_var": log_var.tolist(),
+        "loss": loss.item(),
+        "kl": kl.item(),
+        **{name: grad.tolist() for name, grad in gradients.items()},
+    }
+
+
 def midx(sampler_gpu_mm, data: dict) -> dict:
     table, query = tensor(data["midx_item_table"]), tensor(data["midx_query"])
     initial = tensor(data["midx_initial_centroids"])
@@ -166,6 +233,7 @@ def main() -> None:
         "sampled_softmax": sampled_softmax(vae_models, data),
         "full_softmax": full_softmax(vae_models, data),
         "midx": midx(sampler_gpu_mm, data),
+        "encoder_forward": encoder_forward(vae_models, data),
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(golden, separators=(",", ":")) + "\n")
