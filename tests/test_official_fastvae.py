@@ -154,15 +154,16 @@ def test_multvae_step_matches_the_official_forward_configured_as_the_official_ro
         )
 
 
-def test_kmeans_matches_the_official_kmeans_from_the_same_start():
+@pytest.mark.parametrize("case", ["midx", "midx_slow"])
+def test_kmeans_matches_the_official_kmeans_from_the_same_start(case):
     """`kmeans` from the same initial centroids (the MIDX constructors' `num_cluster` tensor), both halves of the
     item table: Lloyd's iterations until the squared error falls by less than 1e-6 of itself."""
-    table = tensor(DATA["midx_item_table"])
-    generator = torch.Generator().manual_seed(0)  # no cluster empties on this input: nothing random is drawn
+    table = tensor(DATA[f"{case}_item_table"])
+    generator = torch.Generator().manual_seed(0)  # no cluster empties on these inputs: nothing random is drawn
     for part, half in enumerate(codebooks.split_halves(table)):
-        centroids, labels = kmeans(half, tensor(DATA["midx_initial_centroids"]), 300, 1e-6, generator)
-        assert torch.equal(labels, torch.tensor(GOLDEN["midx"]["assignments"][part]))
-        assert torch.allclose(centroids, tensor(GOLDEN["midx"]["codewords"][part]), **TIGHT)
+        centroids, labels = kmeans(half, tensor(DATA[f"{case}_initial_centroids"]), 300, 1e-6, generator)
+        assert torch.equal(labels, torch.tensor(GOLDEN[case]["assignments"][part]))
+        assert torch.allclose(centroids, tensor(GOLDEN[case]["codewords"][part]), **TIGHT)
 
 
 def dataset_with_counts(counts: list[int]) -> Dataset:
@@ -205,3 +206,26 @@ def test_midx_log_q_matches_the_official_proposal(name, official, atol, monkeypa
     unnormalised = tensor(GOLDEN["midx"][f"{official}_unnormalised_log_q"])
     expected = unnormalised - torch.logsumexp(unnormalised, dim=1, keepdim=True)
     assert torch.allclose(log_q, expected, rtol=0, atol=atol)
+
+
+def test_midx_rebuild_runs_kmeans_as_long_as_the_official_code(monkeypatch):
+    """A MIDX sampler's rebuild with its default arguments, from the official initial centroids, on a table whose
+    first half takes the official kmeans 27 passes (`passes` in the golden): the codewords and assignments of
+    `MidxUniform.__init__`. Catches a cap below the official max_iter of 300 that the input reaches (20, as the
+    faiss-based codebooks ran), in `kmeans` or in the samplers' default `kmeans_iterations`."""
+    assert max(GOLDEN["midx_slow"]["passes"]) > 20
+    initial = tensor(DATA["midx_slow_initial_centroids"])
+    monkeypatch.setattr(codebooks, "random_points", lambda points, n, generator: initial)
+    table = tensor(DATA["midx_slow_item_table"])
+    sampler_class = SAMPLERS.get("midx_uni")
+    dataset = dataset_with_counts([1] * table.shape[0])
+    sampler = sampler_class(
+        dataset, 5, sampler_class.Args(n_codewords=initial.shape[0]), torch.Generator().manual_seed(0), "torch"
+    )
+    sampler.rebuild(None, table)
+    for part in range(2):
+        expected = torch.tensor(GOLDEN["midx_slow"]["assignments"][part])
+        torch.testing.assert_close(sampler.codebooks.assignments[part], expected, rtol=0, atol=0)
+        torch.testing.assert_close(
+            sampler.codebooks.codewords[part], tensor(GOLDEN["midx_slow"]["codewords"][part]), **TIGHT
+        )
