@@ -19,7 +19,8 @@ from recx.data.dataset import Dataset
 from recx.samplers import dns as dns_module
 from recx.samplers import softmax_v as softmax_v_module
 from recx.training.build import build_loss, build_model, build_sampler
-from recx.training.step import training_loss
+from recx.training.runners.interactions import run_optimizer
+from recx.training.step import train_step, training_loss
 
 GOLDEN = json.loads((Path(__file__).parent / "golden" / "official" / "hns.json").read_text())
 INPUTS = GOLDEN["inputs"]
@@ -31,9 +32,9 @@ def f64(values) -> torch.Tensor:
     return torch.tensor(values, dtype=torch.float64)
 
 
-def step(monkeypatch, module, sampler_name: str, sampler_args: dict) -> dict:
-    """One recx training step on the golden tables with the official candidates; returns the loss, the table
-    gradients and the sampler's negatives."""
+def golden_setup(monkeypatch, module, sampler_name: str, sampler_args: dict, n_items: int, **settings):
+    """(config, dataset, model) on the golden batch and tables, the sampler module's candidates replaced by the
+    official fixed draws; `n_items` >= the golden's 9 pads the catalogue with items no candidate draws (zero rows)."""
 
     def official_candidates(sampler, users, n, exclude_train, max_redraws):
         assert (n, exclude_train) == (CANDIDATES.shape[1], False)
@@ -41,8 +42,8 @@ def step(monkeypatch, module, sampler_name: str, sampler_args: dict) -> dict:
 
     monkeypatch.setattr(module, "uniform_candidates", official_candidates)
     users, items = torch.tensor(INPUTS["users"]), torch.tensor(INPUTS["items"])
-    train = CSR.from_pairs(users, items, INPUTS["n_users"], INPUTS["n_items"])
-    dataset = Dataset("golden", INPUTS["n_users"], INPUTS["n_items"], train, None, train, {}, "hash", Path("."))
+    train = CSR.from_pairs(users, items, INPUTS["n_users"], n_items)
+    dataset = Dataset("golden", INPUTS["n_users"], n_items, train, None, train, {}, "hash", Path("."))
     config = resolve(
         {
             "model": "mf",
@@ -53,13 +54,24 @@ def step(monkeypatch, module, sampler_name: str, sampler_args: dict) -> dict:
             "sampler": sampler_name,
             "sampler_args": {"n_candidates": CANDIDATES.shape[1], "exclude_train": False, **sampler_args},
             "model_args": {"init": "normal", "init_std": 0.1, "scoring": "dot"},
+            **settings,
         }
     )
     model = build_model(config, dataset, torch.device("cpu")).double()
     user_table, item_table = model.embedding_tables()[:2]
     with torch.no_grad():
         user_table.copy_(f64(INPUTS["user_table"]))
-        item_table.copy_(f64(INPUTS["item_table"]))
+        item_table.zero_()
+        item_table[: INPUTS["n_items"]] = f64(INPUTS["item_table"])
+    return config, dataset, model
+
+
+def step(monkeypatch, module, sampler_name: str, sampler_args: dict) -> dict:
+    """One recx training step on the golden tables with the official candidates; returns the loss, the table
+    gradients and the sampler's negatives."""
+    config, dataset, model = golden_setup(monkeypatch, module, sampler_name, sampler_args, INPUTS["n_items"])
+    users, items = torch.tensor(INPUTS["users"]), torch.tensor(INPUTS["items"])
+    user_table, item_table = model.embedding_tables()[:2]
     sampler = build_sampler(config, dataset, torch.Generator().manual_seed(0))
     drawn = []
     original = sampler.sample
@@ -89,6 +101,35 @@ def test_dns_keeps_the_official_top_m_and_sums_their_bpr(monkeypatch, m):
     kept = torch.gather(CANDIDATES, 1, torch.tensor(official["kept_positions"]))
     assert torch.equal(recx["negatives"].items.sort(1).values, kept.sort(1).values)
     assert_matches(recx, official)
+
+
+@pytest.mark.parametrize("m", sorted(GOLDEN["dns"], key=int))
+def test_dns_compiled_row_gradients_are_the_official_sum(monkeypatch, m):
+    """DNS + BPR on dot-scored MF with a row-sparse optimizer takes the compiled row gradients (`BPR.row_gradients`,
+    recx.losses.bpr_rows; `row_gradients_apply`), not autograd. On the golden batch with the catalogue padded to
+    64 items no candidate draws (so that gathering rows pays, as on a real catalogue), one `train_step` with
+    row-sparse SGD at lr 1 moves each table by minus its gradient: the loss and both tables' moves are the official
+    loss and gradients. Catches a mean over the queries and the negatives in that path where the official
+    `reduction=False` sums (the autograd tests above do not take it)."""
+    official = GOLDEN["dns"][m]
+    settings = {"optimizer": "sgd", "lr": 1.0, "weight_decay": 0.0}
+    config, dataset, model = golden_setup(monkeypatch, dns_module, "dns", {"m": int(m)}, 64, **settings)
+    users, items = torch.tensor(INPUTS["users"]), torch.tensor(INPUTS["items"])
+    loss_fn = build_loss(config, dataset, torch.device("cpu"))
+    compiled = []
+    row_gradients = loss_fn.row_gradients
+    loss_fn.row_gradients = lambda *args: compiled.append(row_gradients(*args)) or compiled[-1]
+    tables = model.embedding_tables()[:2]
+    before = [table.detach().clone() for table in tables]
+    sampler = build_sampler(config, dataset, torch.Generator().manual_seed(0))
+    loss = train_step(model, sampler, loss_fn, run_optimizer(model, loss_fn, config), config, users, items)
+    assert len(compiled) == 1, "the step did not take the compiled row gradients"
+    assert loss.item() == pytest.approx(official["loss"], rel=RTOL)
+    moves = [start - table.detach() for start, table in zip(before, tables, strict=True)]
+    torch.testing.assert_close(moves[0], f64(official["grad_users"]), rtol=RTOL, atol=1e-12)
+    n_items = INPUTS["n_items"]
+    torch.testing.assert_close(moves[1][:n_items], f64(official["grad_items"]), rtol=RTOL, atol=1e-12)
+    assert not moves[1][n_items:].any()
 
 
 @pytest.mark.parametrize("rho", sorted(GOLDEN["softmax_v"], key=float))
