@@ -12,12 +12,16 @@ import pytest
 import torch
 
 import recx.samplers.codebooks as codebooks
+from recx.config.run_config import resolve
 from recx.data.csr import CSR
 from recx.data.dataset import Dataset
+from recx.models.multvae import MultVAE
 from recx.samplers.base import Batch, Negatives
 from recx.samplers.kmeans import kmeans
 from recx.samplers.registry import SAMPLERS
-from recx.training.runners.users import full_softmax_nll, sampled_softmax_nll
+from recx.sweeps.experiments import load_experiments
+from recx.training.build import build_model
+from recx.training.runners.users import UserEpochs, full_softmax_nll, sampled_softmax_nll
 
 GOLDEN = json.loads((Path(__file__).parent / "golden" / "official" / "fastvae.json").read_text())
 DATA = GOLDEN["input"]
@@ -73,15 +77,93 @@ def test_multvae_full_softmax_matches_the_official_loss_function():
     assert torch.allclose(bias.grad, tensor(expected["grad_output_bias"]), **TIGHT)
 
 
-def test_kmeans_matches_the_official_kmeans_from_the_same_start():
+def official_multvae_row() -> dict:
+    """The run settings of experiments.yaml's fastvae-table3 `mult-vae` row (the official recipe)."""
+    path = Path(__file__).resolve().parents[1] / "experiments.yaml"
+    return load_experiments(path)["experiments"]["fastvae-table3"]["methods"]["mult-vae"]
+
+
+def test_multvae_step_matches_the_official_forward_configured_as_the_official_row(monkeypatch):
+    """`BaseVAE.forward` + `kl_loss`, one step of run_mm.py's `train_model`, against `UserEpochs.batch_objective` with
+    fastvae-table3's `mult-vae` model_args (dropout on the normalised history sum, no encoder bias, the output bias,
+    no KL gradient), fed the official dropout mask and noise ε: μ and log σ², the KL summed over the batch, the loss
+    and the gradients of every parameter. recx's item 0 plays the official padding column (held by no user), so the
+    softmaxes span the same columns. Catches the history sum divided by |I_u| instead of √|I_u|, dropout placed on
+    the input entries (its mask is drawn with another shape), a missing 1/(1 - p), a KL other than
+    ½ Σ (σ² + μ² - 1 - log σ²), and a KL gradient the official step does not take (anneal_cap > 0)."""
+    expected = GOLDEN["encoder_forward"]
+    rows, items = history_pairs()
+    n_users, n_items = len(DATA["positives"]), len(DATA["encoder_table"])
+    train = CSR.from_pairs(rows, items, n_users, n_items)
+    dataset = Dataset("encoder", n_users, n_items, train, None, train, {}, "hash", Path("."))
+    row = official_multvae_row()
+    config = resolve(
+        {
+            "model": row["model"],
+            "loss": row["loss"],
+            "dim": len(DATA["z"][0]),
+            "batch_size": n_users,
+            "model_args": {**row["model_args"], "hidden": len(DATA["encoder_table"][0])},
+        }
+    )
+    assert config.model_args["dropout"] == expected["dropout"]
+    model = build_model(config, dataset, torch.device("cpu")).double()
+    assert isinstance(model, MultVAE)
+    with torch.no_grad():
+        model.encoder_in.copy_(tensor(DATA["encoder_table"]))
+        model.encoder_out.weight.copy_(tensor(DATA["encoder_weight"]))
+        model.encoder_out.bias.copy_(tensor(DATA["encoder_bias"]))
+        model.decoder.weight.copy_(tensor(DATA["decoder_weight"]))
+        model.decoder.bias.copy_(tensor(DATA["decoder_bias"]))
+        model.items.copy_(tensor(DATA["output_weight"]))
+        model.item_bias.copy_(tensor(DATA["output_bias"]))
+    keep, noise = torch.tensor(expected["dropout_keep"]), tensor(expected["noise"])
+
+    def official_draw(values: torch.Tensor, name: str):
+        def draw(shape, **kwargs):
+            assert tuple(shape) == values.shape, f"torch.{name}{tuple(shape)}: the official draw is {values.shape}"
+            return values.clone()
+
+        return draw
+
+    monkeypatch.setattr(torch, "rand", official_draw(keep.double(), "rand"))  # kept: 1 >= p, dropped: 0 < p
+    monkeypatch.setattr(torch, "randn", official_draw(noise, "randn"))
+    users = torch.arange(n_users)
+    runner = UserEpochs(config, dataset, model, torch.Generator().manual_seed(0))
+    runner.updates = config.model_args["anneal_steps"]  # β at its cap: the row's 0, as the official KL.item()
+    mu, log_var = model.posterior(users, runner.generator)
+    torch.testing.assert_close(mu, tensor(expected["mu"]), **TIGHT)
+    torch.testing.assert_close(log_var, tensor(expected["log_var"]), **TIGHT)
+    kl = model.kl_divergence(mu, log_var).sum()
+    assert kl.item() == pytest.approx(expected["kl"], rel=1e-12)
+    objective = runner.batch_objective(users)
+    objective.backward()
+    assert objective.item() == pytest.approx(expected["loss"], rel=1e-12)
+    gradients = {
+        "encoder_table": model.encoder_in.grad,
+        "encoder_weight": model.encoder_out.weight.grad,
+        "encoder_bias": model.encoder_out.bias.grad,
+        "decoder_weight": model.decoder.weight.grad,
+        "decoder_bias": model.decoder.bias.grad,
+        "output_weight": model.items.grad,
+        "output_bias": model.item_bias.grad,
+    }
+    for name, grad in gradients.items():
+        torch.testing.assert_close(
+            grad, tensor(expected[f"grad_{name}"]), **TIGHT, msg=lambda m, name=name: f"{name}: {m}"
+        )
+
+
+@pytest.mark.parametrize("case", ["midx", "midx_slow"])
+def test_kmeans_matches_the_official_kmeans_from_the_same_start(case):
     """`kmeans` from the same initial centroids (the MIDX constructors' `num_cluster` tensor), both halves of the
     item table: Lloyd's iterations until the squared error falls by less than 1e-6 of itself."""
-    table = tensor(DATA["midx_item_table"])
-    generator = torch.Generator().manual_seed(0)  # no cluster empties on this input: nothing random is drawn
+    table = tensor(DATA[f"{case}_item_table"])
+    generator = torch.Generator().manual_seed(0)  # no cluster empties on these inputs: nothing random is drawn
     for part, half in enumerate(codebooks.split_halves(table)):
-        centroids, labels = kmeans(half, tensor(DATA["midx_initial_centroids"]), 300, 1e-6, generator)
-        assert torch.equal(labels, torch.tensor(GOLDEN["midx"]["assignments"][part]))
-        assert torch.allclose(centroids, tensor(GOLDEN["midx"]["codewords"][part]), **TIGHT)
+        centroids, labels = kmeans(half, tensor(DATA[f"{case}_initial_centroids"]), 300, 1e-6, generator)
+        assert torch.equal(labels, torch.tensor(GOLDEN[case]["assignments"][part]))
+        assert torch.allclose(centroids, tensor(GOLDEN[case]["codewords"][part]), **TIGHT)
 
 
 def dataset_with_counts(counts: list[int]) -> Dataset:
@@ -124,3 +206,26 @@ def test_midx_log_q_matches_the_official_proposal(name, official, atol, monkeypa
     unnormalised = tensor(GOLDEN["midx"][f"{official}_unnormalised_log_q"])
     expected = unnormalised - torch.logsumexp(unnormalised, dim=1, keepdim=True)
     assert torch.allclose(log_q, expected, rtol=0, atol=atol)
+
+
+def test_midx_rebuild_runs_kmeans_as_long_as_the_official_code(monkeypatch):
+    """A MIDX sampler's rebuild with its default arguments, from the official initial centroids, on a table whose
+    first half takes the official kmeans 27 passes (`passes` in the golden): the codewords and assignments of
+    `MidxUniform.__init__`. Catches a cap below the official max_iter of 300 that the input reaches (20, as the
+    faiss-based codebooks ran), in `kmeans` or in the samplers' default `kmeans_iterations`."""
+    assert max(GOLDEN["midx_slow"]["passes"]) > 20
+    initial = tensor(DATA["midx_slow_initial_centroids"])
+    monkeypatch.setattr(codebooks, "random_points", lambda points, n, generator: initial)
+    table = tensor(DATA["midx_slow_item_table"])
+    sampler_class = SAMPLERS.get("midx_uni")
+    dataset = dataset_with_counts([1] * table.shape[0])
+    sampler = sampler_class(
+        dataset, 5, sampler_class.Args(n_codewords=initial.shape[0]), torch.Generator().manual_seed(0), "torch"
+    )
+    sampler.rebuild(None, table)
+    for part in range(2):
+        expected = torch.tensor(GOLDEN["midx_slow"]["assignments"][part])
+        torch.testing.assert_close(sampler.codebooks.assignments[part], expected, rtol=0, atol=0)
+        torch.testing.assert_close(
+            sampler.codebooks.codewords[part], tensor(GOLDEN["midx_slow"]["codewords"][part]), **TIGHT
+        )

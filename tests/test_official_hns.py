@@ -2,7 +2,8 @@
 tests/golden/official/hns.json, written by bench/official/hns.py from a checkout): one training step with BPR summed
 over the batch and the negatives (`reduction: sum`, the official `reduction=False`) on a float64 MF, from the same
 N uniform candidates per query (recx's `uniform_candidates` returns the official fixed draws): DNS's kept negatives,
-Softmax-v's weights, the loss and its gradients w.r.t. both tables, to 1e-8.
+Softmax-v's weights, the loss and its gradients w.r.t. both tables, to 1e-8, through autograd and through BPR's
+compiled row gradients; and the law of the candidates against counts of the official sampler's own draws.
 """
 
 from __future__ import annotations
@@ -10,16 +11,20 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
+from scipy import stats
 
 from recx.config.run_config import resolve
 from recx.data.csr import CSR
 from recx.data.dataset import Dataset
 from recx.samplers import dns as dns_module
 from recx.samplers import softmax_v as softmax_v_module
+from recx.samplers.candidates import uniform_candidates
 from recx.training.build import build_loss, build_model, build_sampler
-from recx.training.step import training_loss
+from recx.training.runners.interactions import run_optimizer
+from recx.training.step import sample_negatives, train_step, training_loss
 
 GOLDEN = json.loads((Path(__file__).parent / "golden" / "official" / "hns.json").read_text())
 INPUTS = GOLDEN["inputs"]
@@ -31,18 +36,22 @@ def f64(values) -> torch.Tensor:
     return torch.tensor(values, dtype=torch.float64)
 
 
-def step(monkeypatch, module, sampler_name: str, sampler_args: dict) -> dict:
-    """One recx training step on the golden tables with the official candidates; returns the loss, the table
-    gradients and the sampler's negatives."""
+def use_official_candidates(monkeypatch, module) -> None:
+    """The sampler module's uniform candidates replaced by the official fixed draws."""
 
     def official_candidates(sampler, users, n, exclude_train, max_redraws):
         assert (n, exclude_train) == (CANDIDATES.shape[1], False)
         return CANDIDATES.clone()
 
     monkeypatch.setattr(module, "uniform_candidates", official_candidates)
+
+
+def golden_setup(sampler_name: str, sampler_args: dict, n_items: int, **settings):
+    """(config, dataset, model) on the golden batch and tables; `n_items` >= the golden's 9 pads the catalogue with
+    items no candidate draws (zero rows)."""
     users, items = torch.tensor(INPUTS["users"]), torch.tensor(INPUTS["items"])
-    train = CSR.from_pairs(users, items, INPUTS["n_users"], INPUTS["n_items"])
-    dataset = Dataset("golden", INPUTS["n_users"], INPUTS["n_items"], train, None, train, {}, "hash", Path("."))
+    train = CSR.from_pairs(users, items, INPUTS["n_users"], n_items)
+    dataset = Dataset("golden", INPUTS["n_users"], n_items, train, None, train, {}, "hash", Path("."))
     config = resolve(
         {
             "model": "mf",
@@ -53,13 +62,25 @@ def step(monkeypatch, module, sampler_name: str, sampler_args: dict) -> dict:
             "sampler": sampler_name,
             "sampler_args": {"n_candidates": CANDIDATES.shape[1], "exclude_train": False, **sampler_args},
             "model_args": {"init": "normal", "init_std": 0.1, "scoring": "dot"},
+            **settings,
         }
     )
     model = build_model(config, dataset, torch.device("cpu")).double()
     user_table, item_table = model.embedding_tables()[:2]
     with torch.no_grad():
         user_table.copy_(f64(INPUTS["user_table"]))
-        item_table.copy_(f64(INPUTS["item_table"]))
+        item_table.zero_()
+        item_table[: INPUTS["n_items"]] = f64(INPUTS["item_table"])
+    return config, dataset, model
+
+
+def step(monkeypatch, module, sampler_name: str, sampler_args: dict) -> dict:
+    """One recx training step on the golden tables with the official candidates; returns the loss, the table
+    gradients and the sampler's negatives."""
+    use_official_candidates(monkeypatch, module)
+    config, dataset, model = golden_setup(sampler_name, sampler_args, INPUTS["n_items"])
+    users, items = torch.tensor(INPUTS["users"]), torch.tensor(INPUTS["items"])
+    user_table, item_table = model.embedding_tables()[:2]
     sampler = build_sampler(config, dataset, torch.Generator().manual_seed(0))
     drawn = []
     original = sampler.sample
@@ -89,6 +110,77 @@ def test_dns_keeps_the_official_top_m_and_sums_their_bpr(monkeypatch, m):
     kept = torch.gather(CANDIDATES, 1, torch.tensor(official["kept_positions"]))
     assert torch.equal(recx["negatives"].items.sort(1).values, kept.sort(1).values)
     assert_matches(recx, official)
+
+
+@pytest.mark.parametrize("m", sorted(GOLDEN["dns"], key=int))
+def test_dns_compiled_row_gradients_are_the_official_sum(monkeypatch, m):
+    """DNS + BPR on dot-scored MF with a row-sparse optimizer takes the compiled row gradients (`BPR.row_gradients`,
+    recx.losses.bpr_rows; `row_gradients_apply`), not autograd. On the golden batch with the catalogue padded to
+    64 items no candidate draws (so that gathering rows pays, as on a real catalogue), one `train_step` with
+    row-sparse SGD at lr 1 moves each table by minus its gradient: the loss and both tables' moves are the official
+    loss and gradients. Catches a mean over the queries and the negatives in that path where the official
+    `reduction=False` sums (the autograd tests above do not take it)."""
+    official = GOLDEN["dns"][m]
+    settings = {"optimizer": "sgd", "lr": 1.0, "weight_decay": 0.0}
+    use_official_candidates(monkeypatch, dns_module)
+    config, dataset, model = golden_setup("dns", {"m": int(m)}, 64, **settings)
+    users, items = torch.tensor(INPUTS["users"]), torch.tensor(INPUTS["items"])
+    loss_fn = build_loss(config, dataset, torch.device("cpu"))
+    compiled = []
+    row_gradients = loss_fn.row_gradients
+    loss_fn.row_gradients = lambda *args: compiled.append(row_gradients(*args)) or compiled[-1]
+    tables = model.embedding_tables()[:2]
+    before = [table.detach().clone() for table in tables]
+    sampler = build_sampler(config, dataset, torch.Generator().manual_seed(0))
+    loss = train_step(model, sampler, loss_fn, run_optimizer(model, loss_fn, config), config, users, items)
+    assert len(compiled) == 1, "the step did not take the compiled row gradients"
+    assert loss.item() == pytest.approx(official["loss"], rel=RTOL)
+    moves = [start - table.detach() for start, table in zip(before, tables, strict=True)]
+    torch.testing.assert_close(moves[0], f64(official["grad_users"]), rtol=RTOL, atol=1e-12)
+    n_items = INPUTS["n_items"]
+    torch.testing.assert_close(moves[1][:n_items], f64(official["grad_items"]), rtol=RTOL, atol=1e-12)
+    assert not moves[1][n_items:].any()
+
+
+def homogeneity_p_value(recx_counts: np.ndarray, official_counts: np.ndarray) -> float:
+    """Chi-square test that two samples' counts over the same cells come from one law (cells empty in both left
+    out)."""
+    table = np.stack([recx_counts.ravel(), official_counts.ravel()])
+    return float(stats.chi2_contingency(table[:, table.sum(0) > 0]).pvalue)
+
+
+def test_dns_candidates_follow_the_official_sampler_law(monkeypatch):
+    """The law of DNS's N uniform candidates (with `exclude_train: false`, as the official code and the experiments
+    draw) against 2,000 seeded calls of the official unmodified `base_sampler.forward` on the golden batch
+    (`candidate_law`: uniform over all items, positives included, with replacement): recx draws as many rows (the
+    batch repeated 2,000 times, one `sample`), and two chi-square homogeneity tests at p > 1e-3 compare the counts
+    per (query, item) (44 degrees of freedom) and the rows' numbers of distinct items. The first detects a law that
+    moves 0.03 of one query's probability from one item to another with power 0.9996 (0.97 at 0.025, 0.69 at 0.02):
+    positives excluded (1/9 or 2/9 of a row moved) or an item never drawn fail by far; the second catches draws
+    without replacement (every row 6 distinct items, where 11% of the official rows are)."""
+    law = GOLDEN["candidate_law"]
+    drawn = []
+
+    def recorded(*args):
+        drawn.append(uniform_candidates(*args))
+        return drawn[-1]
+
+    monkeypatch.setattr(dns_module, "uniform_candidates", recorded)
+    config, dataset, model = golden_setup("dns", {"m": 1}, INPUTS["n_items"])
+    assert config.sampler_args["n_candidates"] == law["n_candidates"]
+    batch = len(INPUTS["users"])
+    users = torch.tensor(INPUTS["users"]).repeat(law["seeds"])
+    positives = torch.tensor(INPUTS["items"]).repeat(law["seeds"])
+    sampler = build_sampler(config, dataset, torch.Generator().manual_seed(0))
+    sample_negatives(model, sampler, users, positives)
+    (candidates,) = drawn
+    counts = torch.zeros(batch, INPUTS["n_items"], dtype=torch.int64)
+    counts.index_put_((torch.arange(users.numel())[:, None] % batch, candidates), torch.tensor(1), accumulate=True)
+    distinct = np.bincount([row.unique().numel() for row in candidates], minlength=law["n_candidates"] + 1)
+    p_items = homogeneity_p_value(counts.numpy(), np.array(law["counts"]))
+    assert p_items > 1e-3, f"counts per (query, item) differ from the official draws' (p = {p_items:.2e})"
+    p_distinct = homogeneity_p_value(distinct, np.array(law["distinct_per_row"]))
+    assert p_distinct > 1e-3, f"distinct items per row differ from the official draws' (p = {p_distinct:.2e})"
 
 
 @pytest.mark.parametrize("rho", sorted(GOLDEN["softmax_v"], key=float))

@@ -23,9 +23,11 @@ INPUTS = GOLDEN["inputs"]
 RTOL, ATOL = 1e-8, 1e-12
 
 
-def _tables(margins: bool) -> dict[str, torch.Tensor]:
+def _tables(margins: bool, suffix: str = "") -> dict[str, torch.Tensor]:
+    """The golden tables (and margin tables: the inputs `user_margin{suffix}`, `item_margin{suffix}`) as leaves."""
     names = ["user_table", "item_table"] + (["user_margin", "item_margin"] if margins else [])
-    return {name: torch.tensor(INPUTS[name], dtype=torch.float64, requires_grad=True) for name in names}
+    inputs = {name: INPUTS[name + suffix if "margin" in name else name] for name in names}
+    return {name: torch.tensor(values, dtype=torch.float64, requires_grad=True) for name, values in inputs.items()}
 
 
 def _batch(tables) -> LossInput:
@@ -58,14 +60,16 @@ def _directau(case_key: str, **args) -> None:
     _compare(GOLDEN["cases"][case_key], loss, tables)
 
 
-def _mawu(case_key: str, **args) -> None:
-    tables = _tables(margins=True)
+def _mawu(case_key: str, margins: str = "", **args) -> dict[str, torch.Tensor]:
+    """recx's MAWU from the margin inputs `*_margin{margins}`, compared with the case; returns the tables."""
+    tables = _tables(margins=True, suffix=margins)
     loss = MAWU(
         MAWUArgs(gamma_user=INPUTS["gamma_user"], gamma_item=INPUTS["gamma_item"], **args),
         SimpleNamespace(n_users=len(INPUTS["user_margin"]), n_items=len(INPUTS["item_margin"])),
     )
     loss.user_margin, loss.item_margin = tables["user_margin"], tables["item_margin"]
     _compare(GOLDEN["cases"][case_key], loss(_batch(tables)), tables)
+    return tables
 
 
 def test_directau_default_is_the_prism_code_uniformity_over_distinct_users_and_items():
@@ -90,6 +94,19 @@ def test_mawu_default_is_the_prism_code_broadcast_alignment_and_distinct_rows():
 def test_mawu_batch_rows_is_the_mawu_release():
     """`uniformity_rows: batch` (broadcast alignment) against psm1206/MAWU's MAWU.calculate_loss."""
     _mawu("mawu", uniformity_rows="batch")
+
+
+@pytest.mark.parametrize("case_key, rows", [("prism_mawu_outside", "unique"), ("mawu_outside", "batch")])
+def test_mawu_projects_margins_outside_the_unit_interval_as_the_official_codes(case_key, rows):
+    """From margins in [-0.8, 1.8] (as an optimizer step can leave them): both official codes compute the loss with
+    the margins as they are, then clip them onto [0, 1] in place; recx projects them before the loss. recx's loss and
+    gradients are therefore the official code's on its second call on the batch (the margins the first clipped), and
+    the margins it leaves are those the official clip leaves. Catches margins never projected, or projected onto
+    another interval."""
+    tables = _mawu(case_key, margins="_outside", uniformity_rows=rows)
+    for name in ("user_margin", "item_margin"):
+        projected = torch.tensor(GOLDEN["cases"][case_key][f"projected_{name}"], dtype=torch.float64)
+        torch.testing.assert_close(tables[name].detach(), projected, rtol=0, atol=0)
 
 
 def test_prism_norms_and_initial_row_norms_match_the_prism_code():

@@ -9,8 +9,15 @@ the functions called, is stubbed when missing). Figures, for the input stored be
   the negatives, as `VAE_Sampler.forward` scores them; the loss and its gradients for the query and the item table;
 - `BaseVAE.decode` + `BaseVAE.loss_function` (Mult-VAE's full softmax, its padding column included) for a fixed
   latent z, with the gradients for z, the output weights and the output bias;
+- `BaseVAE.forward` in training mode (the encoder: the history's embedding sum divided by √|I_u|, dropout p = 0.5 on
+  it, ReLU, the layer giving (μ, log σ²); the reparameterisation; the decoder and the full softmax) and
+  `BaseVAE.kl_loss`, one step as run_mm.py's `train_model` takes it (the KL added as a constant, `kl.item()`), for
+  fixed weights: μ, log σ², the loss, the KL summed over the batch (anneal 1, `reduction=False`), the gradients of
+  every parameter, and the dropout mask and the noise ε the official code drew under torch.manual_seed(23) (a seed
+  whose mask keeps a positive hidden unit of every user), read off its `nn.Dropout` and `torch.randn_like`;
 - `kmeans` from fixed initial centroids (the MIDX constructors accept them as `num_cluster`), the codewords and
-  assignments of both halves of a fixed item table;
+  assignments of both halves of a fixed item table; and of a second table (`midx_slow`) whose first half needs 27
+  passes of the official loop (more than the 20 iterations faiss was run for), with the passes of each half;
 - `MidxUniform` / `MidxUniPop` (modes 0 and 1) `compute_item_p` for every item: the proposals' unnormalised
   log q (the samplers drop the per-query normaliser, which cancels in the loss).
 """
@@ -18,6 +25,8 @@ the functions called, is stubbed when missing). Figures, for the input stored be
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import subprocess
 import sys
@@ -29,9 +38,21 @@ import torch
 
 FUNCTIONS = (
     "vae_models.py:VAE_Sampler.loss_function, vae_models.py:BaseVAE.decode, "
-    "vae_models.py:BaseVAE.loss_function, sampler_gpu_mm.py:kmeans, "
+    "vae_models.py:BaseVAE.loss_function, vae_models.py:BaseVAE.forward, vae_models.py:BaseVAE.kl_loss, "
+    "sampler_gpu_mm.py:kmeans, sampler_gpu_mm.py:MidxUniform.__init__, "
     "sampler_gpu_mm.py:MidxUniform.compute_item_p, sampler_gpu_mm.py:MidxUniPop.compute_item_p"
 )
+
+# 48 points of the plane from which the official kmeans, started at the first 4, takes 27 passes of its loop: found
+# by a hill climb on that count from N(0, 1) points (a point moved at random, kept when the count did not fall)
+SLOW_HALF = """
+    -0.009 -0.234   0.925 0.048   -0.686 0.179   1.484 1.158   -0.419 -1.842   -0.794 -0.268   -2.259 -0.445   -1.414 -0.615
+    -0.448 -0.613   1.1 2.677   -0.322 1.179   -0.838 1.257   0.523 0.072   -0.682 -0.485   0.132 0.68   -1.102 -0.233
+    -0.508 0.192   -0.117 0.533   -0.654 -0.13   0.327 1.499   -2.374 2.112   1.533 1.053   0.179 -0.164   0.654 1.351
+    3.146 0.869   0.405 -1.08   -0.98 1.372   -2.634 0.364   -0.123 0.412   -1.364 -0.938   -1.333 -1.096   1.772 -0.436
+    -0.25 -0.948   2.365 0.709   0.633 -2.204   0.235 0.488   1.15 -0.308   1.786 -1.68   0 0.471   -0.168 2.628
+    0.272 -0.708   0.069 -0.199   -1.249 1.059   0.426 1.356   -0.338 1.683   -0.491 0.602   -0.072 -1.035   0.263 1.078
+"""
 
 
 def make_input() -> dict:
@@ -47,7 +68,7 @@ def make_input() -> dict:
     table = values(n_items + 1, hidden, scale=0.5)
     table[0] = [0.0] * hidden  # the Embedding's padding row
     midx_table = np.round(rng.uniform(-1, 1, (midx_items, midx_dim)), 2)
-    return {
+    data = {
         "positives": [[1, 4, 7, 0], [2, 3, 0, 0], [5, 6, 8, 3]],  # padded with 0
         "negatives": rng.integers(1, n_items + 1, (3, n_negatives)).tolist(),
         "positive_log_q": values(3, 4),
@@ -64,6 +85,19 @@ def make_input() -> dict:
         "midx_initial_centroids": midx_table[:n_codewords, : midx_dim // 2].tolist(),
         "midx_counts": rng.integers(1, 50, midx_items).tolist(),
     }
+    encoder_table = values(n_items + 1, hidden)
+    encoder_table[0] = [0.0] * hidden  # the Embedding's padding row
+    data.update(
+        encoder_table=encoder_table,
+        encoder_weight=values(2 * latent, hidden, scale=0.5),
+        encoder_bias=values(2 * latent, scale=0.1),
+    )
+    slow_half = np.array(SLOW_HALF.split(), dtype=np.float64).reshape(-1, 2)
+    data.update(
+        midx_slow_item_table=np.hstack([slow_half, np.round(rng.normal(0, 1, slow_half.shape), 3)]).tolist(),
+        midx_slow_initial_centroids=slow_half[:4].tolist(),
+    )
+    return data
 
 
 def import_official(repo: Path):
@@ -123,6 +157,83 @@ def full_softmax(vae_models, data: dict) -> dict:
     }
 
 
+class RecordedDropout(torch.nn.Module):
+    """The official `nn.Dropout`, recording which entries it kept (its input has no zero entry here)."""
+
+    def __init__(self, dropout: torch.nn.Dropout):
+        super().__init__()
+        self.dropout, self.keep = dropout, None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = self.dropout(x)
+        assert bool((x != 0).all())
+        self.keep = out != 0
+        return out
+
+
+LAYERS = {"encoder": "encode_layer_1", "decoder": "decode_layer_0", "output": "_Item_Embeddings"}
+
+
+def encoder_forward(vae_models, data: dict) -> dict:
+    table = tensor(data["encoder_table"])
+    model = vae_models.BaseVAE(table.shape[0] - 1, [table.shape[1], len(data["z"][0])])
+    model.encode_layer_0.weight.data.copy_(table)
+    for name, attr in LAYERS.items():
+        getattr(model, attr).weight.data.copy_(tensor(data[f"{name}_weight"]))
+        getattr(model, attr).bias.data.copy_(tensor(data[f"{name}_bias"]))
+    model.dropout = RecordedDropout(model.dropout)
+    model.train()
+    noises, randn_like = [], torch.randn_like
+    torch.randn_like = lambda x: noises.append(randn_like(x)) or noises[-1]
+    torch.manual_seed(23)
+    try:
+        mu, log_var, loss, _, _ = model(torch.tensor(data["positives"]))
+    finally:
+        torch.randn_like = randn_like
+    kl = model.kl_loss(mu, log_var, 1.0, reduction=False)
+    (loss + kl.item()).backward()  # train_model adds the KL as a constant (kl.item() / batch_size): no gradient
+    gradients = {"grad_encoder_table": model.encode_layer_0.weight.grad}
+    for name, attr in LAYERS.items():
+        gradients[f"grad_{name}_weight"] = getattr(model, attr).weight.grad
+        gradients[f"grad_{name}_bias"] = getattr(model, attr).bias.grad
+    (noise,) = noises
+    return {
+        "dropout": model.dropout.dropout.p,
+        "dropout_keep": model.dropout.keep.tolist(),
+        "noise": noise.tolist(),
+        "mu": mu.tolist(),
+        "log_var": log_var.tolist(),
+        "loss": loss.item(),
+        "kl": kl.item(),
+        **{name: grad.tolist() for name, grad in gradients.items()},
+    }
+
+
+def kmeans_passes(sampler_gpu_mm, points: torch.Tensor, initial: torch.Tensor) -> int:
+    """Passes of the official kmeans's loop (lines it prints with verbose; the last pass assigns and stops)."""
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        sampler_gpu_mm.kmeans(points, initial.clone(), verbose=True)
+    return printed.getvalue().count("step:")
+
+
+def midx_slow(sampler_gpu_mm, data: dict) -> dict:
+    """The MIDX codebooks of a table whose first half needs more than 20 Lloyd iterations, from fixed centroids."""
+    table, initial = tensor(data["midx_slow_item_table"]), tensor(data["midx_slow_initial_centroids"])
+    fits = []
+    for seed in (0, 1):  # the official code re-seeds empty clusters from torch's global generator: none empties here
+        torch.manual_seed(seed)
+        sampler = sampler_gpu_mm.MidxUniform(table, 5, torch.device("cpu"), initial.clone())
+        fits.append((sampler.c0, sampler.c1, sampler.cd0, sampler.cd1))
+    assert all(torch.equal(a, b) for a, b in zip(*fits, strict=True))
+    c0, c1, cd0, cd1 = fits[0]
+    return {
+        "codewords": [c0.tolist(), c1.tolist()],
+        "assignments": [(cd0[1:] - 1).tolist(), (cd1[1:] - 1).tolist()],
+        "passes": [kmeans_passes(sampler_gpu_mm, half, initial) for half in torch.chunk(table, 2, dim=-1)],
+    }
+
+
 def midx(sampler_gpu_mm, data: dict) -> dict:
     table, query = tensor(data["midx_item_table"]), tensor(data["midx_query"])
     initial = tensor(data["midx_initial_centroids"])
@@ -166,6 +277,8 @@ def main() -> None:
         "sampled_softmax": sampled_softmax(vae_models, data),
         "full_softmax": full_softmax(vae_models, data),
         "midx": midx(sampler_gpu_mm, data),
+        "encoder_forward": encoder_forward(vae_models, data),
+        "midx_slow": midx_slow(sampler_gpu_mm, data),
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(golden, separators=(",", ":")) + "\n")

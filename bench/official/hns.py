@@ -10,8 +10,11 @@ replaced by fixed candidates, N = 6 per query, one repeated in a row), model.py 
 `BaseModel.loss_function`. All float64 (torch's default dtype set to float64, the device is the CPU) on a fixed batch
 of 5 (user, item) pairs over 4 users and 9 items with fixed N(0, 0.5²) tables (stored in the JSON). Per case: the
 loss, its gradients w.r.t. both tables, and DNS's kept candidates (the official top-M by score, as positions in
-each query's candidate row) or Softmax-v's importance weights (the softmax `loss_function` computes). Stub:
-numpy.lib.function_base (removed in NumPy 2), whose `select` model.py imports and never uses.
+each query's candidate row) or Softmax-v's importance weights (the softmax `loss_function` computes). And the
+candidates' law (`candidate_law`): the unmodified `base_sampler.forward` (N = 6) on the same batch under
+torch.manual_seed(s) for s = 0 .. 1999, stored as counts (how often each item was drawn for each query of the batch,
+and how many rows of N draws held 1 .. N distinct items), not as the 60,000 draws. Stub: numpy.lib.function_base
+(removed in NumPy 2), whose `select` model.py imports and never uses.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ USERS = [0, 1, 2, 3, 1]
 ITEMS = [2, 0, 5, 7, 3]
 CANDIDATES = [[1, 4, 6, 8, 3, 0], [2, 5, 5, 7, 8, 1], [0, 1, 3, 4, 6, 8], [8, 6, 2, 0, 5, 1], [4, 7, 1, 6, 2, 2]]
 DNS_M = [1, 2, 6]
+LAW_SEEDS = 2000
 SOFTMAX_V_RHO = [0.1, 1.0, 5.0]
 
 
@@ -104,6 +108,22 @@ def one_step(official_model, official_sampler, loss_type: int, lambda_w: float) 
     return figures
 
 
+def candidate_law(official_sampler) -> dict:
+    """Counts of the official uniform candidates over LAW_SEEDS seeded calls on the batch: per query and item, and
+    per number of distinct items in a query's row."""
+    n = len(CANDIDATES[0])
+    sampler = official_sampler.base_sampler(N_USERS, N_ITEMS, 0, 0, n, torch.device("cpu"))
+    counts = torch.zeros(len(USERS), N_ITEMS, dtype=torch.int64)
+    distinct = torch.zeros(n + 1, dtype=torch.int64)
+    for seed in range(LAW_SEEDS):
+        torch.manual_seed(seed)
+        neg_id, _ = sampler(torch.tensor(USERS))
+        counts.scatter_add_(1, neg_id, torch.ones_like(neg_id))
+        for row in neg_id:
+            distinct[row.unique().numel()] += 1
+    return {"seeds": LAW_SEEDS, "n_candidates": n, "counts": counts.tolist(), "distinct_per_row": distinct.tolist()}
+
+
 def cases(root: Path) -> dict:
     sys.path.insert(0, str(root))
     function_base = types.ModuleType("numpy.lib.function_base")  # gone in NumPy 2; model.py imports an unused name
@@ -115,6 +135,7 @@ def cases(root: Path) -> dict:
     return {
         "dns": {str(m): one_step(official_model, official_sampler, 1, m) for m in DNS_M},
         "softmax_v": {str(rho): one_step(official_model, official_sampler, 2, rho) for rho in SOFTMAX_V_RHO},
+        "candidate_law": candidate_law(official_sampler),
     }
 
 
@@ -142,7 +163,8 @@ def main() -> None:
         "commit": commit,
         "command": shlex.join(["python3", "bench/official/hns.py", *sys.argv[1:]]),
         "function": "sampler.py:base_sampler.forward; model.py:BaseMF.forward, BaseModel.loss_function "
-        "(loss_type 1: DNS(M, N), loss_type 2: Softmax-v(rho, N); weighted, reduction=False)",
+        "(loss_type 1: DNS(M, N), loss_type 2: Softmax-v(rho, N); weighted, reduction=False); "
+        "candidate_law: sampler.py:base_sampler.forward unmodified",
         "inputs": inputs,
         **figures,
     }

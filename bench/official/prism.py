@@ -11,12 +11,18 @@ JSON records each repository's commit. Cases, all float64 on a fixed batch of 10
 - `directau`: THUwangcy/DirectAU `DirectAU.calculate_loss`; `mawu_directau`, `mawu`: psm1206/MAWU
   `DirectAU.calculate_loss` and `MAWU.calculate_loss`, MF encoders, called with a stand-in `self` holding the
   encoder, margins and gammas.
+- `prism_mawu_outside`, `mawu_outside`: the same MAWU calls from margins in [-0.8, 1.8] (`*_margin_outside`), called
+  twice on the batch: both codes compute the loss with the margins as they are, then clip them onto [0, 1] in place
+  (PRISM `RecModel.clip_margins`, MAWU at the end of `calculate_loss`); recorded are the clipped margins the first
+  call leaves (`projected_*_margin`) and the second call's loss and gradients.
 - `prism_init`: PRISM dataloader.py `Data.get_dataloaders` magnitudes α log(d + 2) + (1 - α) for a fixed edge list,
   and the row norms of `models.RecModel`'s tables initialised with them (the directions are random; the norms not).
 Stubs (modules the called functions do not use): torch_geometric and every submodule (imported by models.py,
-dataloader.py, utils.py and train.py for graph layers, loaders and seeding), matplotlib (dataloader.py plots), and
-for the RecBole-based repositories recbole.model.abstract_recommender, recbole.model.init and recbole.utils (the
-base class, initialiser and enum the loss methods do not touch). `torch.load` is replaced while `get_dataloaders`
+dataloader.py, utils.py and train.py for graph layers, loaders and seeding), matplotlib (dataloader.py plots),
+scikit-learn when it is not installed (train.py imports evaluation_metrics.py, which imports sklearn.metrics for its
+NDCG), and for the RecBole-based repositories recbole.model.abstract_recommender, recbole.model.init and
+recbole.utils (the base class, initialiser and enum the loss methods do not touch). Needed: torch, numpy, networkx
+and tqdm (imported by utils.py and models.py). `torch.load` is replaced while `get_dataloaders`
 runs by a function returning a stand-in train split holding the edge list, and its LinkNeighborLoader is a stub.
 """
 
@@ -43,6 +49,7 @@ ITEMS = [1, 3, 1, 6, 0, 3, 2, 1, 5, 1]
 GAMMA_DIRECTAU, GAMMA_USER, GAMMA_ITEM = 1.7, 2.6, 1.4
 INIT_EDGES = [[0, 0, 0, 1, 1, 2, 3, 3, 3, 3, 3], [0, 1, 4, 1, 2, 1, 0, 1, 2, 4, 5]]
 INIT_USERS, INIT_ITEMS, INIT_DIM, ALPHAS = 5, 7, 16, (1.0, 0.4, 0.0)
+OUTSIDE = "_outside"  # the suffix of the margin inputs outside [0, 1] and of the cases on them
 
 
 class _StubMeta(type):
@@ -117,6 +124,15 @@ def _inputs() -> dict:
     }
 
 
+def _outside_margins() -> dict:
+    """Margins in [-0.8, 1.8]: some below 0, some above 1 (as an optimizer step can leave them), some inside."""
+    g = torch.Generator().manual_seed(38)
+    return {
+        f"user_margin{OUTSIDE}": torch.rand(N_USERS, generator=g, dtype=torch.float64) * 2.6 - 0.8,
+        f"item_margin{OUTSIDE}": torch.rand(N_ITEMS, generator=g, dtype=torch.float64) * 2.6 - 0.8,
+    }
+
+
 def _figures(loss, tables: dict) -> dict:
     loss.backward()
     out = {"loss": loss.item()}
@@ -136,40 +152,61 @@ def _prism_cases(root: Path, inputs: dict) -> dict:
     dataset = dataloader.Data.__new__(dataloader.Data)
     for key in ("user", "action", "item", "inverse_action"):
         setattr(dataset, key, utils.ALL_DATASET_ATTRS["MovieLens1M"][key])
-    cases = {}
-    users, items = torch.tensor(USERS), torch.tensor(ITEMS)
-    for loss_name, key in (("align", "prism_align"), ("MAWU", "prism_mawu")):
-        model = models.RecModel(dataset, N_USERS, N_ITEMS, "MLP", hidden_dim=DIM, depth=0, loss=loss_name).double()
-        with torch.no_grad():
-            model.user_embedding.weight.copy_(inputs["user_table"])
-            model.item_embedding.weight.copy_(inputs["item_table"])
-            if loss_name == "MAWU":
-                model.user_margin.weight.copy_(inputs["user_margin"][:, None])
-                model.item_margin.weight.copy_(inputs["item_margin"][:, None])
-        gammas = [GAMMA_DIRECTAU] if loss_name == "align" else [GAMMA_USER, GAMMA_ITEM]
-        args = types.SimpleNamespace(
-            batched_wd=False,
-            lr=1e-3,
-            weight_decay=0.0,
-            loss=loss_name,
-            regs=["uniformity"] if loss_name == "align" else [],
-            gammas=gammas,
-            neg_ratio=0,
-            dataset="MovieLens1M",
-        )
-        trainer = train.Trainer("MLP", model, torch.device("cpu"), dataset, args)
-        n_ids = {
-            dataset.user: types.SimpleNamespace(n_id=torch.arange(N_USERS)),
-            dataset.item: types.SimpleNamespace(n_id=torch.arange(N_ITEMS)),
-        }
-        data = type("Batch", (), {"x_dict": {}, "__getitem__": lambda self, k, n_ids=n_ids: n_ids[k]})()
-        loss = trainer.forward_and_get_loss(data, torch.stack([users, items]))
-        tables = {"user_table": model.user_embedding.weight, "item_table": model.item_embedding.weight}
-        if loss_name == "MAWU":
-            tables |= {"user_margin": model.user_margin.weight, "item_margin": model.item_margin.weight}
-        cases[key] = {"function": f"train.py:Trainer.forward_and_get_loss (loss {loss_name})", **_figures(loss, tables)}
+    cases = {
+        "prism_align": _prism_case(train, models, dataset, inputs, "align"),
+        "prism_mawu": _prism_case(train, models, dataset, inputs, "MAWU"),
+        "prism_mawu_outside": _prism_case(train, models, dataset, inputs, "MAWU", OUTSIDE),
+    }
     cases["prism_init"] = _prism_init(dataloader, models, dataset)
     return cases
+
+
+def _prism_case(train, models, dataset, inputs: dict, loss_name: str, margins: str = "") -> dict:
+    """`Trainer.forward_and_get_loss` on the batch; with `margins` (the suffix of the margin inputs) OUTSIDE, the
+    figures of its second call, after the first projected the margins (which are recorded)."""
+    users, items = torch.tensor(USERS), torch.tensor(ITEMS)
+    model = models.RecModel(dataset, N_USERS, N_ITEMS, "MLP", hidden_dim=DIM, depth=0, loss=loss_name).double()
+    with torch.no_grad():
+        model.user_embedding.weight.copy_(inputs["user_table"])
+        model.item_embedding.weight.copy_(inputs["item_table"])
+        if loss_name == "MAWU":
+            model.user_margin.weight.copy_(inputs[f"user_margin{margins}"][:, None])
+            model.item_margin.weight.copy_(inputs[f"item_margin{margins}"][:, None])
+    gammas = [GAMMA_DIRECTAU] if loss_name == "align" else [GAMMA_USER, GAMMA_ITEM]
+    args = types.SimpleNamespace(
+        batched_wd=False,
+        lr=1e-3,
+        weight_decay=0.0,
+        loss=loss_name,
+        regs=["uniformity"] if loss_name == "align" else [],
+        gammas=gammas,
+        neg_ratio=0,
+        dataset="MovieLens1M",
+    )
+    trainer = train.Trainer("MLP", model, torch.device("cpu"), dataset, args)
+    n_ids = {
+        dataset.user: types.SimpleNamespace(n_id=torch.arange(N_USERS)),
+        dataset.item: types.SimpleNamespace(n_id=torch.arange(N_ITEMS)),
+    }
+    data = type("Batch", (), {"x_dict": {}, "__getitem__": lambda self, k, n_ids=n_ids: n_ids[k]})()
+    out = {"function": f"train.py:Trainer.forward_and_get_loss (loss {loss_name})"}
+    if margins == OUTSIDE:
+        trainer.forward_and_get_loss(data, torch.stack([users, items]))
+        out["function"] += ", called twice"
+        out |= _projected(model.user_margin, model.item_margin)
+    loss = trainer.forward_and_get_loss(data, torch.stack([users, items]))
+    tables = {"user_table": model.user_embedding.weight, "item_table": model.item_embedding.weight}
+    if loss_name == "MAWU":
+        tables |= {"user_margin": model.user_margin.weight, "item_margin": model.item_margin.weight}
+    return out | _figures(loss, tables)
+
+
+def _projected(user_margin: torch.nn.Embedding, item_margin: torch.nn.Embedding) -> dict:
+    """The margin tables as the official call left them (projected onto [0, 1] after its loss)."""
+    return {
+        "projected_user_margin": user_margin.weight.detach().squeeze(-1).tolist(),
+        "projected_item_margin": item_margin.weight.detach().squeeze(-1).tolist(),
+    }
 
 
 def _prism_init(dataloader, models, dataset) -> dict:
@@ -221,8 +258,9 @@ def _prism_init(dataloader, models, dataset) -> dict:
     return out
 
 
-def _recbole_case(module, cls_name: str, inputs: dict, **params) -> dict:
-    """`cls.calculate_loss` with a stand-in self: an MF encoder holding the fixed tables (and margins, gammas)."""
+def _recbole_case(module, cls_name: str, inputs: dict, margins: str = "", **params) -> dict:
+    """`cls.calculate_loss` with a stand-in self: an MF encoder holding the fixed tables (and margins, gammas); with
+    `margins` OUTSIDE, the figures of its second call, after the first projected the margins (recorded)."""
     cls = getattr(module, cls_name)
     encoder = module.MFEncoder(N_USERS, N_ITEMS, DIM).double()
     with torch.no_grad():
@@ -242,14 +280,16 @@ def _recbole_case(module, cls_name: str, inputs: dict, **params) -> dict:
             torch.nn.Embedding(N_ITEMS, 1).double(),
         )
         with torch.no_grad():
-            me.user_margin.weight.copy_(inputs["user_margin"][:, None])
-            me.item_margin.weight.copy_(inputs["item_margin"][:, None])
+            me.user_margin.weight.copy_(inputs[f"user_margin{margins}"][:, None])
+            me.item_margin.weight.copy_(inputs[f"item_margin{margins}"][:, None])
         tables |= {"user_margin": me.user_margin.weight, "item_margin": me.item_margin.weight}
-    loss = cls.calculate_loss(me, {"user_id": torch.tensor(USERS), "item_id": torch.tensor(ITEMS)})
-    return {
-        "function": f"recbole/model/general_recommender/{cls_name.lower()}.py:{cls_name}.calculate_loss",
-        **_figures(loss, tables),
-    }
+    batch = {"user_id": torch.tensor(USERS), "item_id": torch.tensor(ITEMS)}
+    out = {"function": f"recbole/model/general_recommender/{cls_name.lower()}.py:{cls_name}.calculate_loss"}
+    if margins == OUTSIDE:
+        cls.calculate_loss(me, batch)
+        out["function"] += ", called twice"
+        out |= _projected(me.user_margin, me.item_margin)
+    return out | _figures(cls.calculate_loss(me, batch), tables)
 
 
 def main(argv=None) -> None:
@@ -260,14 +300,17 @@ def main(argv=None) -> None:
     parser.add_argument("--out", default=str(OUT))
     args = parser.parse_args(argv)
     torch.set_default_dtype(torch.float64)
-    sys.meta_path.insert(0, _StubFinder(["torch_geometric", "matplotlib", "recbole"]))
-    keep, inputs = [], _inputs()
+    stubbed = ["torch_geometric", "matplotlib", "recbole"]
+    if importlib.util.find_spec("sklearn") is None:
+        stubbed.append("sklearn")
+    sys.meta_path.insert(0, _StubFinder(stubbed))
+    keep, inputs = [], _inputs() | _outside_margins()
     root, commit = _source(args.repo, keep)
     repositories = {"snap-research/PRISM": commit}
     cases = _prism_cases(root, inputs)
     for option, repo, wanted in (
         (args.directau, "THUwangcy/DirectAU", [("directau", "DirectAU")]),
-        (args.mawu, "psm1206/MAWU", [("mawu_directau", "DirectAU"), ("mawu", "MAWU")]),
+        (args.mawu, "psm1206/MAWU", [("mawu_directau", "DirectAU"), ("mawu", "MAWU"), ("mawu_outside", "MAWU")]),
     ):
         if option is None:
             continue
@@ -277,7 +320,8 @@ def main(argv=None) -> None:
             params = (
                 {"gamma": GAMMA_DIRECTAU} if cls_name == "DirectAU" else {"gamma1": GAMMA_USER, "gamma2": GAMMA_ITEM}
             )
-            cases[key] = {"repository": repo, **_recbole_case(module, cls_name, inputs, **params)}
+            margins = OUTSIDE if key.endswith(OUTSIDE) else ""
+            cases[key] = {"repository": repo, **_recbole_case(module, cls_name, inputs, margins, **params)}
     document = {
         "repository": "snap-research/PRISM",
         "commit": commit,
