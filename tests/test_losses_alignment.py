@@ -128,14 +128,17 @@ def test_mawu_matches_reference_including_margin_gradients(form, which, alignmen
     assert [p.shape[0] for p in loss.parameters()] == [n_users, n_items]
 
 
-def test_mawu_projects_margins_onto_the_unit_interval():
+def test_mawu_reads_the_margins_as_left_then_projects_them_onto_the_unit_interval():
+    """As both official codes: the loss reads w as the last step left it (here w_u + w_i = 0), then w is clipped."""
     loss = MAWU(MAWUArgs(), SimpleNamespace(n_users=3, n_items=3))
     with torch.no_grad():
         loss.user_margin.fill_(5.0)
         loss.item_margin.fill_(-5.0)
     margin = loss.margins(torch.tensor([0, 1]), torch.tensor([2, 2]))
-    assert torch.allclose(margin, torch.full((2,), 1 - 1 / (1 + math.exp(-1.0))))
+    assert torch.allclose(margin, torch.full((2,), 0.5))
     assert loss.user_margin.max() == 1.0 and loss.item_margin.min() == 0.0
+    again = loss.margins(torch.tensor([0, 1]), torch.tensor([2, 2]))
+    assert torch.allclose(again, torch.full((2,), 1 - 1 / (1 + math.exp(-1.0))))
 
 
 def test_mawu_defaults_to_the_official_lower_triangle_uniformity():

@@ -46,12 +46,14 @@ def _batch(tables) -> LossInput:
     )
 
 
-def _compare(case: dict, loss: torch.Tensor, tables: dict) -> None:
-    assert loss.item() == pytest.approx(case["loss"], rel=RTOL, abs=ATOL)
+def _compare(case: dict, loss: torch.Tensor, tables: dict, prefix: str = "") -> None:
+    """The loss and the tables' gradients against the case's `{prefix}loss` and `{prefix}grad_*` (zeroed after)."""
+    assert loss.item() == pytest.approx(case[f"{prefix}loss"], rel=RTOL, abs=ATOL)
     loss.backward()
     for name, table in tables.items():
-        want = torch.tensor(case[f"grad_{name}"], dtype=torch.float64)
+        want = torch.tensor(case[f"{prefix}grad_{name}"], dtype=torch.float64)
         assert torch.allclose(table.grad, want, rtol=RTOL, atol=ATOL), (name, (table.grad - want).abs().max().item())
+        table.grad = None
 
 
 def _directau(case_key: str, **args) -> None:
@@ -61,13 +63,16 @@ def _directau(case_key: str, **args) -> None:
 
 
 def _mawu(case_key: str, margins: str = "", **args) -> dict[str, torch.Tensor]:
-    """recx's MAWU from the margin inputs `*_margin{margins}`, compared with the case; returns the tables."""
+    """recx's MAWU from the margin inputs `*_margin{margins}`, compared with the case (with `margins`: its first
+    call, then the second); returns the tables."""
     tables = _tables(margins=True, suffix=margins)
     loss = MAWU(
         MAWUArgs(gamma_user=INPUTS["gamma_user"], gamma_item=INPUTS["gamma_item"], **args),
         SimpleNamespace(n_users=len(INPUTS["user_margin"]), n_items=len(INPUTS["item_margin"])),
     )
     loss.user_margin, loss.item_margin = tables["user_margin"], tables["item_margin"]
+    if margins:
+        _compare(GOLDEN["cases"][case_key], loss(_batch(tables)), tables, "first_")
     _compare(GOLDEN["cases"][case_key], loss(_batch(tables)), tables)
     return tables
 
@@ -99,10 +104,10 @@ def test_mawu_batch_rows_is_the_mawu_release():
 @pytest.mark.parametrize("case_key, rows", [("prism_mawu_outside", "unique"), ("mawu_outside", "batch")])
 def test_mawu_projects_margins_outside_the_unit_interval_as_the_official_codes(case_key, rows):
     """From margins in [-0.8, 1.8] (as an optimizer step can leave them): both official codes compute the loss with
-    the margins as they are, then clip them onto [0, 1] in place; recx projects them before the loss. recx's loss and
-    gradients are therefore the official code's on its second call on the batch (the margins the first clipped), and
-    the margins it leaves are those the official clip leaves. Catches margins never projected, or projected onto
-    another interval."""
+    the margins as they are, then clip them onto [0, 1] in place, before the backward pass and the step; so does recx.
+    Its first call's loss and gradients are the official first call's, the margins it leaves those the official clip
+    leaves, and its second call the official second. Catches margins never projected, projected onto another
+    interval, or projected before the loss that reads them."""
     tables = _mawu(case_key, margins="_outside", uniformity_rows=rows)
     for name in ("user_margin", "item_margin"):
         projected = torch.tensor(GOLDEN["cases"][case_key][f"projected_{name}"], dtype=torch.float64)

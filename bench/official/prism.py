@@ -13,8 +13,9 @@ JSON records each repository's commit. Cases, all float64 on a fixed batch of 10
   encoder, margins and gammas.
 - `prism_mawu_outside`, `mawu_outside`: the same MAWU calls from margins in [-0.8, 1.8] (`*_margin_outside`), called
   twice on the batch: both codes compute the loss with the margins as they are, then clip them onto [0, 1] in place
-  (PRISM `RecModel.clip_margins`, MAWU at the end of `calculate_loss`); recorded are the clipped margins the first
-  call leaves (`projected_*_margin`) and the second call's loss and gradients.
+  (PRISM `RecModel.clip_margins`, MAWU at the end of `calculate_loss`); recorded are the first call's loss and
+  gradients (`first_*`), the clipped margins it leaves (`projected_*_margin`) and the second call's loss and
+  gradients.
 - `prism_init`: PRISM dataloader.py `Data.get_dataloaders` magnitudes α log(d + 2) + (1 - α) for a fixed edge list,
   and the row norms of `models.RecModel`'s tables initialised with them (the directions are random; the norms not).
 Stubs (modules the called functions do not use): torch_geometric and every submodule (imported by models.py,
@@ -133,12 +134,14 @@ def _outside_margins() -> dict:
     }
 
 
-def _figures(loss, tables: dict) -> dict:
+def _figures(loss, tables: dict, prefix: str = "") -> dict:
+    """The loss and the gradients of the tables (zeroed after, for a next call), keys prefixed by `prefix`."""
     loss.backward()
-    out = {"loss": loss.item()}
+    out = {f"{prefix}loss": loss.item()}
     for name, param in tables.items():
         grad = param.grad if param.grad is not None else torch.zeros_like(param)
-        out[f"grad_{name}"] = grad.reshape(param.shape[0], -1).squeeze(-1).tolist()
+        out[f"{prefix}grad_{name}"] = grad.reshape(param.shape[0], -1).squeeze(-1).tolist()
+        param.grad = None
     return out
 
 
@@ -190,14 +193,14 @@ def _prism_case(train, models, dataset, inputs: dict, loss_name: str, margins: s
     }
     data = type("Batch", (), {"x_dict": {}, "__getitem__": lambda self, k, n_ids=n_ids: n_ids[k]})()
     out = {"function": f"train.py:Trainer.forward_and_get_loss (loss {loss_name})"}
-    if margins == OUTSIDE:
-        trainer.forward_and_get_loss(data, torch.stack([users, items]))
-        out["function"] += ", called twice"
-        out |= _projected(model.user_margin, model.item_margin)
-    loss = trainer.forward_and_get_loss(data, torch.stack([users, items]))
     tables = {"user_table": model.user_embedding.weight, "item_table": model.item_embedding.weight}
     if loss_name == "MAWU":
         tables |= {"user_margin": model.user_margin.weight, "item_margin": model.item_margin.weight}
+    if margins == OUTSIDE:
+        first = trainer.forward_and_get_loss(data, torch.stack([users, items]))
+        out["function"] += ", called twice"
+        out |= _projected(model.user_margin, model.item_margin) | _figures(first, tables, "first_")
+    loss = trainer.forward_and_get_loss(data, torch.stack([users, items]))
     return out | _figures(loss, tables)
 
 
@@ -286,9 +289,9 @@ def _recbole_case(module, cls_name: str, inputs: dict, margins: str = "", **para
     batch = {"user_id": torch.tensor(USERS), "item_id": torch.tensor(ITEMS)}
     out = {"function": f"recbole/model/general_recommender/{cls_name.lower()}.py:{cls_name}.calculate_loss"}
     if margins == OUTSIDE:
-        cls.calculate_loss(me, batch)
+        first = cls.calculate_loss(me, batch)
         out["function"] += ", called twice"
-        out |= _projected(me.user_margin, me.item_margin)
+        out |= _projected(me.user_margin, me.item_margin) | _figures(first, tables, "first_")
     return out | _figures(cls.calculate_loss(me, batch), tables)
 
 

@@ -4,8 +4,8 @@ Functions for Collaborative Filtering", CIKM 2023; the PRISM paper's Appendix B.
     L = -E cos(θ + m) + γ_u uniformity(U_B) + γ_i uniformity(I_B)
 θ_b is the angle between the b-th pair's user and positive item representations (cos clipped to ±(1 - 1e-7), θ + m
 clipped to [0, π]). The margin follows the authors' released code (psm1206/MAWU): m_b = 1 - σ(w_u + w_i) with
-learned per-user and per-item w, projected onto [0, 1] before each use, so m_b lies in [1 - σ(2), 1/2]; w starts
-at 0. Both released codes (psm1206/MAWU and the PRISM authors', snap-research/PRISM, which produced the PRISM paper's
+learned per-user and per-item w, projected onto [0, 1] after each use (before the step: a loss reads w as the last
+step left it), so m_b lies in [1 - σ(2), 1/2] but for the overshoot of one step; w starts at 0. Both released codes (psm1206/MAWU and the PRISM authors', snap-research/PRISM, which produced the PRISM paper's
 Table 1) add a [B] angle vector to a [B, 1] margin column, which broadcasts: the alignment term is
 -mean_{a,b} cos(θ_b + m_a), every pair's angle with every pair's margin (`alignment: broadcast`, the default);
 `alignment: pairs` is the paper's -mean_b cos(θ_b + m_b). Uniformity follows the released `uniformity_dot` by
@@ -88,11 +88,14 @@ class MAWU(Loss):
         return self
 
     def margins(self, users: torch.Tensor, items: torch.Tensor) -> torch.Tensor:
-        """m_ui = 1 - σ(w_u + w_i) after projecting w onto [0, 1]."""
+        """m_ui = 1 - σ(w_u + w_i) from w as the last step left it; then w is projected onto [0, 1] in place, before
+        the backward pass and the step, as both official codes do (PRISM's `clip_margins` after the loss, psm1206/MAWU
+        at the end of `calculate_loss`): a loss reads the margins the previous step left, outside [0, 1] or not."""
+        margin = 1.0 - torch.sigmoid(self.user_margin[users] + self.item_margin[items])
         with torch.no_grad():
             self.user_margin.clamp_(0.0, 1.0)
             self.item_margin.clamp_(0.0, 1.0)
-        return 1.0 - torch.sigmoid(self.user_margin[users] + self.item_margin[items])
+        return margin
 
     def __call__(self, batch: LossInput):
         (users, items), (user_ids, item_ids), args = batch.representations(), batch.ids(), self.args
