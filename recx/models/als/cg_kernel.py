@@ -62,7 +62,7 @@ def _add_entries(out, z, r, indptr, neighbours, other, extra, target, with_targe
     entries at a time so that out[r] is read and written once per four (each element still adds the entries in
     order, so the sums are those of one entry at a time). Returns Σ_e t_e s_e in float64 (the loss's share)."""
     start, end = indptr[r], indptr[r + 1]
-    held = 0.0
+    target_sum = 0.0
     e = start
     while e + 4 <= end:
         for ahead in range(e + PREFETCH_DISTANCE, min(e + PREFETCH_DISTANCE + 4, end)):
@@ -70,7 +70,7 @@ def _add_entries(out, z, r, indptr, neighbours, other, extra, target, with_targe
         j0, j1, j2, j3 = neighbours[e], neighbours[e + 1], neighbours[e + 2], neighbours[e + 3]
         s0, s1 = dot_rows(other, j0, z, r), dot_rows(other, j1, z, r)
         s2, s3 = dot_rows(other, j2, z, r), dot_rows(other, j3, z, r)
-        held += (np.float64(target[e]) * s0 + np.float64(target[e + 1]) * s1) + (
+        target_sum += (np.float64(target[e]) * s0 + np.float64(target[e + 1]) * s1) + (
             np.float64(target[e + 2]) * s2 + np.float64(target[e + 3]) * s3
         )
         w0 = _entry_weight(s0, e, extra, target, with_target)
@@ -85,12 +85,12 @@ def _add_entries(out, z, r, indptr, neighbours, other, extra, target, with_targe
             prefetch_whole_row(other, neighbours[e + PREFETCH_DISTANCE])
         j = neighbours[e]
         score = dot_rows(other, j, z, r)
-        held += np.float64(target[e]) * score
+        target_sum += np.float64(target[e]) * score
         weight = _entry_weight(score, e, extra, target, with_target)
         for i in range(z.shape[1]):
             out[r, i] += weight * other[j, i]
         e += 1
-    return held
+    return target_sum
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -139,7 +139,7 @@ def cg_rows(
     product = np.empty_like(x)
     for run in numba.prange(bounds.shape[0] - 1):
         for r in range(bounds[run], bounds[run + 1]):
-            targets = _residual(
+            row_held = _residual(
                 residual,
                 x,
                 r,
@@ -161,11 +161,11 @@ def cg_rows(
             for _ in range(steps):
                 if not norm > floor:
                     break
-                moved = _apply(
+                along = _apply(
                     product, direction, r, matrix, uniform, gram_scale, ridge, indptr, neighbours, other, extra, target
                 )
                 step = norm / dot_rows(direction, r, product, r)
-                targets += np.float64(step) * moved
+                row_held += np.float64(step) * along
                 for i in range(d):
                     x[r, i] += step * direction[r, i]
                     residual[r, i] -= step * product[r, i]
@@ -180,8 +180,8 @@ def cg_rows(
                 held[r] = 0.0
                 continue
             for i in range(d):  # + ρ · x + k_r (v · x), from the final x and residual
-                targets += np.float64(x[r, i]) * (np.float64(residual[r, i]) + loss_scale[r] * np.float64(shared[i]))
-            held[r] = targets
+                row_held += np.float64(x[r, i]) * (np.float64(residual[r, i]) + loss_scale[r] * np.float64(shared[i]))
+            held[r] = row_held
 
 
 def work_bounds(indptr: np.ndarray, d: int, n_chunks: int) -> np.ndarray:
