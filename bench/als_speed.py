@@ -8,7 +8,14 @@ so that both minimise the same loss. Prints seconds per iteration
 excluded), and the ratio recx / implicit. On CUDA it also times recx WRMF on the GPU (implicit.gpu is absent: its
 PyPI wheel has no CUDA build), against recx's CPU figure and the arithmetic floor per iteration: exact solves
 2|D|d² + (M+N)d³/3 flops, CG (cg_steps + 1)(4|D|d + 2(M+N)d²).
+
+A bench iteration is what `recx train`'s epoch runs (recx/training/runners/alternating.py): both half-steps, each
+returning the loss the trainer records. With --through-cli R it then times that path itself (bench/through_cli.py):
+R rounds of --iterations interleaved iterations (implicit, recx) followed by a real `recx train --model wrmf` of the
+same settings for --iterations epochs, whose epochs.jsonl `seconds` are compared with both, paired by round; then
+R rounds of --rg-iterations iterations of RG² and RG× against their own `recx train` runs.
 Run by hand:  python bench/als_speed.py [--iterations 15] [--threads 2] [--factors 64] [--data-root R --dataset D]
+                                        [--through-cli 3]
 """
 
 from __future__ import annotations
@@ -21,7 +28,9 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from through_cli import interleaved
 
+from recx.config.run_config import resolve
 from recx.core.memory import keep_freed_memory
 from recx.core.threads import set_compute_threads
 from recx.data.dataset import load_dataset
@@ -43,7 +52,8 @@ def ndcg20(model, dataset) -> float:
 
 
 class RecxIterations:
-    """One WRMF/RG iteration (user then item half-step) at a time, timed on the model's device."""
+    """One WRMF/RG iteration (user then item half-step, each returning the loss after it, as the trainer records) at
+    a time, timed on the model's device."""
 
     def __init__(self, model, dataset):
         self.model, self.problem = model, model.weighted_squares(dataset.train)
@@ -128,15 +138,37 @@ def main() -> None:
     parser.add_argument("--source", type=Path, default=GOWALLA)
     parser.add_argument("--data-root", type=Path, default=None, help="a prepared dataset instead of --source")
     parser.add_argument("--dataset", default="gowalla", help="its name under --data-root (e.g. ml10m)")
+    parser.add_argument(
+        "--through-cli", type=int, default=0, metavar="ROUNDS", help="rounds of the bench against `recx train`"
+    )
     args = parser.parse_args()
     keep_freed_memory()  # as the recx command does (recx/memory.py)
     set_compute_threads(args.threads)
-    if args.data_root is not None:
-        dataset = load_dataset(args.data_root, args.dataset)
-    else:
-        with tempfile.TemporaryDirectory() as root:
-            prepare("gowalla", PrepareOptions(format="lightgcn", source=args.source), Path(root))
-            dataset = load_dataset(Path(root), "gowalla")
+    with tempfile.TemporaryDirectory() as root:
+        if args.data_root is None:
+            args.data_root, args.dataset = Path(root), "gowalla"
+            prepare("gowalla", PrepareOptions(format="lightgcn", source=args.source), args.data_root)
+        compare(args, load_dataset(args.data_root, args.dataset))
+
+
+def cli_config(args, model: str, model_args: dict, epochs: int):
+    """The `recx train` configuration of the bench's work: the model and its arguments, `epochs` epochs, validated
+    once after the last (validation is outside the recorded epoch times)."""
+    raw = {"dataset": args.dataset, "model": model, "dim": args.factors, "epochs": epochs, "eval_every": epochs}
+    return resolve({**raw, "device": "cpu", "model_args": model_args})
+
+
+def timed(step, before=None):
+    """A `bench_epochs` for through_cli.interleaved: `epochs` calls of `step`, each after one of `before`."""
+
+    def epochs(count: int) -> tuple[list[float], dict[str, list[float]]]:
+        pairs = [(before() if before is not None else 0.0, step()) for _ in range(count)]
+        return [ours for _, ours in pairs], {} if before is None else {"implicit": [theirs for theirs, _ in pairs]}
+
+    return epochs
+
+
+def compare(args, dataset) -> None:
     print(
         f"{args.dataset} train: {dataset.n_users:,} users x {dataset.n_items:,} items, {dataset.train.nnz:,} interactions; "
         f"factors {args.factors}, {args.iterations} iterations, {args.threads} threads, alpha {args.alpha}, "
@@ -175,6 +207,18 @@ def main() -> None:
             f"recx {name.upper():4s} (cpu):     {per_iteration(times)} over {args.rg_iterations} iterations, "
             f"ratio to recx WRMF {ratio:.2f}, test NDCG@20 {ndcg20(model, dataset):.4f} (default hyper-parameters)"
         )
+    if args.through_cli:
+        before = implicit_step if implicit_times is not None else None
+        config = cli_config(args, "wrmf", wrmf_args, args.iterations)
+        rounds = interleaved(timed(recx_step, before), config, args.data_root, args.threads, args.through_cli)
+        print(f"through the CLI, WRMF ({args.iterations} epochs a run): {rounds.summary()}", flush=True)
+        for name in ("rg2", "rgx"):
+            step = RecxIterations(recx_model(name, dataset, args.factors, {"cg_steps": 3}), dataset)
+            config = cli_config(args, name, {"cg_steps": 3}, args.rg_iterations)
+            rounds = interleaved(timed(step), config, args.data_root, args.threads, args.through_cli)
+            print(
+                f"through the CLI, {name.upper()} ({args.rg_iterations} epochs a run): {rounds.summary()}", flush=True
+            )
     exact, cg = floor_flops(dataset, args.factors, 3)
     cpu_rate = cg / statistics.median(recx_times) / 1e9
     print(

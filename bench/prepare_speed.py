@@ -6,6 +6,9 @@ Writes a ratings.dat of 10,000,054 `UserID::MovieID::Rating::Timestamp` lines (6
      subprocess and reports its wall time and peak RSS (resource.getrusage(RUSAGE_CHILDREN));
   2. times pandas.read_csv(sep='::', engine='python') alone, in this process.
 Targets: recx time < 1/10 of the pandas parse time; peak memory < 1.5 GB.
+The child then loads the prepared dataset (load_dataset, median of 3) and times its two hashes alone on the same
+data: the damage check (check_files: each split file's sha256 against card.json) and the identity
+(content_hash: sha256 of the columns and id maps), so that their share of a load is printed.
 
     python bench/prepare_speed.py [--lines N] [--skip-pandas]
 """
@@ -35,8 +38,22 @@ start = time.perf_counter()
 out = prepare("ml10m-bench", PrepareOptions(format="movielens", source=Path({source!r}), preset="fastvae"), Path({data!r}))
 seconds = time.perf_counter() - start
 card = json.loads((out / "card.json").read_text())
+import statistics
+from recx.data import dataset_folder as folder
+from recx.data.dataset import load_dataset
+def best(work):
+    times = []
+    for _ in range(3):
+        start = time.perf_counter()
+        work()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+splits = {{s: folder.read_split(out, s) for s in folder.SPLITS}}
+ids = folder.read_ids(out, "users"), folder.read_ids(out, "items")
+load = {{"load": best(lambda: load_dataset(out.parent, out.name)), "check_files": best(lambda: folder.check_files(out, card)),
+        "content_hash": best(lambda: folder.content_hash(splits, *ids))}}
 print(json.dumps({{"seconds": seconds, "rows": card["rows"], "counts": card["counts"], "n_users": card["n_users"],
-                  "n_items": card["n_items"]}}))
+                  "n_items": card["n_items"], "load": load}}))
 """
 
 
@@ -102,6 +119,12 @@ def main() -> None:
         print(
             f"  {result['n_users']:,} users, {result['n_items']:,} items, counts {result['counts']}, "
             f"rows {json.dumps(result['rows'])}"
+        )
+        load = result["load"]
+        print(
+            f"load_dataset: {load['load']:.3f} s (median of 3); alone on the same data: content_hash "
+            f"{load['content_hash']:.3f} s ({load['content_hash'] / load['load']:.0%} of a load), check_files "
+            f"{load['check_files']:.3f} s ({load['check_files'] / load['load']:.0%})"
         )
         if args.skip_pandas:
             return

@@ -2,7 +2,9 @@
 bare matmul floor of the same shapes, all in this process with the same number of threads.
 
 Cases (the trainer's own epoch runner, optimizer as `recx train` resolves it (the loss's default bundle) unless --optimizer is given):
-  BPR, uniform, 1 negative;  BPR, DNS(5, 100);  sampled softmax, 2000 uniform negatives shared by the batch.
+  BPR, uniform, 1 negative;  BPR, DNS(5, 100);  sampled softmax, 2000 uniform negatives shared by the batch (the
+  MF cases); LightGCN, Mult-VAE and FastVAE with their defaults (`--cases lightgcn,multvae,fastvae`; no floor, no
+  implicit).
 Baselines: implicit 0.7.3's BPR (64 factors, one iteration = one epoch over the training interactions; an optional
 bench dependency: `pip install implicit`), its epochs interleaved with the case's (one implicit epoch, warm-started
 from its factors, before each timed epoch of the case), so that both see the same machine load; the ratio printed is
@@ -12,16 +14,22 @@ epoch before each timed epoch too, its ratio the median of the paired ratios. Wi
 the paired ratios follow in brackets (this VM's speed drifts by up to 2x between minutes).
 On CUDA it also counts host syncs inside an epoch with torch's sync debug mode (each synchronising call warns).
 
+With --through-cli R it then times, for each case, the path a user times (bench/through_cli.py): R rounds of --epochs
+timed epochs of the case (each after the baselines' epochs, as above) followed by a real `recx train` of the same
+resolved configuration for --epochs epochs, whose epochs.jsonl `seconds` are compared with the bench's epochs (and
+implicit's), paired by round: the bench and the user's path can no longer drift apart unseen.
+
 With --quality N it then trains the BPR case and implicit's BPR for N epochs each and prints both models' test
 NDCG@20 through recx's evaluator (implicit's factors carry its item bias as a last column: an MF of d + 1).
 
     python bench/train_speed.py --data-root /tmp/speed-data [--threads 1] [--epochs 1] [--optimizer lazy_adam]
-                                [--cases bpr,dns,softmax] [--device cuda] [--quality 10]
+                                [--cases bpr,dns,softmax] [--device cuda] [--quality 10] [--through-cli 3]
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import statistics
 import time
@@ -29,6 +37,7 @@ import warnings
 from pathlib import Path
 
 import torch
+from through_cli import interleaved
 
 from recx.config.run_config import resolve
 from recx.core.device import resolve_device
@@ -38,6 +47,7 @@ from recx.data.dataset import load_dataset
 from recx.eval.evaluator import evaluate
 from recx.training.build import build_model
 from recx.training.runners.interactions import InteractionEpochs
+from recx.training.runners.registry import RUNNERS
 
 CASES = {
     "bpr": ("bpr, uniform, 1 negative", {"loss": "bpr", "sampler": "uniform", "n_negatives": 1}),
@@ -46,6 +56,9 @@ CASES = {
         "softmax, uniform, 2000 shared",
         {"loss": "softmax", "sampler": "uniform", "n_negatives": 2000, "sampler_args": {"shared": True}},
     ),
+    "lightgcn": ("lightgcn (defaults)", {"model": "lightgcn"}),
+    "multvae": ("mult-vae (defaults)", {"model": "multvae"}),
+    "fastvae": ("fastvae (defaults)", {"model": "fastvae"}),
 }
 
 
@@ -54,10 +67,12 @@ def synchronize(device: torch.device) -> None:
         torch.cuda.synchronize()
 
 
-def case_config(raw: dict, optimizer: str, device: torch.device):
-    """The case's resolved config; `auto` leaves the optimizer to the loss's default bundle, as `recx train` does."""
+def case_config(raw: dict, optimizer: str, device: torch.device, dataset: str = "gowalla", epochs: int = 30):
+    """The case's resolved config (validated once, after the last of `epochs`: the trainer's validation is outside
+    its epoch times); `auto` leaves the optimizer to the loss's default bundle, as `recx train` does."""
     chosen = {} if optimizer == "auto" else {"optimizer": optimizer}
-    return resolve({"model": "mf", "dim": 64, "batch_size": 2048, "device": device.type, **raw, **chosen})
+    common = {"model": "mf", "dim": 64, "batch_size": 2048, "device": device.type, "dataset": dataset}
+    return resolve({**common, "epochs": epochs, "eval_every": epochs, **raw, **chosen})
 
 
 def epoch_seconds(
@@ -67,7 +82,7 @@ def epoch_seconds(
     baseline of `baselines` (name: a callable timing one of its epochs) the seconds of the epoch it ran just before
     each timed epoch)."""
     model = build_model(config, dataset, device)
-    runner = InteractionEpochs(config, dataset, model, torch.Generator(device=device).manual_seed(0))
+    runner = RUNNERS.get(model.training_kind)(config, dataset, model, torch.Generator(device=device).manual_seed(0))
     losses = torch.zeros(runner.n_steps, device=device)
     if device.type == "cuda":
         runner.train_epoch(0, losses, lambda step: None)
@@ -93,6 +108,12 @@ def epoch_seconds(
     return times, syncs, baseline_times
 
 
+def timed_epochs(config, dataset, device: torch.device, baselines: dict, epochs: int):
+    """`epochs` timed epochs of a fresh model and runner, and each baseline's epochs before them (`epoch_seconds`)."""
+    times, _, theirs = epoch_seconds(config, dataset, device, epochs, baselines=baselines)
+    return times, theirs
+
+
 def floor_epoch(n_steps: int, batch: int, dim: int, n_shared: int | None, device: torch.device):
     """A callable timing one epoch (`n_steps` steps) of the floor: forward + backward of the score products alone on
     random tensors, B dot products (n_shared None) or [B, d] x [d, n]."""
@@ -113,6 +134,16 @@ def floor_epoch(n_steps: int, batch: int, dim: int, n_shared: int | None, device
 
     step()
     return epoch
+
+
+def case_baselines(raw: dict, floors: dict, implicit_epochs) -> dict:
+    """The baselines of an MF case: the floor of its loss's products and implicit's BPR epoch (when installed)."""
+    if raw.get("model", "mf") != "mf":
+        return {}
+    baselines = {"floor": floors[raw["loss"]]}
+    if implicit_epochs is not None:
+        baselines["implicit"] = implicit_epochs
+    return baselines
 
 
 def paired(ours: list[float], theirs: list[float]) -> str:
@@ -195,6 +226,9 @@ def main() -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--cases", default=",".join(CASES), help=f"comma-separated, of: {', '.join(CASES)}")
     parser.add_argument("--quality", type=int, default=0, help="epochs of the NDCG@20 comparison with implicit")
+    parser.add_argument(
+        "--through-cli", type=int, default=0, metavar="ROUNDS", help="rounds of the case against `recx train`"
+    )
     options = parser.parse_args()
     keep_freed_memory()  # as the recx command does (recx/memory.py)
     set_compute_threads(options.threads)
@@ -220,23 +254,26 @@ def main() -> None:
         f"{'/implicit':>17s}"
     )
     cases = [CASES[key] for key in options.cases.split(",")]
+    column = lambda times, theirs: (  # noqa: E731
+        f"{statistics.median(theirs):8.3f} {paired(times, theirs):>17s}" if theirs else f"{'-':>8s} {'-':>17s}"
+    )
     for name, raw in cases:
-        config = case_config(raw, options.optimizer, device)
-        baselines = {"floor": floors[raw["loss"]]}
-        if implicit_epochs is not None:
-            baselines["implicit"] = implicit_epochs
+        config = case_config(raw, options.optimizer, device, options.dataset)
+        baselines = case_baselines(raw, floors, implicit_epochs)
         times, _, theirs = epoch_seconds(config, dataset, device, options.epochs, baselines=baselines)
-        floor = theirs["floor"]
-        versus = (
-            f"{statistics.median(theirs['implicit']):9.3f} {paired(times, theirs['implicit']):>17s}"
-            if "implicit" in theirs
-            else f"{'-':>9s} {'-':>17s}"
-        )
         print(
-            f"{name:32s} {config.optimizer:>15s} {statistics.median(times):8.3f} {statistics.median(floor):8.3f} "
-            f"{paired(times, floor):>17s} {versus}",
+            f"{name:32s} {config.optimizer:>15s} {statistics.median(times):8.3f} "
+            f"{column(times, theirs.get('floor'))} {column(times, theirs.get('implicit'))}",
             flush=True,
         )
+    for name, raw in cases if options.through_cli else []:
+        config = case_config(raw, options.optimizer, device, options.dataset, options.epochs)
+        baselines = {
+            key: value for key, value in case_baselines(raw, floors, implicit_epochs).items() if key != "floor"
+        }
+        bench = functools.partial(timed_epochs, config, dataset, device, baselines)
+        rounds = interleaved(bench, config, options.data_root, options.threads, options.through_cli)
+        print(f"through the CLI, {name}: {rounds.summary()}", flush=True)
     if options.quality and device.type == "cpu":
         ours, theirs = quality(dataset, options.optimizer, options.threads, options.quality)
         print(f"test NDCG@20 after {options.quality} epochs: recx {ours:.4f}, implicit {theirs:.4f}", flush=True)

@@ -127,6 +127,59 @@ def test_loss_equals_the_dense_loss(case):
     torch.testing.assert_close(model.loss(problem), expected, rtol=1e-10, atol=1e-8)
 
 
+HELD_CASES = {
+    **CASES,
+    "wrmf-implicit": ("wrmf", {"alpha": 40.0, "regularization": 0.05, "confidence": "scaled"}),
+    "rg2-official": ("rg2", {}),
+    "rgx-official": ("rgx", {}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HELD_CASES))
+@pytest.mark.parametrize("dtype, tolerance", [("float64", 1e-12), ("float32", 1e-6)])
+def test_the_loss_a_half_step_returns_from_its_solves_is_the_loss_pass(case, dtype, tolerance, threads_restored):
+    """The host CG's loss from what its steps hold (K − Σ held + the other side's ridge) against the loss pass over
+    every observed pair (`WeightedSquares.loss`, the value recorded before) after each of 8 half-steps, with 1 and 2
+    threads (equal to the bit), and against the accelerator branch's (which returns the loss pass)."""
+    from recx.core.threads import set_compute_threads
+
+    generator = torch.Generator().manual_seed(11)
+    dense = torch.rand(300, 200, generator=generator) < 0.06
+    dense[:, -1] = False  # an item without entries: a zero row for WRMF
+    name, args = HELD_CASES[case]
+    returned = []
+    for threads in (1, 2):
+        set_compute_threads(threads)
+        model_class = MODELS.get(name)
+        torch.manual_seed(0)
+        model = model_class(300, 200, 16, model_class.Args(dtype=dtype, cg_steps=3, **args))
+        problem = model.weighted_squares(to_csr(dense))
+        losses = []
+        for _ in range(4):
+            for solve in (model.solve_users, model.solve_items):
+                losses.append(solve(problem))
+                torch.testing.assert_close(losses[-1], model.loss(problem), rtol=tolerance, atol=0.0)
+        returned.append(torch.stack(losses))
+    assert torch.equal(returned[0], returned[1])
+    torch.manual_seed(0)
+    model = model_class(300, 200, 16, model_class.Args(dtype=dtype, cg_steps=3, **args))
+    with forced_accelerator_branches():
+        forced = model.solve_users(model.weighted_squares(to_csr(dense)))
+    torch.testing.assert_close(forced, returned[0][0], rtol=10 * tolerance, atol=0.0)
+
+
+@pytest.fixture
+def threads_restored():
+    import numba
+
+    from recx.core.threads import set_compute_threads
+
+    before = torch.get_num_threads()
+    yield
+    set_compute_threads(before)
+    numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+
+
 @pytest.mark.parametrize("case", ["wrmf", "rg2-hyper", "rgx-eq18"])
 def test_conjugate_gradient_reaches_the_exact_solution(case):
     R = random_matrix(3)

@@ -1,12 +1,14 @@
 """Prepared datasets on disk (docs/design.md "Data on disk"): Parquet splits, id maps and card.json, written atomically.
 
-card.json's `files` maps each Parquet file to its sha256, recorded when the dataset is complete and checked when a
-split is read; a dataset prepared by an older recx (no `files`) is read unchecked, with one note saying so.
+card.json's `files` maps each Parquet file to its sha256, recorded when the dataset is complete (each file hashed as
+its bytes are written, not read back) and checked when a split is read; a dataset prepared by an older recx (no
+`files`) is read unchecked, with one note saying so.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import shutil
 import sys
@@ -64,9 +66,30 @@ class Interactions:
         return pa.table(columns)
 
 
-def _write_parquet(table: pa.Table, path: Path) -> None:
-    # Fixed writer options and no wall-clock metadata: the same input gives byte-identical files.
-    pq.write_table(table, path, compression="zstd", use_dictionary=False, write_statistics=True, store_schema=False)
+class _HashingWriter(io.RawIOBase):
+    """A binary file wrapper that feeds every byte written through sha256 (the card's file hash, in the pass that
+    writes the file)."""
+
+    def __init__(self, handle):
+        super().__init__()
+        self.handle, self.digest = handle, hashlib.sha256()
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data) -> int:
+        self.digest.update(data)
+        return self.handle.write(data)
+
+
+def _write_parquet(table: pa.Table, path: Path) -> str:
+    """Write `table` to `path`; returns the sha256 of the bytes written. Fixed writer options and no wall-clock
+    metadata: the same input gives byte-identical files."""
+    with open(path, "wb") as handle:
+        sink = _HashingWriter(handle)
+        options = {"compression": "zstd", "use_dictionary": False, "write_statistics": True, "store_schema": False}
+        pq.write_table(table, sink, **options)
+    return sink.digest.hexdigest()
 
 
 def is_own_folder(folder: Path) -> bool:
@@ -115,11 +138,12 @@ def write_dataset(
     tmp = temp_sibling(final)
     try:
         tmp.mkdir()
+        files = {}
         for split, inter in splits.items():
-            _write_parquet(inter.table(), tmp / f"{split}.parquet")
-        _write_parquet(pa.table({"id": pa.array(np.asarray(user_ids).astype(str))}), tmp / "users.parquet")
-        _write_parquet(pa.table({"id": pa.array(np.asarray(item_ids).astype(str))}), tmp / "items.parquet")
-        files = {path.name: sha256_of(path) for path in sorted(tmp.glob("*.parquet"))}
+            files[f"{split}.parquet"] = _write_parquet(inter.table(), tmp / f"{split}.parquet")
+        for which, ids in (("users", user_ids), ("items", item_ids)):
+            table = pa.table({"id": pa.array(np.asarray(ids).astype(str))})
+            files[f"{which}.parquet"] = _write_parquet(table, tmp / f"{which}.parquet")
         n_users, n_items = len(user_ids), len(item_ids)
         total = sum(len(s) for s in splits.values())
         full_card = {

@@ -58,26 +58,19 @@ class AlternatingModel(Model):
         return [self.user_factors, self.item_factors]
 
     @torch.no_grad()
-    def solve_users(self, problem: WeightedSquares) -> None:
-        """P ← argmin_P L(P, Q): the user half-step."""
-        solve_rows(
-            self.user_factors.data,
-            problem.user_system(self.item_factors.data),
-            problem.users.chunks,
-            self.args.solver,
-            self.args.cg_steps,
-        )
+    def solve_users(self, problem: WeightedSquares) -> torch.Tensor:
+        """P ← argmin_P L(P, Q): the user half-step; returns L(P, Q) after it (0-d, float64), from what the solves
+        held where they hold it (recx.models.als.problem)."""
+        users, items = self.user_factors.data, self.item_factors.data
+        held = solve_rows(users, problem.user_system(items), problem.users.chunks, self.args.solver, self.args.cg_steps)
+        return problem.loss(users, items) if held is None else problem.loss_from_held(held, items, problem.item_ridge)
 
     @torch.no_grad()
-    def solve_items(self, problem: WeightedSquares) -> None:
-        """Q ← argmin_Q L(P, Q): the item half-step."""
-        solve_rows(
-            self.item_factors.data,
-            problem.item_system(self.user_factors.data),
-            problem.items.chunks,
-            self.args.solver,
-            self.args.cg_steps,
-        )
+    def solve_items(self, problem: WeightedSquares) -> torch.Tensor:
+        """Q ← argmin_Q L(P, Q): the item half-step; returns L(P, Q) after it, as `solve_users`."""
+        users, items = self.user_factors.data, self.item_factors.data
+        held = solve_rows(items, problem.item_system(users), problem.items.chunks, self.args.solver, self.args.cg_steps)
+        return problem.loss(users, items) if held is None else problem.loss_from_held(held, users, problem.user_ridge)
 
     def loss(self, problem: WeightedSquares) -> torch.Tensor:
         return problem.loss(self.user_factors.data, self.item_factors.data)

@@ -14,10 +14,15 @@ Runs of consecutive rows of equal work (`work_bounds`) run in parallel, each row
 eight partial sums, recx.core.lanes), so results do not depend on the thread count or the runs; they agree with the
 torch path to rounding.
 
+The loss (recx.models.als.problem) comes from what the steps hold: row r's part of it is C_r − held_r with
+held_r = Σ_e t_e (y_e · x) + ρ · x + k_r (v · x) at the final x and its CG residual ρ (x_r'A_r x_r = x·(b_r − ρ)),
+where Σ_e t_e (y_e · x) = T(x_0) + Σ_k step_k T(p_k), T(z) = Σ_e t_e (y_e · z) summed in float64 beside each pass's
+dot products: no pass of its own.
+
 Shapes: x [R, d] (updated in place), indptr [R + 1], neighbours [nnz], other Y [n_other, d], matrix [d, d] (D, or
 G when not uniform), gram_scale g [R], ridge μ [R], shared_scale h [R], shared v [d], extra c [nnz], target t
 [nnz], zero_rows bool [R] (rows set to zero after), bounds [k + 1] (the runs: row r in run c when
-bounds[c] <= r < bounds[c + 1]).
+bounds[c] <= r < bounds[c + 1]), loss_scale k [R] (float64), held [R] (float64, written).
 """
 
 from __future__ import annotations
@@ -45,9 +50,9 @@ def _dense_part(out, z, r, matrix, uniform, gram_scale, ridge):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _entry_weight(z, r, e, j, other, extra, target, with_target):
-    """w_e = c_e (y_e · z[r]), or t_e - c_e (y_e · z[r]) `with_target`."""
-    weight = extra[e] * dot_rows(other, j, z, r)
+def _entry_weight(score, e, extra, target, with_target):
+    """w_e = c_e s_e, or t_e - c_e s_e `with_target` (s_e = y_e · z[r])."""
+    weight = extra[e] * score
     return target[e] - weight if with_target else weight
 
 
@@ -55,17 +60,23 @@ def _entry_weight(z, r, e, j, other, extra, target, with_target):
 def _add_entries(out, z, r, indptr, neighbours, other, extra, target, with_target):
     """out[r] += Σ_e w_e y_e over row r's entries (`_entry_weight`): one pass over the neighbours' rows, four
     entries at a time so that out[r] is read and written once per four (each element still adds the entries in
-    order, so the sums are those of one entry at a time)."""
+    order, so the sums are those of one entry at a time). Returns Σ_e t_e s_e in float64 (the loss's share)."""
     start, end = indptr[r], indptr[r + 1]
+    target_sum = 0.0
     e = start
     while e + 4 <= end:
         for ahead in range(e + PREFETCH_DISTANCE, min(e + PREFETCH_DISTANCE + 4, end)):
             prefetch_whole_row(other, neighbours[ahead])
         j0, j1, j2, j3 = neighbours[e], neighbours[e + 1], neighbours[e + 2], neighbours[e + 3]
-        w0 = _entry_weight(z, r, e, j0, other, extra, target, with_target)
-        w1 = _entry_weight(z, r, e + 1, j1, other, extra, target, with_target)
-        w2 = _entry_weight(z, r, e + 2, j2, other, extra, target, with_target)
-        w3 = _entry_weight(z, r, e + 3, j3, other, extra, target, with_target)
+        s0, s1 = dot_rows(other, j0, z, r), dot_rows(other, j1, z, r)
+        s2, s3 = dot_rows(other, j2, z, r), dot_rows(other, j3, z, r)
+        target_sum += (np.float64(target[e]) * s0 + np.float64(target[e + 1]) * s1) + (
+            np.float64(target[e + 2]) * s2 + np.float64(target[e + 3]) * s3
+        )
+        w0 = _entry_weight(s0, e, extra, target, with_target)
+        w1 = _entry_weight(s1, e + 1, extra, target, with_target)
+        w2 = _entry_weight(s2, e + 2, extra, target, with_target)
+        w3 = _entry_weight(s3, e + 3, extra, target, with_target)
         for i in range(z.shape[1]):
             out[r, i] = out[r, i] + w0 * other[j0, i] + w1 * other[j1, i] + w2 * other[j2, i] + w3 * other[j3, i]
         e += 4
@@ -73,28 +84,32 @@ def _add_entries(out, z, r, indptr, neighbours, other, extra, target, with_targe
         if e + PREFETCH_DISTANCE < end:
             prefetch_whole_row(other, neighbours[e + PREFETCH_DISTANCE])
         j = neighbours[e]
-        weight = _entry_weight(z, r, e, j, other, extra, target, with_target)
+        score = dot_rows(other, j, z, r)
+        target_sum += np.float64(target[e]) * score
+        weight = _entry_weight(score, e, extra, target, with_target)
         for i in range(z.shape[1]):
             out[r, i] += weight * other[j, i]
         e += 1
+    return target_sum
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def _apply(out, z, r, matrix, uniform, gram_scale, ridge, indptr, neighbours, other, extra, target):
-    """out[r] = A_r z[r]."""
+    """out[r] = A_r z[r]; returns Σ_e t_e (y_e · z[r]) (float64)."""
     _dense_part(out, z, r, matrix, uniform, gram_scale, ridge)
-    _add_entries(out, z, r, indptr, neighbours, other, extra, target, False)
+    return _add_entries(out, z, r, indptr, neighbours, other, extra, target, False)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def _residual(
     out, x, r, matrix, uniform, gram_scale, ridge, shared_scale, shared, indptr, neighbours, other, extra, target
 ):
-    """out[r] = b_r - A_r x[r] = h_r v - M x[r] + Σ_e (t_e - c_e (y_e · x[r])) y_e."""
+    """out[r] = b_r - A_r x[r] = h_r v - M x[r] + Σ_e (t_e - c_e (y_e · x[r])) y_e; returns Σ_e t_e (y_e · x[r])
+    (float64)."""
     _dense_part(out, x, r, matrix, uniform, gram_scale, ridge)
     for i in range(x.shape[1]):
         out[r, i] = shared_scale[r] * shared[i] - out[r, i]
-    _add_entries(out, x, r, indptr, neighbours, other, extra, target, True)
+    return _add_entries(out, x, r, indptr, neighbours, other, extra, target, True)
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
@@ -115,6 +130,8 @@ def cg_rows(
     steps,
     floor,
     bounds,
+    loss_scale,
+    held,
 ):
     d = x.shape[1]
     residual = np.empty_like(x)
@@ -122,7 +139,7 @@ def cg_rows(
     product = np.empty_like(x)
     for run in numba.prange(bounds.shape[0] - 1):
         for r in range(bounds[run], bounds[run + 1]):
-            _residual(
+            row_held = _residual(
                 residual,
                 x,
                 r,
@@ -144,10 +161,11 @@ def cg_rows(
             for _ in range(steps):
                 if not norm > floor:
                     break
-                _apply(
+                along = _apply(
                     product, direction, r, matrix, uniform, gram_scale, ridge, indptr, neighbours, other, extra, target
                 )
                 step = norm / dot_rows(direction, r, product, r)
+                row_held += np.float64(step) * along
                 for i in range(d):
                     x[r, i] += step * direction[r, i]
                     residual[r, i] -= step * product[r, i]
@@ -159,6 +177,11 @@ def cg_rows(
             if zero_rows[r]:
                 for i in range(d):
                     x[r, i] = 0.0
+                held[r] = 0.0
+                continue
+            for i in range(d):  # + ρ · x + k_r (v · x), from the final x and residual
+                row_held += np.float64(x[r, i]) * (np.float64(residual[r, i]) + loss_scale[r] * np.float64(shared[i]))
+            held[r] = row_held
 
 
 def work_bounds(indptr: np.ndarray, d: int, n_chunks: int) -> np.ndarray:

@@ -12,6 +12,12 @@ A row with no observed entry and a zero right-hand side is set to zero (its mini
 `item_negative_target` (default: s0) replaces s0 in the item half-step's shared term s0 Σ_x a_x P_x only: the RG
 authors' code adds +Σ_x a_x P_x there while its user half-step has s0 = −1, so its item half-step minimises L with
 that one sign flipped, not L (recx.models.als.rg, form official).
+
+The loss after a half-step needs no pass of its own where the solves hold it: with the other side fixed, row r's
+part of L is ℓ_r(x) = xᵀA_r x − 2 b^L_r·x + C_r (A_r, b_r its system below, b^L_r with L's own s0, C_r = Σ_y W S²
+over its pairs), and a CG residual ρ_r = b_r − A_r x gives xᵀA_r x = x·(b_r − ρ_r), so ℓ_r = C_r − held_r with
+held_r = Σ_{e} e_e (Y_e · x) + ρ_r · x + (2 h^L_r − h_r)(v · x) (recx.models.als.cg_kernel sums it beside its steps),
+and L = K − Σ_r held_r + the other side's ridge, K = Σ_r C_r = N s0² Σ_x a_x + Σ_obs ((a_x + c) s1² − a_x s0²).
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
+import numpy as np
 import torch
 
 from recx.data.csr import CSR
@@ -150,7 +157,26 @@ class WeightedSquares:
             *self.item_major_weights,
             (side.lengths == 0) & (s0 == 0),
             self.uniform_items,
+            None if s0 == self.negative_target else ones * self.negative_target,
         )
+
+    @cached_property
+    def constant(self) -> float:
+        """K = Σ_{x,y} W_xy S_xy² = N s0² Σ_x a_x + Σ_obs ((a_x + c_xy) s1_xy² − a_x s0²), in float64 (numpy's
+        pairwise sums: the same for any thread count)."""
+        numpy = lambda tensor: tensor.detach().cpu().double().numpy()  # noqa: E731
+        base, s0 = numpy(self.base_weight), self.negative_target
+        observed = base[numpy(self.train.row_ids()).astype(np.int64)]
+        entries = (observed + numpy(self.extra_weight)) * numpy(self.positive_target) ** 2 - observed * s0 * s0
+        return float(self.item_ridge.numel() * s0 * s0 * base.sum() + entries.sum())
+
+    def loss_from_held(self, held: np.ndarray, other: torch.Tensor, other_ridge: torch.Tensor) -> torch.Tensor:
+        """L = K − Σ_r held_r + Σ_j σ_j ‖Y_j‖² after a half-step whose solves held `held` [R] (module docstring),
+        Y `other` the fixed side's factors and σ `other_ridge` its ridge; a 0-d float64 tensor on Y's device."""
+        norms = other.pow(2).sum(1).double().cpu().numpy()
+        ridge = other_ridge.double().cpu().numpy()
+        total = self.constant - held.sum() + (ridge * norms).sum()
+        return torch.tensor(total, dtype=torch.float64, device=other.device)
 
     @torch.no_grad()
     def loss(self, users: torch.Tensor, items: torch.Tensor) -> torch.Tensor:

@@ -24,6 +24,7 @@ import warnings
 from dataclasses import dataclass
 
 import numba
+import numpy as np
 import torch
 
 from recx.core.device_paths import accelerator_branch
@@ -52,6 +53,7 @@ class RowSystem:
     target_weight: torch.Tensor  # e [nnz]
     zero_rows: torch.Tensor  # bool [R]: rows set to zero (no entry and nothing to fit)
     uniform: bool = False  # g and μ equal for every row: g G + μ I is applied as one matrix
+    loss_shared_scale: torch.Tensor | None = None  # h of the loss's own linear term [R] where it is not h
 
 
 class ChunkSystem:
@@ -157,22 +159,28 @@ def conjugate_gradient_rows(part: SparseSystem, start: torch.Tensor, steps: int)
 @torch.no_grad()
 def solve_rows(
     rows: torch.Tensor, system: RowSystem, chunks: list[Chunk], solver: str = "cg", cg_steps: int = 3
-) -> None:
+) -> np.ndarray | None:
     """Overwrite `rows` [R, d] with the half-step's solution (CG starts from the current values; `chunks` are the
-    exact solver's)."""
+    exact solver's). Returns what the host branch's CG holds of the loss (`conjugate_gradient_each_row`), else None."""
+    held = None
     if solver == "cholesky":
         for chunk in chunks:
             rows[chunk.rows] = exact_rows(ChunkSystem(system, chunk))
     elif accelerator_branch(rows):
         rows.copy_(conjugate_gradient_rows(SparseSystem(system), rows, cg_steps))
     else:
-        conjugate_gradient_each_row(rows, system, cg_steps)
+        held = conjugate_gradient_each_row(rows, system, cg_steps)
     rows[system.zero_rows] = 0.0
+    return held
 
 
-def conjugate_gradient_each_row(rows: torch.Tensor, system: RowSystem, steps: int) -> None:
+def conjugate_gradient_each_row(rows: torch.Tensor, system: RowSystem, steps: int) -> np.ndarray:
     """`steps` CG steps on A_r x_r = b_r from the current `rows` (updated in place), each row by the compiled
-    kernel (recx.models.als.cg_kernel); host branch only."""
+    kernel (recx.models.als.cg_kernel); host branch only. Returns held_r = Σ_e t_e (y_e · x_r) + ρ_r · x_r +
+    (2 h^L_r − h_r) (v · x_r) per row [R] (float64; 0 on zero rows), ρ_r the final CG residual and h^L the loss's
+    `loss_shared_scale`: row r's loss is its constant minus held_r (recx.models.als.problem)."""
+    loss_scale = system.shared_scale if system.loss_shared_scale is None else system.loss_shared_scale
+    held = np.empty(rows.shape[0], dtype=np.float64)
     if system.uniform:
         eye = torch.eye(system.gram.shape[0], dtype=system.gram.dtype)
         matrix = system.gram_scale[0] * system.gram + system.ridge[0] * eye
@@ -196,4 +204,7 @@ def conjugate_gradient_each_row(rows: torch.Tensor, system: RowSystem, steps: in
         steps,
         rows.numpy().dtype.type(RESIDUAL_FLOOR),
         work_bounds(numpy(system.indptr), rows.shape[1], CHUNKS_PER_THREAD * numba.get_num_threads()),
+        numpy((2 * loss_scale - system.shared_scale).double()),
+        held,
     )
+    return held

@@ -4,8 +4,9 @@ stops early after every half-step, as the RG authors' RecStudio loop does (its A
 `val_n_epoch: 1`, early stopping on the first validation metric with patience 10).
 
 No sampler, loss object or optimizer: each step overwrites one factor table with the minimiser of the model's
-weighted squared loss (recx.models.als) given the other. A step's recorded loss is that loss after the step,
-divided by the number of training interactions; it never increases from one step to the next (up to rounding
+weighted squared loss (recx.models.als) given the other. A step's recorded loss is that loss after the step
+(from what the step's solves hold where they hold it: no pass of its own, recx.models.als.problem), divided by the
+number of training interactions; it never increases from one step to the next (up to rounding
 with the exact solver; CG steps are a descent method warm-started from the current rows), except with RG's form
 official, whose item half-step is not a minimiser of that loss (recx.models.als.rg).
 A checkpoint may be taken between the two half-steps (recx.training.runners.base): the factor tables are the whole
@@ -38,8 +39,7 @@ class AlternatingEpochs(EpochRunner):
         if self.config.half_steps:
             solves = [solves[(epoch - 1) % 2]]
         for step in range(self.steps_done, self.n_steps):
-            solves[step](self.problem)
-            losses[step] = self.model.loss(self.problem) * self.scale
+            losses[step] = solves[step](self.problem) * self.scale
             self.steps_done = step + 1
             after_step(step + 1)
         self.steps_done = 0
