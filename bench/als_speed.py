@@ -11,7 +11,7 @@ PyPI wheel has no CUDA build), against recx's CPU figure and the arithmetic floo
 
 A bench iteration is what `recx train`'s epoch runs (recx/training/runners/alternating.py): both half-steps, each
 returning the loss the trainer records. With --through-cli R it then times that path itself (bench/through_cli.py):
-R rounds of --iterations interleaved iterations (implicit, recx) followed by a real `recx train --model wrmf` of the
+R rounds of --iterations interleaved iterations (implicit, recx) of a fresh model followed by a real `recx train --model wrmf` of the
 same settings for --iterations epochs, whose epochs.jsonl `seconds` are compared with both, paired by round; then
 R rounds of --rg-iterations iterations of RG² and RG× against their own `recx train` runs.
 Run by hand:  python bench/als_speed.py [--iterations 15] [--threads 2] [--factors 64] [--data-root R --dataset D]
@@ -158,12 +158,19 @@ def cli_config(args, model: str, model_args: dict, epochs: int):
     return resolve({**raw, "device": "cpu", "model_args": model_args})
 
 
-def timed(step, before=None):
-    """A `bench_epochs` for through_cli.interleaved: `epochs` calls of `step`, each after one of `before`."""
+def fresh_epochs(args, dataset, name: str, model_args: dict, with_implicit: bool):
+    """A `bench_epochs` for through_cli.interleaved: `epochs` iterations of a fresh model (seed 0, as `recx train`
+    starts: a warm model's CG rows converge and skip steps, so later iterations are cheaper than a run's first), each
+    after one iteration of implicit started from the same factors when `with_implicit`."""
 
     def epochs(count: int) -> tuple[list[float], dict[str, list[float]]]:
-        pairs = [(before() if before is not None else 0.0, step()) for _ in range(count)]
-        return [ours for _, ours in pairs], {} if before is None else {"implicit": [theirs for theirs, _ in pairs]}
+        model = recx_model(name, dataset, args.factors, model_args)
+        step = RecxIterations(model, dataset)
+        if not with_implicit:
+            return [step() for _ in range(count)], {}
+        theirs = ImplicitIterations(dataset, args.factors, args.threads, args.alpha, args.regularization, model)
+        pairs = [(theirs(), step()) for _ in range(count)]
+        return [ours for _, ours in pairs], {"implicit": [implicit for implicit, _ in pairs]}
 
     return epochs
 
@@ -208,17 +215,15 @@ def compare(args, dataset) -> None:
             f"ratio to recx WRMF {ratio:.2f}, test NDCG@20 {ndcg20(model, dataset):.4f} (default hyper-parameters)"
         )
     if args.through_cli:
-        before = implicit_step if implicit_times is not None else None
-        config = cli_config(args, "wrmf", wrmf_args, args.iterations)
-        rounds = interleaved(timed(recx_step, before), config, args.data_root, args.threads, args.through_cli)
-        print(f"through the CLI, WRMF ({args.iterations} epochs a run): {rounds.summary()}", flush=True)
-        for name in ("rg2", "rgx"):
-            step = RecxIterations(recx_model(name, dataset, args.factors, {"cg_steps": 3}), dataset)
-            config = cli_config(args, name, {"cg_steps": 3}, args.rg_iterations)
-            rounds = interleaved(timed(step), config, args.data_root, args.threads, args.through_cli)
-            print(
-                f"through the CLI, {name.upper()} ({args.rg_iterations} epochs a run): {rounds.summary()}", flush=True
-            )
+        for name, model_args, epochs in (
+            ("wrmf", wrmf_args, args.iterations),
+            ("rg2", {"cg_steps": 3}, args.rg_iterations),
+            ("rgx", {"cg_steps": 3}, args.rg_iterations),
+        ):
+            bench = fresh_epochs(args, dataset, name, model_args, name == "wrmf" and implicit_times is not None)
+            config = cli_config(args, name, model_args, epochs)
+            rounds = interleaved(bench, config, args.data_root, args.threads, args.through_cli)
+            print(f"through the CLI, {name.upper()} ({epochs} epochs a run): {rounds.summary()}", flush=True)
     exact, cg = floor_flops(dataset, args.factors, 3)
     cpu_rate = cg / statistics.median(recx_times) / 1e9
     print(
