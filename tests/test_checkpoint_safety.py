@@ -14,6 +14,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -198,3 +199,21 @@ def test_checkpoints_every_n_epochs_are_never_taken_within_one(tiny, tmp_path, m
     monkeypatch.setattr(fit_module, "CHECKPOINT_INTERVAL_S", 0.0)
     train_run(config, tiny, tmp_path / "run", checkpoint_every=2)
     assert saved == [(2, 0), (4, 0)]
+
+
+def test_an_epochs_recorded_seconds_leave_out_the_checkpoints_written_within_it(tiny, tmp_path, monkeypatch):
+    """epochs.jsonl's seconds are the epoch's training (issue 39): checkpoints written between its steps, like those
+    after it, are not counted. Each write here takes 0.15 s and an epoch holds ~7 of them (>= 1 s if counted)."""
+    config = resolve({**config_of(BPR).to_dict(), "batch_size": 256, "epochs": 2})
+    within: list[int] = []
+
+    def slow_save(path, runner, loop):
+        time.sleep(0.15)
+        within.extend([loop.step] if loop.step else [])
+
+    monkeypatch.setattr(checkpoint, "save", slow_save)
+    monkeypatch.setattr(fit_module, "CHECKPOINT_INTERVAL_S", 0.0)
+    train_run(config, tiny, tmp_path / "run")
+    assert len(within) >= 8
+    seconds = [record["seconds"] for record in store.read_epochs(tmp_path / "run")]
+    assert len(seconds) == 2 and all(0 < value < 0.45 for value in seconds), seconds

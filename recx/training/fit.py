@@ -50,6 +50,7 @@ class _Checkpoints:
 
     def __init__(self, path: Path, every: int | None):
         self.path, self.every, self.written_at = path, every, time.perf_counter()
+        self.writing_in_epoch = 0.0  # seconds spent writing checkpoints within the current epoch
 
     def _time_passed(self) -> bool:
         return time.perf_counter() - self.written_at >= CHECKPOINT_INTERVAL_S
@@ -64,8 +65,10 @@ class _Checkpoints:
         if self.every is None and runner.checkpoints_within_epoch and step < runner.n_steps and self._time_passed():
             partial = copy.copy(loop)
             partial.step, partial.losses = step, losses[:step].cpu()
-            partial.seconds = loop.seconds + time.perf_counter() - started
+            partial.seconds = loop.seconds + time.perf_counter() - started - self.writing_in_epoch
+            began = time.perf_counter()
             self.save(runner, partial)
+            self.writing_in_epoch += time.perf_counter() - began
 
     def save(self, runner, loop: checkpoint.LoopState) -> None:
         checkpoint.save(self.path, runner, loop)
@@ -114,7 +117,8 @@ def fit(config: RunConfig, dataset: Dataset, model, progress: Progress, hooks: F
 
     The epoch's steps are the runner's (recx.training.runners, by the model's training kind); losses stay on the
     device during the epoch and are read once at its end (and for the bar's running loss at most once a second).
-    Each epoch's record (epoch, loss, seconds, validation metric) goes to `hooks.log_epoch`. The whole state is
+    Each epoch's record (epoch, loss, seconds, validation metric) goes to `hooks.log_epoch`; its seconds are the
+    epoch's training: validation and checkpoint writes, after the epoch or within it, are not counted. The whole state is
     written to `hooks.checkpoint` every `hooks.checkpoint_every` epochs (0: never; None: by time, see _Checkpoints:
     so that writing it costs a short epoch little, and a long epoch is checkpointed within); when that file exists,
     training goes on from it (recx.training.checkpoint), at the step it was taken, after `hooks.resumed(epochs done)`.
@@ -159,7 +163,8 @@ def fit(config: RunConfig, dataset: Dataset, model, progress: Progress, hooks: F
         error = non_finite_error(losses, epoch, config.lr)
         if error is not None:
             raise error
-        seconds = loop.seconds + time.perf_counter() - started
+        seconds = loop.seconds + time.perf_counter() - started - checkpoints.writing_in_epoch
+        checkpoints.writing_in_epoch = 0.0
         loop.step, loop.losses, loop.seconds = 0, None, 0.0
         record = {"epoch": epoch, "loss": float(losses.mean()), "seconds": seconds}
         status = f"loss {record['loss']:.4f}"
