@@ -13,7 +13,7 @@ sweep_out = $(if $(OUT),--out $(OUT)/$(1))
 CI_OUT ?= build/ci-reproduce
 
 .PHONY: setup quickstart test lint test-gpu bench catalog gowalla reproduce-prism reproduce-hns reproduce-bir reproduce-fastvae \
-	reproduce-rg ci-reproduce gpu-check gpu-check-cpu
+	reproduce-rg ci-reproduce gpu-pack gpu-check gpu-check-cpu
 
 setup:
 	$(PYTHON) -m pip install torch==2.13.0
@@ -36,13 +36,26 @@ lint:
 test-gpu:
 	$(PYTHON) -m pytest -q -m gpu
 
-# on a CUDA machine with the gpu extra: tests, kernels, host syncs per step, GPU benches, a real run against the CPU;
-# writes gpu-check.md and exits non-zero on any failure. gpu-check-cpu checks the same plumbing without a GPU (CI).
+# On a lent GPU machine, with nothing installed (README "GPU"): `make gpu-pack` here first (the Gowalla files and the
+# CPU side of the real runs into .gpu-pack/, which travels with the checkout), then there the GPU_CHECK line as is:
+# `pytest -m gpu`, each CuPy kernel against its torch reference, host syncs per training kind, the GPU benches against
+# their floors with peak memory, a 10-epoch Gowalla run against the CPU's and the PRISM MAWU headline row, within
+# GPU_BUDGET seconds; writes gpu-check.md, .json and .log into GPU_OUT and exits non-zero on any failure.
+# gpu-check-cpu runs that same command line on a synthetic pack with the CPU forced (CI's dry run).
+GPU_PACK ?= .gpu-pack
+GPU_OUT ?= build/gpu-check
+GPU_BUDGET ?= 420
+GPU_CHECK = PYTHONPATH=. $(PYTHON) bench/gpu_check.py --device cuda --data $(GPU_PACK) --out $(GPU_OUT) --budget-s $(GPU_BUDGET)
+
+gpu-pack:
+	$(PYTHON) bench/gpu_pack.py --out $(GPU_PACK)
+
 gpu-check:
-	$(PYTHON) bench/gpu_check.py --device cuda --report gpu-check.md
+	$(GPU_CHECK)
 
 gpu-check-cpu:
-	$(PYTHON) bench/gpu_check.py --device cpu --report $(CI_OUT)/gpu-check.md
+	$(PYTHON) bench/gpu_pack.py --synthetic --out $(CI_OUT)/gpu-pack
+	RECX_GPU_CHECK_FORCE_CPU=1 $(MAKE) gpu-check GPU_PACK=$(CI_OUT)/gpu-pack GPU_OUT=$(CI_OUT)/gpu-check
 
 bench:
 	$(PYTHON) bench/eval_speed.py

@@ -71,6 +71,8 @@ def main() -> None:
     print(f"recx evaluate (mask seen, top-K, 5 metrics x 3 K, strata): {recx_time:.3f} s")
     print(f"bare matmul + top-K:                                       {bare_time:.3f} s")
     print(f"ratio recx / bare: {recx_time / bare_time:.2f}")
+    if device.type == "cuda":
+        print(f"peak GPU memory: {torch.cuda.max_memory_allocated() / 2**20:.0f} MiB")
 
 
 if __name__ == "__main__":

@@ -200,6 +200,8 @@ def main() -> None:
     )
     for n_items in sizes:
         dataset = synthetic_dataset(args.users, n_items, args.mean_length).to(device)
+        if device.type == "cuda":
+            torch.cuda.reset_peak_memory_stats()
         print(f"\n== {n_items:,} items, {math.ceil(args.users / 256)} steps per epoch (batch 256 users)")
         baseline = epoch_time(dataset, "multvae", "full", args.negatives, args.steps, device)
         print(
@@ -233,6 +235,8 @@ def main() -> None:
                 f"  positives' log q of 256 users: {name:10s} {own * 1e3:9.2f} ms  (one query row per pair "
                 f"{default * 1e3:9.2f} ms, x{default / own:.1f})"
             )
+        if device.type == "cuda":
+            print(f"  peak GPU memory: {torch.cuda.max_memory_allocated() / 2**20:.0f} MiB")
 
 
 if __name__ == "__main__":

@@ -1,34 +1,46 @@
-"""`make gpu-check`: verify recx on a CUDA machine in one command and write one Markdown report.
+"""`make gpu-check`: verify recx on a lent CUDA machine in one command, within a time budget, with no install.
 
-Checks, in order (each a row of the report's summary, with its figures below it):
-1. tests: `pytest -m gpu` (CuPy kernels against their torch references, statistical where they draw; the
-   sync-free steps), then tests/test_device_paths.py (every CUDA-only branch against the host branch).
-2. setup: CUDA, the torch CUDA build and CuPy are found (recx refuses `--kernels cupy` without them).
-3. host syncs: per training kind (interaction batches with BPR and with the shared-candidate softmax, user batches
-   with Mult-VAE and FastVAE/MIDX_Uni, the alternating WRMF solver), one steady-state epoch on a small synthetic
-   dataset under `torch.cuda.set_sync_debug_mode("warn")`: every warning is one host synchronisation; 0 expected
-   for the gradient-trained kinds (the trainer's non-finite check included). Peak GPU memory of each.
-4. benches: each GPU bench with its own baseline in the same process (eval: bare matmul + top-k; train: implicit's
-   BPR and the matmul floor; FastVAE: Mult-VAE, and MIDX draws against uniform draws; samplers: CuPy against
-   torch), on Gowalla when --gowalla points at it; their output is quoted whole.
-5. a real run: `recx train` on Gowalla for 10 epochs on CUDA and on the CPU; test NDCG@20 and Recall@20 must agree
-   within --tolerance (relative; the two devices draw different random streams, so the runs differ by training
-   noise, not by method).
+    PYTHONPATH=. python3 bench/gpu_check.py --device cuda --data .gpu-pack --out OUT --budget-s 420
 
-`--device cpu` checks the plumbing of all this on a machine without a GPU (CI runs it): step 1 runs only the forced
-device-branch tests, step 3 runs each kind's epochs with the accelerator branches forced (syncs cannot be counted
-on the CPU), step 4 runs the FastVAE bench on a tiny catalogue, and step 5 compares the host branches with the
-forced accelerator branches on a tiny synthetic dataset (within 1e-3).
-The report is written even when a check fails; the exit code is 1 then.
+needs only what the lent machine already has (Python 3.12, torch >= 2.11 with CUDA, CuPy for CUDA 12 or 13, numpy
+2.x, scipy, pandas, pyarrow, typer, rich, numba, pytest) and the pack `make gpu-pack` made (bench/gpu_pack.py: the
+Gowalla files and the CPU side of the real runs, carried with the checkout). It writes into OUT `gpu-check.md`
+(the report), `gpu-check.json` (its figures), `gpu-check.log` (every command's whole output) and each real run's
+epochs (`<run>-epochs.jsonl`), rewritten after every step, so a check cut short still returns what it measured.
 
-    python bench/gpu_check.py [--device cuda|cpu] [--report gpu-check.md] [--gowalla ../shared/data/gowalla]
+Steps, fast first, each started only when the time left covers its minimum (else "skipped: budget"), each command
+stopped when the budget ends:
+1. setup: versions, the GPU, the pack's checksums, each CuPy kernel compiled by NVRTC for this GPU's architecture.
+2. kernels: `pytest -m gpu` (every CuPy kernel against its torch reference, statistical where it draws; the
+   sync-free steps).
+3. host syncs: one steady-state epoch per training kind under torch's sync debug mode (0 expected for the
+   gradient-trained kinds, the trainer's non-finite check included), with its peak GPU memory.
+4. benches, each with its baseline in the same process: full-ranking evaluation on Gowalla against the bare matmul +
+   top-k (target <= 1.1x); BPR and sampled-softmax epochs on Gowalla against their matmul floors; every sampler's
+   step against uniform's and the CuPy kernels against torch; FastVAE against Mult-VAE at 200K items.
+5. real: `recx train --dataset gowalla` for 10 epochs on CUDA against the pack's CPU run of the same configuration:
+   test NDCG@20 and Recall@20 within --tolerance (relative; the devices draw other random streams).
+6. FastVAE against Mult-VAE at 1.5M items.
+7. headline: PRISM's MAWU + PRISM row on Gowalla (bench/gpu_runs.py) until early stopping or the budget ends; its
+   epoch time against the pack's CPU epochs.
+
+`--device cpu`, or `--device cuda` with RECX_GPU_CHECK_FORCE_CPU=1 (CI: `make gpu-check-cpu` runs the device's command
+line so), is the dry run: every step runs its real commands on the CPU, at the dry sizes, on a synthetic pack; kernels
+runs the forced accelerator-branch tests, host syncs trains each kind with the accelerator branches forced, and the real
+runs train with them forced against the pack's host-branch CPU runs (within 1e-3). The exit code is 1 when a check
+fails or a target is missed.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import importlib
 import json
 import os
+import platform
+import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -36,9 +48,11 @@ import time
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import pandas as pd
 import torch
+from gpu_runs import HEADLINE, REAL, RUNS, PackedRun, prepare_command, train_command
 
 from recx.config.run_config import resolve
 from recx.core.device_paths import forced_accelerator_branches
@@ -50,7 +64,8 @@ from recx.training.nonfinite import NonFiniteWatch
 from recx.training.runners.registry import RUNNERS
 
 ROOT = Path(__file__).resolve().parents[1]
-GOWALLA = ROOT / ".." / "shared" / "data" / "gowalla"
+FORCE_CPU = "RECX_GPU_CHECK_FORCE_CPU"
+EVAL_TARGET = 1.1
 SYNC_CASES = {
     "interactions: bpr, uniform": {"model": "mf", "loss": "bpr", "sampler": "uniform", "n_negatives": 1},
     "interactions: softmax, 500 shared uniform, positive masked": {
@@ -67,6 +82,13 @@ SYNC_CASES = {
         "n_negatives": 4,
         "sampler_args": {"exclude_train": True},
     },
+    "interactions: mawu (PRISM init)": {
+        "model": "mf",
+        "loss": "mawu",
+        "n_negatives": 1,
+        "optimizer": "adam",
+        "model_args": {"init": "prism"},
+    },
     "users: mult-vae": {"model": "multvae", "loss": "full_softmax", "batch_size": 128},
     "users: fastvae, midx_uni": {
         "model": "fastvae",
@@ -75,6 +97,7 @@ SYNC_CASES = {
         "n_negatives": 100,
         "batch_size": 128,
     },
+    "graph: lightgcn": {"model": "lightgcn"},
     "alternating: wrmf": {"model": "wrmf"},
 }
 GRADIENT_KINDS = ("interactions", "users")
@@ -86,48 +109,159 @@ class Check:
     ok: bool = True
     summary: str = ""
     lines: list[str] = field(default_factory=list)
+    figures: dict = field(default_factory=dict)
     seconds: float = 0.0
+    skipped: bool = False
 
 
-def run_command(command: list[str], timeout: int, env: dict | None = None) -> tuple[int, str]:
-    """(exit code, stdout and stderr together) of a command run from the repository root."""
-    try:
-        done = subprocess.run(
-            command, cwd=ROOT, capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})}
+@dataclass
+class Context:
+    device: str  # "cuda", or "cpu" for the dry run
+    pack: Path
+    out: Path
+    work: Path
+    deadline: float
+    tolerance: float
+    log: list[str] = field(default_factory=list)
+
+    @property
+    def dry(self) -> bool:
+        return self.device == "cpu"
+
+    def left(self) -> float:
+        return self.deadline - time.perf_counter()
+
+    def run(self, command: list[str], cap: float, env: dict | None = None) -> tuple[int, str, float]:
+        """(exit code, output, seconds) of a command run from the repository root, stopped at `cap` seconds or when
+        the budget ends: first Ctrl-C (a recx run then keeps its epochs), then a kill 15 s later."""
+        timeout = max(1.0, min(cap, self.left()))
+        shown = " ".join("python3" if part == sys.executable else part for part in command)
+        started = time.perf_counter()
+        process = subprocess.Popen(
+            command,
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env={
+                **os.environ,
+                "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+                **(env or {}),
+            },
         )
-    except subprocess.TimeoutExpired as expired:
-        return 124, f"timed out after {timeout} s\n{expired.stdout or ''}{expired.stderr or ''}"
-    return done.returncode, done.stdout + done.stderr
+        try:
+            output, _ = process.communicate(timeout=timeout)
+            code = process.returncode
+        except subprocess.TimeoutExpired:
+            process.send_signal(signal.SIGINT)
+            try:
+                output, _ = process.communicate(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                output, _ = process.communicate()
+            output, code = f"{output}\n(stopped after {timeout:.0f} s: the budget or its cap)", 124
+        seconds = time.perf_counter() - started
+        self.log += [f"$ {shown}   # exit {code}, {seconds:.1f} s", output.rstrip(), ""]
+        return code, output, seconds
 
 
-def check_tests(device: str) -> Check:
-    check = Check("tests")
-    suites = [["-m", "gpu"], ["tests/test_device_paths.py"]] if device == "cuda" else [["tests/test_device_paths.py"]]
-    for suite in suites:
-        code, output = run_command([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *suite], 600)
-        last = output.strip().splitlines()[-1] if output.strip() else "(no output)"
-        check.lines.append(f"- `pytest {' '.join(suite)}`: {last}")
-        if code != 0:
-            check.ok = False
-            check.lines += ["", "```", output[-4000:], "```"]
-    check.summary = "; ".join(line.split(": ", 1)[1] for line in check.lines if line.startswith("- "))
-    return check
+def python() -> str:
+    return sys.executable
 
 
-def check_setup(device: str) -> Check:
+def quoted(command: list[str], code: int, seconds: float, output: str, limit: int = 5000) -> list[str]:
+    shown = " ".join("python3" if part == sys.executable else part for part in command)
+    return [f"`{shown}` (exit {code}, {seconds:.0f} s)", "", "```", output.strip()[-limit:], "```", ""]
+
+
+# 1. setup
+
+
+def module_version(name: str) -> str:
+    try:
+        return str(getattr(importlib.import_module(name), "__version__", "?"))
+    except Exception as missing:  # reported, not fatal: a missing optional package is a figure of the machine
+        return f"missing ({type(missing).__name__})"
+
+
+def check_pack(pack: Path) -> tuple[bool, str]:
+    manifest = pack / "manifest.json"
+    if not manifest.is_file():
+        return False, f"{pack} holds no pack (make gpu-pack)"
+    files = json.loads(manifest.read_text())["files"]
+    bad = [
+        name
+        for name, card in files.items()
+        if not (pack / name).is_file() or hashlib.sha256((pack / name).read_bytes()).hexdigest() != card["sha256"]
+    ]
+    if bad:
+        return False, f"pack files missing or changed: {', '.join(bad)}"
+    return (
+        True,
+        f"pack {pack.name}: {len(files)} files, {sum(c['bytes'] for c in files.values()) / 2**20:.1f} MiB, checksums equal",
+    )
+
+
+def compile_kernels(check: Check) -> None:
+    """Each CuPy kernel's source compiled by NVRTC for the current GPU (the architecture it targets)."""
+    import cupy
+
+    from recx.samplers.kernels import cupy_kernels
+
+    device = cupy.cuda.Device()
+    arch = device.compute_capability
+    check.figures["compute_capability"] = arch
+    check.figures["cupy_runtime"] = cupy.cuda.runtime.runtimeGetVersion()
+    check.figures["nvrtc"] = ".".join(map(str, cupy.cuda.nvrtc.getVersion()))
+    rows = ["| kernel | compile s | binary arch | PTX arch |", "| --- | --- | --- | --- |"]
+    for attribute in sorted(a for a in dir(cupy_kernels) if a.endswith("_SOURCE")):
+        source = getattr(cupy_kernels, attribute)
+        name = re.search(r"__global__ void (\w+)\(", source).group(1)
+        started = time.perf_counter()
+        kernel = cupy.RawKernel(source, name)
+        kernel.compile()
+        attributes = kernel.attributes
+        rows.append(
+            f"| {name} | {time.perf_counter() - started:.2f} | sm_{attributes['binary_version']} | "
+            f"compute_{attributes['ptx_version']} |"
+        )
+        check.figures.setdefault("kernels", {})[name] = attributes["binary_version"]
+    check.lines += [f"- CuPy kernels compiled by NVRTC {check.figures['nvrtc']} for sm_{arch}:", "", *rows, ""]
+
+
+def check_setup(ctx: Context) -> Check:
     check = Check("setup")
     from recx.samplers.kernels.choice import cupy_available, resolve_kernels
 
+    versions = {
+        name: module_version(name) for name in ("numpy", "scipy", "pandas", "pyarrow", "numba", "typer", "rich", "cupy")
+    }
+    check.figures["versions"] = {"python": platform.python_version(), "torch": torch.__version__, **versions}
     check.lines.append(
-        f"- torch {torch.__version__}, CUDA build {torch.version.cuda}, "
-        f"CUDA available {torch.cuda.is_available()}, CuPy usable {cupy_available()}"
+        f"- Python {platform.python_version()}, torch {torch.__version__} (CUDA build {torch.version.cuda}), "
+        + ", ".join(f"{k} {v}" for k, v in versions.items())
     )
-    if device == "cuda":
-        check.ok = torch.cuda.is_available() and cupy_available()
-        if check.ok:
-            check.lines.append(f"- GPU: {torch.cuda.get_device_name(0)}")
+    pack_ok, pack_line = check_pack(ctx.pack)
+    check.lines.append(f"- {pack_line}")
+    check.ok = pack_ok
+    if not ctx.dry:
+        usable = torch.cuda.is_available() and cupy_available()
+        check.ok = check.ok and usable
+        if torch.cuda.is_available():
+            properties = torch.cuda.get_device_properties(0)
+            check.figures["gpu"] = properties.name
+            check.lines.append(
+                f"- GPU: {properties.name}, {properties.total_memory / 2**30:.0f} GiB, "
+                f"{properties.multi_processor_count} SMs, compute capability {properties.major}.{properties.minor}"
+            )
+        if usable:
+            try:
+                compile_kernels(check)
+            except Exception as failed:  # reported: the kernels step then fails too
+                check.ok = False
+                check.lines.append(f"- CuPy kernel compilation failed: {type(failed).__name__}: {failed}")
         else:
-            check.lines.append('- a CUDA build of torch and `pip install -e ".[gpu]"` (CuPy) are needed')
+            check.lines.append("- CUDA or CuPy missing: a CUDA build of torch and CuPy (cupy-cuda12x or cupy-cuda13x)")
     else:
         try:
             resolve_kernels("cupy", torch.device("cpu"))
@@ -135,19 +269,43 @@ def check_setup(device: str) -> Check:
         except Exception as refused:  # the message a user sees
             message = f"`--kernels cupy` on the CPU is refused: {refused}"
         check.lines.append(f"- {message}")
-    check.summary = "CUDA, torch CUDA build and CuPy found" if check.ok and device == "cuda" else check.lines[-1][2:]
+    check.summary = check.lines[-1][2:] if not check.ok else f"{check.figures.get('gpu', 'CPU dry run')}; {pack_line}"
     return check
 
 
-def tiny_dataset(root: Path, n_users: int, n_items: int):
+# 2. kernels
+
+
+def gpu_test_files() -> list[str]:
+    return sorted(
+        str(path.relative_to(ROOT)) for path in (ROOT / "tests").glob("test_*.py") if "mark.gpu" in path.read_text()
+    )
+
+
+def check_kernels(ctx: Context) -> Check:
+    check = Check("kernels")
+    suite = ["tests/test_device_paths.py"] if ctx.dry else ["-m", "gpu", *gpu_test_files()]
+    command = [python(), "-m", "pytest", "-q", "-p", "no:cacheprovider", *suite]
+    code, output, seconds = ctx.run(command, 240)
+    last = output.strip().splitlines()[-1] if output.strip() else "(no output)"
+    check.ok = code == 0
+    check.summary = last
+    check.lines += quoted(command, code, seconds, output, 3000 if code else 600)
+    return check
+
+
+# 3. host syncs
+
+
+def tiny_dataset(root: Path, name: str, n_users: int, n_items: int):
     prepare(
-        "gpu-check",
+        name,
         PrepareOptions(
             format="synthetic", ratios="80/10/10", synthetic={"n_users": n_users, "n_items": n_items, "mean_length": 30}
         ),
         root,
     )
-    return load_dataset(root, "gpu-check")
+    return load_dataset(root, name)
 
 
 def epoch_syncs(raw: dict, dataset, device: torch.device) -> tuple[int | None, float, float | None, str]:
@@ -156,8 +314,7 @@ def epoch_syncs(raw: dict, dataset, device: torch.device) -> tuple[int | None, f
     model = build_model(config, dataset, device)
     runner = RUNNERS.get(model.training_kind)(config, dataset, model, torch.Generator(device=device).manual_seed(0))
     losses = torch.zeros(max(runner.n_steps, 1), device=device)
-    watch = NonFiniteWatch(losses, 1, config.lr)
-    runner.train_epoch(1, losses, watch.after_step)
+    runner.train_epoch(1, losses, NonFiniteWatch(losses, 1, config.lr).after_step)
     if device.type != "cuda":
         started = time.perf_counter()
         runner.train_epoch(2, losses, NonFiniteWatch(losses, 2, config.lr).after_step)
@@ -180,43 +337,169 @@ def epoch_syncs(raw: dict, dataset, device: torch.device) -> tuple[int | None, f
     return syncs, seconds, torch.cuda.max_memory_allocated() / 2**20, model.training_kind
 
 
-def check_syncs(device: str, work: Path) -> Check:
+def check_syncs(ctx: Context) -> Check:
     check = Check("host syncs per epoch")
-    dataset = tiny_dataset(work / "syncs", 3000, 2000).to(torch.device(device))
+    n_users, n_items = (600, 300) if ctx.dry else (3000, 2000)
+    dataset = tiny_dataset(ctx.work / "syncs", "gpu-check", n_users, n_items).to(torch.device(ctx.device))
     check.lines += [
         "| case | kind | host syncs in one epoch | seconds | peak GPU MiB |",
         "| --- | --- | --- | --- | --- |",
     ]
     for name, raw in SYNC_CASES.items():
         try:
-            if device == "cuda":
-                syncs, seconds, peak, kind = epoch_syncs(raw, dataset, torch.device("cuda"))
-            else:
+            if ctx.dry:
                 with forced_accelerator_branches():
                     syncs, seconds, peak, kind = epoch_syncs(raw, dataset, torch.device("cpu"))
+            else:
+                syncs, seconds, peak, kind = epoch_syncs(raw, dataset, torch.device("cuda"))
         except Exception as failed:  # reported in the table, the other cases still run
             check.ok = False
             check.lines.append(f"| {name} | | failed: {type(failed).__name__}: {failed} | | |")
             continue
         if syncs is not None and syncs > 0 and kind in GRADIENT_KINDS:
             check.ok = False
+        check.figures[name] = {"kind": kind, "syncs": syncs, "seconds": round(seconds, 4), "peak_mib": peak}
         shown = "not countable on the CPU" if syncs is None else str(syncs)
-        check.lines.append(f"| {name} | {kind} | {shown} | {seconds:.2f} | {'' if peak is None else f'{peak:.0f}'} |")
+        check.lines.append(f"| {name} | {kind} | {shown} | {seconds:.3f} | {'' if peak is None else f'{peak:.0f}'} |")
     check.summary = (
-        "0 in every gradient-trained kind"
-        if check.ok and device == "cuda"
-        else ("every kind trains with the accelerator branches forced" if check.ok else "see the table")
+        (
+            "0 in every gradient-trained kind"
+            if not ctx.dry
+            else "every kind trains with the accelerator branches forced"
+        )
+        if check.ok
+        else "see the table"
     )
     return check
 
 
-def bench_commands(device: str, gowalla: Path | None, work: Path) -> list[list[str]]:
-    py = sys.executable
-    if device == "cpu":
-        return [
-            [
-                py,
-                "bench/fastvae_speed.py",
+# 4. data and benches
+
+
+def check_data(ctx: Context) -> Check:
+    check = Check("data")
+    for run in RUNS:
+        command = prepare_command(python(), run, ctx.pack / "data", ctx.work / "data")
+        code, output, seconds = ctx.run(command, 120)
+        check.ok = check.ok and code == 0
+        check.lines.append(f"- {run.dataset}: exit {code}, {seconds:.1f} s")
+        if code:
+            check.lines += quoted(command, code, seconds, output)
+    check.summary = "Gowalla (LightGCN split) and Gowalla (PRISM split) prepared" if check.ok else "see below"
+    return check
+
+
+def bench(ctx: Context, name: str, command: list[str], cap: float, read: Callable[[str, Check, bool], None]) -> Check:
+    check = Check(name)
+    code, output, seconds = ctx.run(command, cap)
+    check.lines += quoted(command, code, seconds, output)
+    check.ok = code == 0
+    if check.ok:
+        try:
+            read(output, check, ctx.dry)
+        except Exception as unreadable:  # the bench ran but printed something else: its output is quoted
+            check.ok, check.summary = False, f"output not understood: {type(unreadable).__name__}: {unreadable}"
+    else:
+        check.summary = f"exit {code}: " + (output.strip().splitlines() or ["(no output)"])[-1][:200]
+    return check
+
+
+def peak_of(output: str) -> float | None:
+    peaks = [float(v) for v in re.findall(r"peak GPU memory: ([\d.]+) MiB", output)]
+    return max(peaks) if peaks else None
+
+
+def read_eval(output: str, check: Check, dry: bool) -> None:
+    ratio = float(re.search(r"ratio recx / bare: ([\d.]+)", output).group(1))
+    recx = float(re.search(r"recx evaluate .*?: ([\d.]+) s", output).group(1))
+    bare = float(re.search(r"bare matmul \+ top-K: +([\d.]+) s", output).group(1))
+    check.figures.update(ratio=ratio, recx_s=recx, bare_s=bare, peak_mib=peak_of(output), target=EVAL_TARGET)
+    check.ok = ratio <= EVAL_TARGET or dry  # the dry run's data is too small for the target to mean anything
+    check.summary = f"recx {recx:.4f} s, bare {bare:.4f} s: {ratio:.2f}x (target <= {EVAL_TARGET}x)"
+
+
+def read_train(output: str, check: Check, dry: bool) -> None:
+    cases = {}
+    for line in output.splitlines():
+        match = re.match(r"^(bpr|softmax)(.{0,31}?) +(\w+) +([\d.]+) +([\d.]+) +([\d.]+)", line)
+        if match:
+            cases[match.group(1)] = {
+                "s_epoch": float(match.group(4)),
+                "floor_s": float(match.group(5)),
+                "ratio": float(match.group(6)),
+            }
+    for match in re.finditer(r"^cuda (bpr|softmax).*host syncs inside an epoch: (\d+)", output, re.M):
+        cases[match.group(1)]["syncs"] = int(match.group(2))
+    if set(cases) != {"bpr", "softmax"}:
+        raise ValueError(f"cases read: {sorted(cases)}")
+    check.figures.update(cases=cases, peak_mib=peak_of(output))
+    check.ok = all(case.get("syncs", 0) == 0 for case in cases.values())
+    check.summary = "; ".join(
+        f"{name} {case['s_epoch']:.3f} s/epoch, {case['ratio']:.2f}x its floor"
+        + (f", {case['syncs']} syncs" if "syncs" in case else "")
+        for name, case in cases.items()
+    )
+
+
+def read_samplers(output: str, check: Check, dry: bool) -> None:
+    ratios = dict(re.findall(r"^(\S.*?) +[\d.]+ +[\d.]+ +([\d.]+)$", output, re.M))
+    kernels = dict(re.findall(r"^(alias draw|CSR membership).*torch/cupy +([\d.]+)", output, re.M))
+    if not ratios:
+        raise ValueError("no sampler rows")
+    check.figures.update(
+        ratio_to_uniform={k: float(v) for k, v in ratios.items()},
+        torch_over_cupy={k: float(v) for k, v in kernels.items()},
+        peak_mib=peak_of(output),
+    )
+    worst = max(ratios.items(), key=lambda item: float(item[1]))
+    check.summary = f"{len(ratios)} samplers; slowest step {worst[0]} at {float(worst[1]):.2f}x uniform's" + (
+        "; torch/CuPy " + ", ".join(f"{k} {float(v):.2f}" for k, v in kernels.items()) if kernels else ""
+    )
+
+
+def read_fastvae(output: str, check: Check, dry: bool) -> None:
+    sizes = {}
+    for block in re.split(r"\n== ", output)[1:]:
+        items = int(block.split(" items", 1)[0].replace(",", ""))
+        speedups = dict(re.findall(r"fastvae (\w+) +epoch .*?speed-up x([\d.]+)", block))
+        sizes[items] = {k: float(v) for k, v in speedups.items()}
+    if not sizes:
+        raise ValueError("no catalogue size read")
+    check.figures.update(speedup=sizes, peak_mib=peak_of(output))
+    check.summary = "; ".join(
+        f"{items:,} items: " + ", ".join(f"{k} x{v:.1f}" for k, v in speedups.items())
+        for items, speedups in sizes.items()
+    )
+
+
+def eval_bench(ctx: Context) -> Check:
+    command = [python(), "bench/eval_speed.py", "--device", ctx.device, "--source", str(ctx.pack / "data" / "gowalla")]
+    return bench(ctx, "evaluation", command, 120, read_eval)
+
+
+def train_bench(ctx: Context) -> Check:
+    command = [
+        *(python(), "bench/train_speed.py", "--device", ctx.device, "--data-root", str(ctx.work / "data")),
+        *("--dataset", "gowalla", "--cases", "bpr,softmax", "--epochs", "1" if ctx.dry else "3"),
+    ]
+    return bench(ctx, "training epochs", command, 180, read_train)
+
+
+def sampler_bench(ctx: Context) -> Check:
+    steps = ["--steps", "2", "--warmup", "1"] if ctx.dry else ["--steps", "20"]
+    command = [
+        *(python(), "bench/sampler_speed.py", "--device", ctx.device),
+        *("--source", str(ctx.pack / "data" / "gowalla"), *steps),
+    ]
+    return bench(ctx, "samplers", command, 150, read_samplers)
+
+
+def fastvae_bench(items: str, skip: str, in_dry_run: bool = True) -> Callable[[Context], Check]:
+    def step(ctx: Context) -> Check:
+        if ctx.dry and not in_dry_run:
+            return Check(f"fastvae {items}", skipped=True, summary="skipped: the dry run times one catalogue size")
+        if ctx.dry:
+            sizes = [
                 "--items",
                 "3000",
                 "--users",
@@ -225,56 +508,18 @@ def bench_commands(device: str, gowalla: Path | None, work: Path) -> list[list[s
                 "1",
                 "--negatives",
                 "20",
-                "--device",
-                "cpu",
                 "--skip-draws",
                 "kernel,midx",
             ]
-        ]
-    commands = [[py, "bench/fastvae_speed.py", "--device", "cuda", "--items", "200000,1500000", "--steps", "3"]]
-    if gowalla is not None:
-        root = work / "bench-data"
-        commands = [
-            [
-                py,
-                "-m",
-                "recx",
-                "prepare",
-                "gowalla",
-                "--format",
-                "lightgcn",
-                "--source",
-                str(gowalla),
-                "--data-root",
-                str(root),
-            ],
-            [py, "bench/eval_speed.py", "--device", "cuda", "--source", str(gowalla)],
-            [py, "bench/train_speed.py", "--device", "cuda", "--data-root", str(root), "--epochs", "2"],
-            [py, "bench/sampler_speed.py", "--device", "cuda", "--steps", "20"],
-            *commands,
-        ]
-    return commands
+        else:
+            sizes = ["--items", items, "--steps", "3", "--skip-draws", skip]
+        command = [python(), "bench/fastvae_speed.py", "--device", ctx.device, *sizes]
+        return bench(ctx, f"fastvae {items}", command, 240, read_fastvae)
+
+    return step
 
 
-def check_benches(device: str, gowalla: Path | None, work: Path) -> Check:
-    check = Check("benches")
-    for command in bench_commands(device, gowalla, work):
-        started = time.perf_counter()
-        code, output = run_command(command, 900)
-        shown = " ".join(Path(part).name if part == sys.executable else part for part in command)
-        check.lines += [
-            f"`{shown}` (exit {code}, {time.perf_counter() - started:.0f} s)",
-            "",
-            "```",
-            output.strip()[-6000:],
-            "```",
-            "",
-        ]
-        check.ok = check.ok and code == 0
-    check.summary = f"{len(bench_commands(device, gowalla, work))} command(s), " + (
-        "all ran" if check.ok else "one failed"
-    )
-    return check
+# 5. and 7. real runs
 
 
 def test_metrics(folder: Path) -> dict[str, float]:
@@ -283,125 +528,173 @@ def test_metrics(folder: Path) -> dict[str, float]:
     return {f"{metric}@20": float(value) for metric, value in zip(rows.metric, rows.value, strict=True)}
 
 
-def check_real_run(device: str, gowalla: Path | None, work: Path, tolerance: float) -> Check:
-    check = Check("real run")
-    root = work / "run-data"
-    if device == "cuda":
-        if gowalla is None:
-            check.ok, check.summary = False, "no Gowalla folder (--gowalla)"
-            return check
-        code, output = run_command(
-            [
-                sys.executable,
-                "-m",
-                "recx",
-                "prepare",
-                "gowalla",
-                "--format",
-                "lightgcn",
-                "--source",
-                str(gowalla),
-                "--data-root",
-                str(root),
-            ],
-            600,
-        )
-        sides = {"cuda": ({}, "cuda"), "cpu": ({}, "cpu")}
-        args, limit = ["--dataset", "gowalla", "--epochs", "10"], tolerance
-    else:
-        tiny_dataset(root, 600, 300)
-        sides = {
-            "host branches": ({}, "cpu"),
-            "accelerator branches": ({"RECX_FORCE_ACCELERATOR_BRANCHES": "1"}, "cpu"),
-        }
-        args, limit = ["--dataset", "gpu-check", "--epochs", "3"], 1e-3
-    metrics = {}
-    for side, (env, run_device) in sides.items():
-        folder = work / f"run-{side.replace(' ', '-')}"
-        started = time.perf_counter()
-        code, output = run_command(
-            [
-                sys.executable,
-                "-m",
-                "recx",
-                "train",
-                *args,
-                "--device",
-                run_device,
-                "--quiet",
-                "--data-root",
-                str(root),
-                "--run-dir",
-                str(folder),
-            ],
-            1800,
-            env,
-        )
-        if code != 0:
-            check.ok = False
-            check.lines += [f"- {side}: exit {code}", "```", output[-3000:], "```"]
-            continue
-        metrics[side] = test_metrics(folder)
-        check.lines.append(f"- {side} ({time.perf_counter() - started:.0f} s): {json.dumps(metrics[side])}")
-    if len(metrics) == 2:
-        first, second = metrics.values()
-        worst = max(abs(second[k] - first[k]) / max(abs(first[k]), 1e-12) for k in first)
-        check.ok = worst <= limit
-        check.summary = f"largest relative difference {worst:.2e} (limit {limit:.0e})"
+def epochs_of(folder: Path) -> list[dict]:
+    path = folder / "epochs.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.is_file() else []
+
+
+def median(values: list[float]) -> float | None:
+    values = sorted(values)
+    return values[len(values) // 2] if values else None
+
+
+def train_side(ctx: Context, run: PackedRun, cap: float) -> tuple[Path, int, float]:
+    folder = ctx.work / "runs" / run.name
+    epochs = run.dry_epochs if ctx.dry else run.epochs
+    command = train_command(python(), run, ctx.work / "data", folder, ctx.device, epochs)
+    env = {"RECX_FORCE_ACCELERATOR_BRANCHES": "1"} if ctx.dry else {}
+    code, output, seconds = ctx.run(command, cap, env)
+    if (folder / "epochs.jsonl").is_file():
+        (ctx.out / f"{run.name}-epochs.jsonl").write_bytes((folder / "epochs.jsonl").read_bytes())
+    if code not in (0, 124):
+        raise RuntimeError(f"exit {code}: {output.strip()[-2000:]}")
+    return folder, code, seconds
+
+
+def side_line(label: str, epochs: list[dict], metrics: dict | None, wall: float | None = None) -> str:
+    seconds = median([e["seconds"] for e in epochs if "seconds" in e])
+    parts = [f"{len(epochs)} epochs", f"median {seconds:.2f} s/epoch" if seconds is not None else "no epoch timed"]
+    if wall is not None:
+        parts.append(f"{wall:.0f} s wall")
+    if metrics:
+        parts.append(", ".join(f"test {k} {v:.4f}" for k, v in metrics.items()))
+    return f"- {label}: " + "; ".join(parts)
+
+
+def check_real(ctx: Context) -> Check:
+    check = Check("real run (10 epochs, Gowalla)")
+    cpu = ctx.pack / "cpu-runs" / REAL.name
+    if not (cpu / "results.parquet").is_file():
+        check.ok, check.summary = False, f"no CPU run in the pack ({cpu}); make gpu-pack"
+        return check
+    folder, code, wall = train_side(ctx, REAL, 400)
+    if code:
+        check.ok, check.summary = False, "stopped by the budget before its 10 epochs"
+        return check
+    ours, theirs = test_metrics(folder), test_metrics(cpu)
+    limit = 1e-3 if ctx.dry else ctx.tolerance
+    worst = max(abs(ours[k] - theirs[k]) / max(abs(theirs[k]), 1e-12) for k in ("ndcg@20", "recall@20"))
+    mine, cpu_epochs = epochs_of(folder), epochs_of(cpu)
+    check.figures.update(device=ours, cpu=theirs, relative=worst, limit=limit)
+    check.figures.update(
+        device_s_epoch=median([e["seconds"] for e in mine]), cpu_s_epoch=median([e["seconds"] for e in cpu_epochs])
+    )
+    check.lines += [
+        side_line("this device" + (" (accelerator branches forced)" if ctx.dry else ""), mine, ours, wall),
+        side_line("the pack's CPU run", cpu_epochs, theirs),
+    ]
+    check.ok = worst <= limit
+    check.summary = f"NDCG@20 {ours['ndcg@20']:.4f} vs CPU {theirs['ndcg@20']:.4f}; largest relative difference {worst:.1%} (limit {limit:.1%})"
     return check
 
 
-def render(checks: list[Check], device: str) -> str:
+def check_headline(ctx: Context) -> Check:
+    check = Check("headline: PRISM MAWU + PRISM, Gowalla")
+    folder, code, wall = train_side(ctx, HEADLINE, 10_000)
+    mine, cpu_epochs = epochs_of(folder), epochs_of(ctx.pack / "cpu-runs" / HEADLINE.name)
+    metrics = test_metrics(folder) if code == 0 else None
+    ours_s = median([e["seconds"] for e in mine])
+    theirs_s = median([e["seconds"] for e in cpu_epochs])
+    best = max((e["valid_ndcg@20"] for e in mine if "valid_ndcg@20" in e), default=None)
+    check.figures.update(epochs=len(mine), device_s_epoch=ours_s, cpu_s_epoch=theirs_s, test=metrics, best_valid=best)
+    check.lines += [
+        side_line("this device", mine, metrics, wall),
+        side_line("the pack's CPU run (the machine that packed)", cpu_epochs, None),
+        f"- stopped: {'by early stopping or its epoch cap' if code == 0 else 'by the budget (not converged)'}"
+        + (f"; best validation NDCG@20 {best:.4f}" if best is not None else ""),
+    ]
+    speed = f"; {theirs_s / ours_s:.0f}x the CPU's epoch" if ours_s and theirs_s else ""
+    check.summary = f"{len(mine)} epochs, {'done' if code == 0 else 'cut by the budget'}{speed}" + (
+        f"; test NDCG@20 {metrics['ndcg@20']:.4f}" if metrics else ""
+    )
+    return check
+
+
+# the report
+
+
+STEPS: list[tuple[str, float, Callable[[Context], Check]]] = [  # (name, seconds it needs at least, step)
+    ("setup", 0, check_setup),
+    ("kernels", 30, check_kernels),
+    ("host syncs per epoch", 20, check_syncs),
+    ("data", 10, check_data),
+    ("evaluation", 20, eval_bench),
+    ("training epochs", 30, train_bench),
+    ("samplers", 30, sampler_bench),
+    ("fastvae 200000", 30, fastvae_bench("200000", "")),
+    ("real run (10 epochs, Gowalla)", 60, check_real),
+    ("fastvae 1500000", 60, fastvae_bench("1500000", "kernel", in_dry_run=False)),
+    ("headline: PRISM MAWU + PRISM, Gowalla", 45, check_headline),
+]
+
+
+def render(checks: list[Check], ctx: Context, started: float) -> str:
+    device = torch.cuda.get_device_name(0) if not ctx.dry else "CPU dry run: plumbing only"
     lines = [
-        f"# recx gpu-check ({device})",
+        f"# recx gpu-check ({ctx.device})",
         "",
-        f"{time.strftime('%Y-%m-%d %H:%M:%S')}, torch {torch.__version__}, "
-        f"{torch.cuda.get_device_name(0) if device == 'cuda' else 'CPU mode: plumbing only'}",
+        f"{time.strftime('%Y-%m-%d %H:%M:%S')}, {device}, torch {torch.__version__}, "
+        f"{time.perf_counter() - started:.0f} s of a {ctx.deadline - started:.0f} s budget",
         "",
         "| check | result | seconds | summary |",
         "| --- | --- | --- | --- |",
     ]
-    lines += [f"| {c.name} | {'ok' if c.ok else '**FAILED**'} | {c.seconds:.0f} | {c.summary} |" for c in checks]
+    for c in checks:
+        result = "skipped" if c.skipped else ("ok" if c.ok else "**FAILED**")
+        lines.append(f"| {c.name} | {result} | {c.seconds:.0f} | {c.summary} |")
     for c in checks:
         lines += ["", f"## {c.name}", "", *c.lines]
     return "\n".join(lines) + "\n"
 
 
+def write(checks: list[Check], ctx: Context, started: float) -> None:
+    (ctx.out / "gpu-check.md").write_text(render(checks, ctx, started))
+    figures = {c.name: {"ok": c.ok, "skipped": c.skipped, "seconds": round(c.seconds, 1), **c.figures} for c in checks}
+    (ctx.out / "gpu-check.json").write_text(json.dumps(figures, indent=1, default=str) + "\n")
+    (ctx.out / "gpu-check.log").write_text("\n".join(ctx.log) + "\n")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda" if torch.cuda.is_available() else "cpu")
-    parser.add_argument("--report", type=Path, default=Path("gpu-check.md"))
-    parser.add_argument("--gowalla", type=Path, default=GOWALLA if GOWALLA.is_dir() else None)
+    parser.add_argument("--data", type=Path, default=ROOT / ".gpu-pack", help="the pack (make gpu-pack)")
+    parser.add_argument("--out", type=Path, default=ROOT / "build" / "gpu-check", help="folder for the report")
+    parser.add_argument("--budget-s", type=float, default=420, help="wall-clock seconds for the whole check")
     parser.add_argument(
-        "--tolerance",
-        type=float,
-        default=0.05,
-        help="relative difference allowed between the CUDA and CPU runs' test metrics",
+        "--tolerance", type=float, default=0.05, help="relative difference allowed between the CUDA and CPU runs"
     )
     options = parser.parse_args()
-    if options.device == "cuda" and not torch.cuda.is_available():
-        parser.error("--device cuda: CUDA is not available here (install a CUDA build of torch), or use --device cpu")
+    started = time.perf_counter()
+    device = "cpu" if os.environ.get(FORCE_CPU) == "1" else options.device
+    if device == "cuda" and not torch.cuda.is_available():
+        parser.error(f"--device cuda: CUDA is not available here; use --device cpu (or {FORCE_CPU}=1) for the dry run")
     set_compute_threads(max(1, min(4, os.cpu_count() or 1)))
-    checks = []
+    options.out.mkdir(parents=True, exist_ok=True)
+    checks: list[Check] = []
     with tempfile.TemporaryDirectory(prefix="recx-gpu-check-") as scratch:
-        work = Path(scratch)
-        steps = [
-            lambda: check_tests(options.device),
-            lambda: check_setup(options.device),
-            lambda: check_syncs(options.device, work),
-            lambda: check_benches(options.device, options.gowalla, work),
-            lambda: check_real_run(options.device, options.gowalla, work, options.tolerance),
-        ]
-        for step in steps:
-            started = time.perf_counter()
-            check = step()
-            check.seconds = time.perf_counter() - started
+        ctx = Context(
+            device, options.data.resolve(), options.out, Path(scratch), started + options.budget_s, options.tolerance
+        )
+        for name, needs, step in STEPS:
+            step_started = time.perf_counter()
+            if ctx.left() < needs:
+                check = Check(
+                    name, skipped=True, summary=f"skipped: {ctx.left():.0f} s left of the budget, needs {needs:.0f}"
+                )
+            else:
+                try:
+                    check = step(ctx)
+                except Exception as failed:  # one step's failure is reported; the next steps still run
+                    check = Check(name, ok=False, summary=f"{type(failed).__name__}: {str(failed)[:300]}")
+            check.seconds = time.perf_counter() - step_started
             checks.append(check)
-            print(f"{check.name}: {'ok' if check.ok else 'FAILED'} ({check.seconds:.0f} s) {check.summary}", flush=True)
-    options.report.parent.mkdir(parents=True, exist_ok=True)
-    options.report.write_text(render(checks, options.device))
-    print(f"report: {options.report}")
-    return 0 if all(c.ok for c in checks) else 1
+            print(
+                f"{check.name}: {'skipped' if check.skipped else 'ok' if check.ok else 'FAILED'} ({check.seconds:.0f} s) {check.summary}",
+                flush=True,
+            )
+            write(checks, ctx, started)
+    print(f"report: {options.out / 'gpu-check.md'}")
+    return 0 if all(c.ok or c.skipped for c in checks) else 1
 
 
 if __name__ == "__main__":

@@ -73,7 +73,7 @@ def time_steps(case, dataset, device, kernels: str, steps: int, warmup: int) -> 
         if step == warmup:
             synchronize(device)
             started = time.perf_counter()
-        index = order[step * 2048 : (step + 1) * 2048]
+        index = order[(step * 2048 + torch.arange(2048, device=device)) % order.numel()]  # wraps on small data
         loss = training_loss(model, sampler, loss_fn, config, users_of[index], items_of[index])
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
@@ -141,12 +141,13 @@ def main() -> None:
     parser.add_argument("--device", default="auto")
     parser.add_argument("--kernels", default="auto")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--source", type=Path, default=GOWALLA, help="Gowalla's LightGCN split (train/valid/test.txt)")
     options = parser.parse_args()
     keep_freed_memory()  # as the recx command does (recx/memory.py)
     set_compute_threads(options.threads)
     device = resolve_device(options.device)
     with tempfile.TemporaryDirectory() as root:
-        prepare("gowalla", PrepareOptions(format="lightgcn", source=GOWALLA), Path(root))
+        prepare("gowalla", PrepareOptions(format="lightgcn", source=options.source), Path(root))
         dataset = load_dataset(Path(root), "gowalla").to(device)
     print(
         f"Gowalla: {dataset.n_users:,} users, {dataset.n_items:,} items, {dataset.train.nnz:,} training "
@@ -159,6 +160,7 @@ def main() -> None:
         print(f"{label(case):58s} {seconds * 1e3:9.1f} {baseline * 1e3:9.1f} {seconds / baseline:6.2f}")
     if device.type == "cuda":
         kernel_comparison(dataset)
+        print(f"peak GPU memory: {torch.cuda.max_memory_allocated() / 2**20:.0f} MiB")
     else:
         print("kernels: no CUDA device, CuPy comparison skipped")
 

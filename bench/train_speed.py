@@ -282,6 +282,7 @@ def main() -> None:
             config = case_config(raw, options.optimizer, device)
             times, syncs, _ = epoch_seconds(config, dataset, device, 1, True)
             print(f"cuda {name:27s} {times[0]:8.3f} s/epoch, host syncs inside an epoch: {syncs}")
+        print(f"peak GPU memory: {torch.cuda.max_memory_allocated() / 2**20:.0f} MiB")
 
 
 if __name__ == "__main__":

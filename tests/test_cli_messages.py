@@ -11,7 +11,7 @@ def test_an_install_hint_keeps_its_brackets(tiny_root, tmp_path, recx_cli):
         "train", "--dataset", "tiny", "--data-root", tiny_root, "--run-dir", tmp_path / "run", "--kernels", "cupy",
         "--device", "cpu", "--quiet",
     )  # fmt: skip
-    assert result.code == 1 and "(pip install recx[gpu])" in result.err, result.err
+    assert result.code == 1 and "(the gpu extra for CUDA 12, gpu-cuda13 for CUDA 13)" in result.err, result.err
 
 
 def test_a_tracking_warning_keeps_its_brackets(capsys):
