@@ -76,7 +76,7 @@ def limit_steps(runner: UserEpochs, users: torch.Tensor, steps: int) -> None:
     runner.n_steps = steps
 
 
-def epoch_time(dataset: Dataset, model_name: str, sampler: str, negatives: int, steps: int, device) -> dict:
+def make_runner(dataset: Dataset, model_name: str, sampler: str, negatives: int, device) -> UserEpochs:
     config = resolve(
         {
             "model": model_name,
@@ -96,7 +96,28 @@ def epoch_time(dataset: Dataset, model_name: str, sampler: str, negatives: int, 
     model = (FastVAE if model_name == "fastvae" else MultVAE)(
         dataset.n_users, dataset.n_items, 32, MultVAEArgs(), dataset
     ).to(device)
-    runner = UserEpochs(config, dataset, model, torch.Generator(device=device).manual_seed(0))
+    return UserEpochs(config, dataset, model, torch.Generator(device=device).manual_seed(0))
+
+
+def profile_step(dataset: Dataset, model_name: str, sampler: str, negatives: int, device, rows: int = 12) -> str:
+    """torch.profiler's table of 3 steps (after a warm-up step): the operators by device time, and the launches."""
+    runner = make_runner(dataset, model_name, sampler, negatives, device)
+    limit_steps(runner, runner.users, 1)
+    runner.train_epoch(1, torch.zeros(1, device=device), lambda step: None)
+    limit_steps(runner, runner.users, 3)
+    activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
+    with torch.profiler.profile(activities=activities) as profile:
+        runner.train_epoch(2, torch.zeros(3, device=device), lambda step: None)
+        synchronize(device)
+    events = profile.key_averages()
+    launches = sum(e.count for e in events if e.key in ("cudaLaunchKernel", "cuLaunchKernel", "cudaLaunchKernelExC"))
+    table = events.table(sort_by="cuda_time_total" if device.type == "cuda" else "cpu_time_total", row_limit=rows)
+    return f"{model_name} {sampler}: {launches / 3:.0f} kernel launches a step\n{table}"
+
+
+def epoch_time(dataset: Dataset, model_name: str, sampler: str, negatives: int, steps: int, device) -> dict:
+    runner = make_runner(dataset, model_name, sampler, negatives, device)
+    model = runner.model
     full_steps = runner.n_steps
     rebuild = 0.0
     if runner.sampler is not None:
@@ -186,6 +207,7 @@ def main() -> None:
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--skip-draws", default="", help="comma-separated samplers not to time per draw")
     parser.add_argument("--samplers", default="uniform,midx_uni,midx_pop", help="FastVAE's samplers to time per epoch")
+    parser.add_argument("--profile", action="store_true", help="also profile Mult-VAE's and FastVAE's steps")
     args = parser.parse_args()
     keep_freed_memory()  # as the recx command does (recx/memory.py)
     device = torch.device(args.device)
@@ -237,6 +259,9 @@ def main() -> None:
             )
         if device.type == "cuda":
             print(f"  peak GPU memory: {torch.cuda.max_memory_allocated() / 2**20:.0f} MiB")
+        if args.profile:
+            for model_name, sampler in (("multvae", "full"), ("fastvae", "uniform")):
+                print(profile_step(dataset, model_name, sampler, args.negatives, device))
 
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@ fails or a target is missed.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import importlib
 import json
@@ -308,8 +309,31 @@ def tiny_dataset(root: Path, name: str, n_users: int, n_items: int):
     return load_dataset(root, name)
 
 
-def epoch_syncs(raw: dict, dataset, device: torch.device) -> tuple[int | None, float, float | None, str]:
-    """(host syncs in one steady-state epoch on CUDA, its seconds, peak GPU MiB, training kind)."""
+@dataclass
+class Syncs:
+    """Host syncs of one steady-state epoch on CUDA: before the end of its first step (the epoch's start: a sampler's
+    rebuild, the runner's one read of the epoch's sizes) and in its later steps, with where the later ones happen."""
+
+    kind: str
+    steps: int
+    seconds: float
+    at_start: int | None = None
+    in_steps: int | None = None
+    sites: str = ""
+    peak_mib: float | None = None
+
+
+def sync_sites(caught: list) -> str:
+    """The source lines of recx that called a synchronising operation, most frequent first."""
+    counts: dict[str, int] = {}
+    for warning in caught:
+        path = Path(warning.filename)
+        where = f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path.name}:{warning.lineno}"
+        counts[where] = counts.get(where, 0) + 1
+    return ", ".join(f"{where} x{n}" for where, n in sorted(counts.items(), key=lambda item: -item[1])[:4])
+
+
+def epoch_syncs(raw: dict, dataset, device: torch.device) -> Syncs:
     config = resolve({"seed": 0, "dim": 32, "batch_size": 512, "device": device.type, **raw})
     model = build_model(config, dataset, device)
     runner = RUNNERS.get(model.training_kind)(config, dataset, model, torch.Generator(device=device).manual_seed(0))
@@ -319,22 +343,37 @@ def epoch_syncs(raw: dict, dataset, device: torch.device) -> tuple[int | None, f
         started = time.perf_counter()
         runner.train_epoch(2, losses, NonFiniteWatch(losses, 2, config.lr).after_step)
         assert bool(torch.isfinite(losses).all()), "non-finite loss"
-        return None, time.perf_counter() - started, None, model.training_kind
+        return Syncs(model.training_kind, runner.n_steps, time.perf_counter() - started)
     torch.cuda.synchronize()
     torch.cuda.reset_peak_memory_stats()
     watch = NonFiniteWatch(losses, 2, config.lr)
-    started = time.perf_counter()
-    torch.cuda.set_sync_debug_mode("warn")
-    try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            runner.train_epoch(2, losses, watch.after_step)
-    finally:
-        torch.cuda.set_sync_debug_mode("default")
-    torch.cuda.synchronize()
-    seconds = time.perf_counter() - started
-    syncs = sum("synchroniz" in str(w.message) for w in caught)
-    return syncs, seconds, torch.cuda.max_memory_allocated() / 2**20, model.training_kind
+    seen_after: list[int] = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+
+        def after_step(step: int) -> None:
+            watch.after_step(step)
+            seen_after.append(len(caught))
+
+        started = time.perf_counter()
+        torch.cuda.set_sync_debug_mode("warn")
+        try:
+            runner.train_epoch(2, losses, after_step)
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+        torch.cuda.synchronize()
+        seconds = time.perf_counter() - started
+    caught = [w for w in caught if "synchroniz" in str(w.message)]
+    first = seen_after[0] if seen_after else len(caught)
+    return Syncs(
+        model.training_kind,
+        runner.n_steps,
+        seconds,
+        at_start=first,
+        in_steps=len(caught) - first,
+        sites=sync_sites(caught),
+        peak_mib=torch.cuda.max_memory_allocated() / 2**20,
+    )
 
 
 def check_syncs(ctx: Context) -> Check:
@@ -342,28 +381,31 @@ def check_syncs(ctx: Context) -> Check:
     n_users, n_items = (600, 300) if ctx.dry else (3000, 2000)
     dataset = tiny_dataset(ctx.work / "syncs", "gpu-check", n_users, n_items).to(torch.device(ctx.device))
     check.lines += [
-        "| case | kind | host syncs in one epoch | seconds | peak GPU MiB |",
-        "| --- | --- | --- | --- | --- |",
+        "| case | kind | steps | syncs at the epoch's start (step 1 included) | in steps 2.. | where | seconds | peak GPU MiB |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for name, raw in SYNC_CASES.items():
         try:
             if ctx.dry:
                 with forced_accelerator_branches():
-                    syncs, seconds, peak, kind = epoch_syncs(raw, dataset, torch.device("cpu"))
+                    syncs = epoch_syncs(raw, dataset, torch.device("cpu"))
             else:
-                syncs, seconds, peak, kind = epoch_syncs(raw, dataset, torch.device("cuda"))
+                syncs = epoch_syncs(raw, dataset, torch.device("cuda"))
         except Exception as failed:  # reported in the table, the other cases still run
             check.ok = False
-            check.lines.append(f"| {name} | | failed: {type(failed).__name__}: {failed} | | |")
+            check.lines.append(f"| {name} | | | failed: {type(failed).__name__}: {failed} | | | | |")
             continue
-        if syncs is not None and syncs > 0 and kind in GRADIENT_KINDS:
+        if syncs.in_steps and syncs.kind in GRADIENT_KINDS:
             check.ok = False
-        check.figures[name] = {"kind": kind, "syncs": syncs, "seconds": round(seconds, 4), "peak_mib": peak}
-        shown = "not countable on the CPU" if syncs is None else str(syncs)
-        check.lines.append(f"| {name} | {kind} | {shown} | {seconds:.3f} | {'' if peak is None else f'{peak:.0f}'} |")
+        check.figures[name] = dataclasses.asdict(syncs)
+        start, steps = ("not countable on the CPU",) * 2 if syncs.in_steps is None else (syncs.at_start, syncs.in_steps)
+        peak = "" if syncs.peak_mib is None else f"{syncs.peak_mib:.0f}"
+        check.lines.append(
+            f"| {name} | {syncs.kind} | {syncs.steps} | {start} | {steps} | {syncs.sites} | {syncs.seconds:.3f} | {peak} |"
+        )
     check.summary = (
         (
-            "0 in every gradient-trained kind"
+            "0 in the steps of every gradient-trained kind"
             if not ctx.dry
             else "every kind trains with the accelerator branches forced"
         )
@@ -389,10 +431,12 @@ def check_data(ctx: Context) -> Check:
     return check
 
 
-def bench(ctx: Context, name: str, command: list[str], cap: float, read: Callable[[str, Check, bool], None]) -> Check:
+def bench(
+    ctx: Context, name: str, command: list[str], cap: float, read: Callable[[str, Check, bool], None], limit: int = 5000
+) -> Check:
     check = Check(name)
     code, output, seconds = ctx.run(command, cap)
-    check.lines += quoted(command, code, seconds, output)
+    check.lines += quoted(command, code, seconds, output, limit)
     check.ok = code == 0
     if check.ok:
         try:
@@ -443,7 +487,7 @@ def read_train(output: str, check: Check, dry: bool) -> None:
 
 def read_samplers(output: str, check: Check, dry: bool) -> None:
     ratios = dict(re.findall(r"^(\S.*?) +[\d.]+ +[\d.]+ +([\d.]+)$", output, re.M))
-    kernels = dict(re.findall(r"^(alias draw|CSR membership).*torch/cupy +([\d.]+)", output, re.M))
+    kernels = dict(re.findall(r"^(alias draw|CSR membership|MIDX draw).*torch/cupy +([\d.]+)", output, re.M))
     if not ratios:
         raise ValueError("no sampler rows")
     check.figures.update(
@@ -613,18 +657,36 @@ def check_headline(ctx: Context) -> Check:
 # the report
 
 
-STEPS: list[tuple[str, float, Callable[[Context], Check]]] = [  # (name, seconds it needs at least, step)
+def read_profile(output: str, check: Check, dry: bool) -> None:
+    read_fastvae(output, check, dry)
+    launches = re.findall(r"^(\w+) \w+: (\d+) kernel launches a step", output, re.M)
+    check.figures["launches_per_step"] = {model: int(n) for model, n in launches}
+    check.summary = "kernel launches a step: " + ", ".join(f"{model} {n}" for model, n in launches)
+
+
+def vae_profile(ctx: Context) -> Check:
+    sizes = ["--items", "3000", "--users", "400"] if ctx.dry else ["--items", "200000"]
+    command = [
+        *(python(), "bench/fastvae_speed.py", "--device", ctx.device, *sizes, "--steps", "1", "--negatives", "20"),
+        *("--samplers", "uniform", "--skip-draws", "popularity,midx_uni,midx_pop,midx,kernel", "--profile"),
+    ]
+    return bench(ctx, "vae profile", command, 120, read_profile, limit=12000)
+
+
+# (key for --only, seconds it needs at least, step), fast steps first
+STEPS: list[tuple[str, float, Callable[[Context], Check]]] = [
     ("setup", 0, check_setup),
     ("kernels", 30, check_kernels),
-    ("host syncs per epoch", 20, check_syncs),
+    ("syncs", 20, check_syncs),
     ("data", 10, check_data),
     ("evaluation", 20, eval_bench),
-    ("training epochs", 30, train_bench),
+    ("training", 30, train_bench),
     ("samplers", 30, sampler_bench),
-    ("fastvae 200000", 30, fastvae_bench("200000", "")),
-    ("real run (10 epochs, Gowalla)", 60, check_real),
-    ("fastvae 1500000", 60, fastvae_bench("1500000", "kernel", in_dry_run=False)),
-    ("headline: PRISM MAWU + PRISM, Gowalla", 45, check_headline),
+    ("fastvae-200k", 30, fastvae_bench("200000", "")),
+    ("profile", 30, vae_profile),
+    ("real", 60, check_real),
+    ("fastvae-1.5m", 60, fastvae_bench("1500000", "kernel", in_dry_run=False)),
+    ("headline", 45, check_headline),
 ]
 
 
@@ -663,7 +725,13 @@ def main() -> int:
     parser.add_argument(
         "--tolerance", type=float, default=0.05, help="relative difference allowed between the CUDA and CPU runs"
     )
+    parser.add_argument(
+        "--only", default="", help=f"comma-separated steps to run (default: all): {', '.join(s[0] for s in STEPS)}"
+    )
     options = parser.parse_args()
+    unknown = set(filter(None, options.only.split(","))) - {s[0] for s in STEPS}
+    if unknown:
+        parser.error(f"--only: unknown step(s) {', '.join(sorted(unknown))}; steps: {', '.join(s[0] for s in STEPS)}")
     started = time.perf_counter()
     device = "cpu" if os.environ.get(FORCE_CPU) == "1" else options.device
     if device == "cuda" and not torch.cuda.is_available():
@@ -676,6 +744,8 @@ def main() -> int:
             device, options.data.resolve(), options.out, Path(scratch), started + options.budget_s, options.tolerance
         )
         for name, needs, step in STEPS:
+            if options.only and name not in options.only.split(","):
+                continue
             step_started = time.perf_counter()
             if ctx.left() < needs:
                 check = Check(

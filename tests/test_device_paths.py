@@ -187,3 +187,25 @@ def test_two_epochs_train_to_the_same_weights_on_both_branches(tiny, case):
         weights.append([p.detach().clone() for p in model.parameters()])
     for host, forced in zip(*weights, strict=True):
         torch.testing.assert_close(forced, host, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("form", ["pairs", "lower_triangle"])
+def test_distinct_row_uniformity_masked_on_the_accelerator_branch_equals_the_gathered_rows(form):
+    """DirectAU's and MAWU's uniformity over the batch's distinct users (PRISM's code: `torch.unique`, a host sync)
+    is, on the accelerator branch, every pair masked down to first occurrences: same value and gradient, also with
+    a single distinct row (0, no NaN gradient)."""
+    from recx.losses.alignment import uniformity_of
+
+    generator = torch.Generator().manual_seed(3)
+    table = torch.randn(50, 8, dtype=torch.float64, generator=generator)
+    for ids in (torch.randint(0, 20, (64,), generator=generator), torch.full((5,), 7), torch.tensor([3])):
+        results = []
+        for forced in (False, True):
+            leaf = table.clone().requires_grad_()
+            with forced_accelerator_branches() if forced else torch.enable_grad():
+                value = uniformity_of(leaf[ids], ids, "unique", form)
+            value.backward()
+            results.append((value.detach(), leaf.grad))
+        (host, host_grad), (forced_value, forced_grad) = results
+        torch.testing.assert_close(forced_value, host, rtol=1e-12, atol=1e-15)
+        torch.testing.assert_close(forced_grad, host_grad, rtol=1e-10, atol=1e-15)

@@ -90,6 +90,22 @@ def test_strata_sum_to_overall_and_batch_size_does_not_matter(tiny):
             assert parts == pytest.approx(small[(metric, k, "all")], abs=1e-12)
 
 
+def test_the_metrics_group_of_users_does_not_matter(tiny, monkeypatch):
+    """The top-K lists are scored in groups of at least METRIC_ROWS users (fewer launches on a GPU): groups of one
+    batch, of several, or of every user give the same per-user values, in user order."""
+    from recx.eval import evaluator
+
+    config = resolve({"dataset": "tiny", "dim": 8, "device": "cpu"})
+    model = build_model(config, tiny, torch.device("cpu"))
+    results = []
+    for rows in (1, 20, 1 << 16):
+        monkeypatch.setattr(evaluator, "METRIC_ROWS", rows)
+        results.append(evaluate(model, tiny, "test", [10, 20], batch_size=7, keep_per_user=True))
+    for other in results[1:]:
+        assert other.values == results[0].values
+        assert all(torch.equal(other.per_user[key], results[0].per_user[key]) for key in results[0].per_user)
+
+
 def test_test_ranking_excludes_train_and_valid_items(tiny):
     config = resolve({"dataset": "tiny", "dim": 8, "device": "cpu"})
     model = build_model(config, tiny, torch.device("cpu"))

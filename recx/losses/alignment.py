@@ -26,6 +26,8 @@ import math
 import torch
 import torch.nn.functional as F
 
+from recx.core.device_paths import accelerator_branch
+
 UNIFORMITY_FORMS = ("pairs", "lower_triangle")
 UNIFORMITY_ROWS = ("unique", "batch")
 
@@ -43,13 +45,25 @@ def distinct_rows(rows: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
     return rows[first]
 
 
-def uniformity_rows(rows: torch.Tensor, ids: torch.Tensor | None, which: str) -> torch.Tensor:
-    """`unique`: one row per distinct id (LossInput.users / positives); `batch`: all the rows."""
+def first_occurrences(ids: torch.Tensor) -> torch.Tensor:
+    """bool [n]: True at the first occurrence of each distinct id (a stable sort, no host sync)."""
+    ordered, order = torch.sort(ids, stable=True)
+    first = torch.ones_like(ordered, dtype=torch.bool)
+    first[1:] = ordered[1:] != ordered[:-1]
+    return torch.empty_like(first).scatter_(0, order, first)
+
+
+def uniformity_of(rows: torch.Tensor, ids: torch.Tensor | None, which: str, form: str = "pairs") -> torch.Tensor:
+    """uniformity (t = 2) of the batch's rows: `unique`, one row per distinct id (LossInput.users / positives);
+    `batch`, all the rows. On the accelerator branch the distinct rows are not gathered (`torch.unique` waits for
+    the host): the pairs of every row are masked down to those of first occurrences (`masked_uniformity`)."""
     if which == "batch":
-        return rows
+        return uniformity(rows, form=form)
     if ids is None:
         raise ValueError("uniformity rows 'unique' need the batch's ids (LossInput.users and positives)")
-    return distinct_rows(rows, ids)
+    if accelerator_branch(rows):
+        return masked_uniformity(rows, first_occurrences(ids), form=form)
+    return uniformity(distinct_rows(rows, ids), form=form)
 
 
 def uniformity(rows: torch.Tensor, t: float = 2.0, form: str = "pairs") -> torch.Tensor:
@@ -66,4 +80,25 @@ def uniformity(rows: torch.Tensor, t: float = 2.0, form: str = "pairs") -> torch
     if form == "pairs":
         return pair_terms - math.log(n * (n - 1) / 2)
     constant = math.log(n * (n + 1) / 2) - 2.0 * t
-    return torch.logaddexp(pair_terms, pair_terms.new_tensor(constant)) - 2.0 * math.log(n)
+    return torch.logaddexp(pair_terms, torch.full_like(pair_terms, constant)) - 2.0 * math.log(n)
+
+
+def masked_uniformity(rows: torch.Tensor, kept: torch.Tensor, t: float = 2.0, form: str = "pairs") -> torch.Tensor:
+    """`uniformity` of rows[kept] (kept: bool [n]) without gathering them: every pair of rows is scored and the pairs
+    not both kept are masked out, so n, the number kept, stays on the device. Equal to `uniformity(rows[kept])` up to
+    rounding; 0 when fewer than two rows are kept. The logits lie in [-4t, 0], so their exponentials are summed
+    without a shift."""
+    unit = F.normalize(rows, dim=-1)
+    logits = torch.addmm(unit.new_full((), -2.0 * t), unit, unit.T, alpha=2.0 * t)
+    pairs = kept[:, None] & kept[None, :]
+    pairs.fill_diagonal_(False)
+    n = kept.sum().to(rows.dtype)
+    few = n < 2
+    total = torch.where(pairs, torch.exp(logits), 0.0).sum() + few.to(rows.dtype)  # few: log 1, no NaN gradient
+    pair_terms = torch.log(total) - math.log(2.0)
+    n = torch.where(few, 2.0, n)
+    if form == "pairs":
+        value = pair_terms - torch.log(n * (n - 1) / 2)
+    else:
+        value = torch.logaddexp(pair_terms, torch.log(n * (n + 1) / 2) - 2.0 * t) - 2.0 * torch.log(n)
+    return torch.where(few, 0.0, value)

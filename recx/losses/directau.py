@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from recx.core.args import arg
-from recx.losses.alignment import UNIFORMITY_ROWS, alignment, uniformity, uniformity_rows
+from recx.losses.alignment import UNIFORMITY_ROWS, alignment, uniformity_of
 from recx.losses.base import Loss, LossInput
 from recx.losses.registry import LOSSES
 
@@ -34,7 +34,5 @@ class DirectAU(Loss):
     def __call__(self, batch: LossInput):
         users, items = batch.representations()
         which = self.args.uniformity_rows
-        spread = uniformity(uniformity_rows(users, batch.users, which)) + uniformity(
-            uniformity_rows(items, batch.positives, which)
-        )
+        spread = uniformity_of(users, batch.users, which) + uniformity_of(items, batch.positives, which)
         return alignment(users, items) + self.args.gamma * spread / 2

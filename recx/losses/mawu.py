@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 
 from recx.core.args import arg
-from recx.losses.alignment import UNIFORMITY_FORMS, UNIFORMITY_ROWS, uniformity, uniformity_rows
+from recx.losses.alignment import UNIFORMITY_FORMS, UNIFORMITY_ROWS, uniformity_of
 from recx.losses.base import Loss, LossInput
 from recx.losses.registry import LOSSES
 
@@ -100,10 +100,8 @@ class MAWU(Loss):
     def __call__(self, batch: LossInput):
         (users, items), (user_ids, item_ids), args = batch.representations(), batch.ids(), self.args
         align = margin_alignment(users, items, self.margins(user_ids, item_ids), args.alignment)
-        user_rows = uniformity_rows(users, user_ids, args.uniformity_rows)
-        item_rows = uniformity_rows(items, item_ids, args.uniformity_rows)
         return (
             align
-            + args.gamma_user * uniformity(user_rows, form=args.uniformity)
-            + args.gamma_item * uniformity(item_rows, form=args.uniformity)
+            + args.gamma_user * uniformity_of(users, user_ids, args.uniformity_rows, args.uniformity)
+            + args.gamma_item * uniformity_of(items, item_ids, args.uniformity_rows, args.uniformity)
         )

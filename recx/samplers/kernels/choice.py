@@ -27,7 +27,9 @@ def resolve_kernels(kernels: str, device: torch.device | str) -> str:
     on_cuda = torch.device(device).type == "cuda"
     if kernels == "cupy":
         if not on_cuda or not cupy_available():
-            raise RecxError("kernels 'cupy' needs a CUDA device and the cupy package (the gpu extra for CUDA 12, gpu-cuda13 for CUDA 13)")
+            raise RecxError(
+                "kernels 'cupy' needs a CUDA device and the cupy package (the gpu extra for CUDA 12, gpu-cuda13 for CUDA 13)"
+            )
         return "cupy"
     if kernels == "auto" and on_cuda:
         if cupy_available():
@@ -44,7 +46,7 @@ def _say_torch_kernels_on_cuda() -> None:
         _said.append(True)
         print(
             "recx: CuPy is not installed: the sampler kernels run in torch on CUDA "
-            '(the gpu extra, or gpu-cuda13 on CUDA 13, for the CuPy kernels; --kernels torch silences this)',
+            "(the gpu extra, or gpu-cuda13 on CUDA 13, for the CuPy kernels; --kernels torch silences this)",
             file=sys.stderr,
         )
 

@@ -1,13 +1,15 @@
 """CuPy RawKernels for CUDA tensors (imported only when the `cupy` kernels are in use).
 
-Tensors cross between torch and CuPy without copies (DLPack) and the kernels run on torch's current stream.
+Kernels take the tensors' device pointers (no copy, no DLPack view) and run on torch's current stream.
 """
 
 from __future__ import annotations
 
 import functools
+import warnings
 
 import cupy
+import numpy
 import torch
 
 THREADS = 256
@@ -87,48 +89,39 @@ def _kernel(source: str, name: str) -> cupy.RawKernel:
     return cupy.RawKernel(source, name)
 
 
-def _cupy(tensor: torch.Tensor) -> cupy.ndarray:
-    return cupy.from_dlpack(tensor.contiguous())
+@functools.cache
+def _stream(pointer: int) -> cupy.cuda.ExternalStream:
+    """CuPy's handle on a torch stream, made once per stream (CuPy 14 deprecates ExternalStream for
+    Stream.from_external, which CuPy 13 lacks: the `gpu` extra takes either)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return cupy.cuda.ExternalStream(pointer)
 
 
-def _launch(kernel: cupy.RawKernel, count: int, args: tuple) -> None:
+def _launch(kernel: cupy.RawKernel, count: int, arguments: tuple[torch.Tensor | int, ...]) -> None:
+    """Run `kernel` over `count` threads on torch's current stream; a tensor argument is passed as its device pointer,
+    an int as int64. Pointers, not DLPack views: a view per argument cost more than the kernel (an H200 ran the alias
+    draw's torch reference in 96 us, its CuPy kernel through DLPack views in 153 us). The tensors are held until the
+    launch is queued; their memory is reused only by later work on the same stream."""
     if count == 0:
         return
-    with cupy.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream):
-        kernel(((count + THREADS - 1) // THREADS,), (THREADS,), args)
+    held = [value.contiguous() if isinstance(value, torch.Tensor) else value for value in arguments]
+    passed = [numpy.uint64(v.data_ptr()) if isinstance(v, torch.Tensor) else numpy.int64(v) for v in held]
+    with _stream(torch.cuda.current_stream().cuda_stream):
+        kernel(((count + THREADS - 1) // THREADS,), (THREADS,), tuple(passed))
 
 
 def alias_draw(prob: torch.Tensor, alias: torch.Tensor, uniforms: torch.Tensor) -> torch.Tensor:
     out = torch.empty(uniforms.shape, dtype=torch.int64, device=uniforms.device)
-    _launch(
-        _kernel(ALIAS_SOURCE, "alias_draw"),
-        out.numel(),
-        (
-            _cupy(prob.to(torch.float64)),
-            _cupy(alias.to(torch.int64)),
-            _cupy(uniforms),
-            _cupy(out),
-            cupy.int64(prob.numel()),
-            cupy.int64(out.numel()),
-        ),
-    )
+    arguments = (prob.to(torch.float64), alias.to(torch.int64), uniforms.to(torch.float64), out)
+    _launch(_kernel(ALIAS_SOURCE, "alias_draw"), out.numel(), (*arguments, prob.numel(), out.numel()))
     return out
 
 
 def csr_contains(indptr: torch.Tensor, indices: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
     out = torch.empty(cols.shape, dtype=torch.bool, device=cols.device)
-    _launch(
-        _kernel(MEMBERSHIP_SOURCE, "csr_contains"),
-        out.numel(),
-        (
-            _cupy(indptr.to(torch.int64)),
-            _cupy(indices.to(torch.int64)),
-            _cupy(rows.to(torch.int64)),
-            _cupy(cols.to(torch.int64)),
-            _cupy(out),
-            cupy.int64(out.numel()),
-        ),
-    )
+    arguments = (indptr.to(torch.int64), indices.to(torch.int64), rows.to(torch.int64), cols.to(torch.int64), out)
+    _launch(_kernel(MEMBERSHIP_SOURCE, "csr_contains"), out.numel(), (*arguments, out.numel()))
     return out
 
 
@@ -146,23 +139,10 @@ def midx_draw(
     joint = torch.exp(flat - flat.max(dim=1, keepdim=True).values)
     if cumulative is None:  # equal stage-3 weights: the kernel's binary search over 0, 1, ..., M
         cumulative = torch.arange(order.numel() + 1, dtype=torch.float64, device=order.device)
-    cumulative = cumulative.to(torch.float64).contiguous()
+    cumulative = cumulative.to(torch.float64)
     row_stride = 0 if cumulative.ndim == 1 else cumulative.shape[1]
     out = torch.empty((batch, n), dtype=torch.int64, device=uniforms.device)
-    _launch(
-        _kernel(MIDX_SOURCE, "midx_draw"),
-        out.numel(),
-        (
-            _cupy(joint),
-            _cupy(cumulative),
-            cupy.int64(row_stride),
-            _cupy(cell_ptr.to(torch.int64)),
-            _cupy(order.to(torch.int64)),
-            _cupy(uniforms.to(torch.float64)),
-            _cupy(out),
-            cupy.int64(k),
-            cupy.int64(n),
-            cupy.int64(out.numel()),
-        ),
-    )
+    arguments = (joint, cumulative, row_stride, cell_ptr.to(torch.int64), order.to(torch.int64))
+    arguments += (uniforms.to(torch.float64), out, k, n, out.numel())
+    _launch(_kernel(MIDX_SOURCE, "midx_draw"), out.numel(), arguments)
     return out
