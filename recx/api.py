@@ -32,8 +32,8 @@ from recx.data.prepare import prepare as prepare_dataset
 from recx.data.root import default_data_root
 from recx.reports.report import ReportOptions, report_sweep, write_report
 from recx.runs import store, tracking
+from recx.runs.collection import base_label, load_results
 from recx.runs.collection import epochs as epoch_records
-from recx.runs.collection import load_results
 from recx.runs.evaluate import evaluate_saved_run
 from recx.runs.lists import lists_evaluation
 from recx.runs.per_user import file_name
@@ -206,7 +206,7 @@ def train(
             diagnostics=diagnostics,
             checkpoint_every=checkpoint_every,
         )
-    name = f"{resolved.dataset} {resolved.model} {resolved.loss}+{resolved.sampler} seed {resolved.seed}"
+    name = f"{resolved.dataset} {base_label(resolved.model, resolved.loss, resolved.sampler)} seed {resolved.seed}"
     tracking.log_runs(tracker, tracking.TRAIN_EXPERIMENT, folder.parent, [tracking.TrackedRun(folder, name)])
     return Run(folder)
 

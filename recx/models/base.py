@@ -19,6 +19,7 @@ class Model(nn.Module):
     normalised log q). `check_args(args)` refuses what the arguments and the model's class decide together."""
 
     summary: ClassVar[str] = ""
+    label: ClassVar[str] = ""  # the name in report rows (default: the registered name)
     training_kind: ClassVar[str] = "interactions"  # the training kind (recx.training.runners) that fits this model
     losses: ClassVar[tuple[str, ...] | None] = None
     optimizers: ClassVar[tuple[str, ...] | None] = None

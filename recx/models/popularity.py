@@ -26,6 +26,7 @@ class MostPopularArgs:
 @MODELS.register("popularity")
 class MostPopular(Model):
     summary = "MostPop: every user gets the items by training popularity (nothing to train)"
+    label = "mostpop"
     Args = MostPopularArgs
     training_kind = "none"
     losses = ()

@@ -4,3 +4,14 @@ first read), plugins register through the same decorator (recx.core.plugins)."""
 from recx.core.registry import Registry
 
 MODELS: Registry = Registry("model", "recx.models", "recx.models.als")
+
+
+def own_objective(name: str) -> bool:
+    """A registered model with its own objective (`losses = ()`: ALS, MostPop): it trains with no loss and no
+    sampler, whatever its configuration's defaults name."""
+    return name in MODELS and MODELS.get(name).losses == ()
+
+
+def model_label(name: str) -> str:
+    """The model's name in report rows: its class's `label` (MostPop: mostpop), else its registered name."""
+    return (MODELS.get(name).label or name) if name in MODELS else name

@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from recx.core.errors import RecxError
+from recx.models.registry import model_label, own_objective
 from recx.runs import store
 
 IDENTITY = ("seed", "dataset", "device", "kernels", "eval_batch_size")  # config keys that never name a method
@@ -28,12 +29,15 @@ def load_results(paths: list[Path], runs_dir: Path | None = None) -> tuple[pd.Da
         if missing:
             raise RecxError(f"{path}: not a recx results file (no column {sorted(missing)[0]!r})")
         _check_types(frame, path)
-        if "method" not in frame.columns:
-            frame = frame.assign(method=frame.loss + "+" + frame.sampler)
-        frames.append(frame)
         base = runs_dir or path.parent / "runs"
         folders.update(_folders(path, base, frame.run_id.unique()))
-    return pd.concat(frames, ignore_index=True), folders
+        frames.append(frame if "method" in frame.columns else frame.assign(method=None))
+    results = pd.concat(frames, ignore_index=True)
+    unnamed = results.method.isna()
+    if unnamed.any():
+        labels = configuration_labels(results[unnamed], folders)
+        results.loc[unnamed, "method"] = results.loc[unnamed, "run_id"].map(labels)
+    return results, folders
 
 
 def _folders(results: Path, base: Path, run_ids) -> dict[str, Path]:
@@ -71,3 +75,39 @@ def flat_config(folder: Path) -> dict:
         elif key not in IDENTITY:
             flat[key] = value
     return flat
+
+
+# A report row is one configuration. A run without a method name (a `recx train` run, not a sweep's) is named by its
+# model (its `label`: `wrmf`, `mostpop`), then, when the model trains with a loss, the loss and sampler
+# (`mf bpr+uniform`). Runs whose names coincide but whose configurations differ in anything but the identity keys
+# (seed, dataset, device, kernels, eval_batch_size) get the differing keys added (`mf bpr+uniform lr=0.01`); a run
+# whose configuration cannot be read is never pooled with another (its run id is added). So the runs a row averages
+# differ by their seeds only.
+
+
+def base_label(model: str, loss, sampler) -> str:
+    if own_objective(model) or pd.isna(loss):
+        return model_label(model)
+    return f"{model_label(model)} {loss}+{sampler}" if pd.notna(sampler) else f"{model_label(model)} {loss}"
+
+
+def configuration_labels(runs: pd.DataFrame, folders: dict[str, Path]) -> dict[str, str]:
+    """run id -> report row label, for the runs (columns run_id, model, loss, sampler) of one report."""
+    firsts = runs.drop_duplicates("run_id")
+    base = {row.run_id: base_label(row.model, row.loss, row.sampler) for row in firsts.itertuples()}
+    configs = {run_id: flat_config(folders[run_id]) if run_id in folders else {} for run_id in base}
+    labels = {}
+    for name in dict.fromkeys(base.values()):
+        members = [run_id for run_id, label in base.items() if label == name]
+        known = [run_id for run_id in members if configs[run_id]]
+        keys = sorted({key for run_id in known for key in configs[run_id]})
+        varying = [key for key in keys if len({repr(configs[run_id].get(key)) for run_id in known}) > 1]
+        for run_id in members:
+            if not configs[run_id] and len(members) > 1:
+                labels[run_id] = f"{name} (run {run_id})"
+            elif varying:
+                shown = ", ".join(f"{key}={configs[run_id].get(key)}" for key in varying)
+                labels[run_id] = f"{name} {shown}"
+            else:
+                labels[run_id] = name
+    return labels

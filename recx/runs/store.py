@@ -47,6 +47,7 @@ from recx.core.errors import RecxError
 from recx.core.folders import atomic_file, write_failed, write_text_atomic
 from recx.data.dataset import Dataset
 from recx.data.dataset_folder import sha256_of
+from recx.models.registry import own_objective
 
 COMPLETE = "COMPLETE"
 TRAINED = "TRAINED"
@@ -227,13 +228,16 @@ def write_artifact(folder: Path, name: str, write: Callable[[Path], object], kep
 
 
 def results_frame(config: RunConfig, split: str, values: dict[tuple[str, int, str], float]) -> pd.DataFrame:
+    """Long-format results; a model with its own objective (`losses = ()`: ALS, MostPop) records no loss and no
+    sampler (its configuration's are defaults it never used)."""
+    none = own_objective(config.model)
     rows = [
         {
             "run_id": config.run_id(),
             "dataset": config.dataset,
             "model": config.model,
-            "loss": config.loss,
-            "sampler": config.sampler,
+            "loss": None if none else config.loss,
+            "sampler": None if none else config.sampler,
             "seed": config.seed,
             "split": split,
             "metric": metric,
