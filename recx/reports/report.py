@@ -20,10 +20,11 @@ from recx.core.errors import RecxError
 from recx.core.folders import write_failed, write_text_atomic
 from recx.eval.metrics.registry import stratified_metrics, table_metrics
 from recx.eval.strata import STRATA
-from recx.reports import plots, significance, stats, tables
+from recx.reports import budget, paper, plots, significance, stats, tables
 from recx.reports.tables import column_name, summary
 from recx.runs.collection import epochs, flat_config
 from recx.runs.convergence import FILE as CONVERGENCE
+from recx.sweeps.record import read_record
 from recx.sweeps.sweep import SweepOutcome
 
 
@@ -189,6 +190,8 @@ REPORT_FILES = (
     "significance.csv",
     "significance_pairs.md",
     "significance_pairs.csv",
+    "budget.csv",
+    "paper.csv",
     "plots",
 )
 STRATA_DEFINITION = (
@@ -238,10 +241,28 @@ def write_report(
         options.alpha,
     )
     marks = {(r.dataset, r.method, r.column): True for r in tested.itertuples() if r.significant}
-    markdown = tables.to_markdown(table, marks)
+    record = experiment_record(options.sources)
+    chosen = results[results.split == options.split]
+    ran = budget.budget_rows(chosen, folders, record)
+    row_marks = {(row.dataset, row.method): row.mark for row in ran.itertuples() if row.mark}
+    markdown = tables.to_markdown(table, marks, row_marks)
     write_atomic(out / "table.md", markdown)
     write_atomic(out / "table.csv", tables.to_csv(table))
-    write_atomic(out / "table.tex", tables.to_latex(table, marks))
+    write_atomic(out / "table.tex", tables.to_latex(table, marks, row_marks))
+    write_atomic(out / "budget.csv", ran.to_csv(index=False))
+    paper_text: list[str] = []
+    if record and record.get("paper"):
+        published = paper.paper_rows(results, options.split, record["paper"], row_marks)
+        write_atomic(out / "paper.csv", published.to_csv(index=False))
+        reproduced = int(published.within.eq(True).sum())
+        paper_text = [
+            "## The paper beside recx",
+            "",
+            f"{record['paper']['source']}. recx: mean ± std over seeds on the {options.split} split; Δ = (recx − "
+            f"paper) / paper; {reproduced} of {len(published)} figures within ±{record['paper']['tolerance']:.0%}.",
+            "",
+            paper.to_markdown(published, record["paper"]["tolerance"]),
+        ]
     write_atomic(out / "significance.csv", tested.to_csv(index=False))
     write_atomic(out / "significance.md", significance.to_markdown(tested))
     pairs_text: list[str] = []
@@ -283,8 +304,16 @@ def write_report(
         f"scipy {scipy.__version__}).",
         "",
         markdown,
+        budget.legend(ran),
         STRATA_DEFINITION if options.stratified else "",
         "",
+        *paper_text,
+        "## What each row ran",
+        "",
+        "Per method: the runs (seeds) and grid points it covers against its experiment's plan, the epochs its runs "
+        "ran and why they stopped, their device and mean training seconds (validation excluded); `budget.csv`.",
+        "",
+        budget.to_markdown(ran),
         f"## Paired tests against {options.baseline}",
         "",
         "Per-user values averaged over seeds; difference = method − baseline; p (t): paired t-test "
@@ -303,6 +332,25 @@ def write_report(
     report = "\n".join(text) + "\n"
     write_atomic(out / "report.md", report)
     return report
+
+
+def experiment_record(sources: list) -> dict | None:
+    """The experiment.json beside the results files (recx.sweeps.record), merged: one report may read several
+    sweeps' results. None when no results file has one (a run's own results)."""
+    records = [record for source in sources if (record := read_record(Path(source).parent))]
+    if not records:
+        return None
+    merged: dict = {"planned": {}, "run": {}, "paper": None}
+    for record in records:
+        for part in ("planned", "run"):
+            for dataset, methods in record[part].items():
+                merged[part].setdefault(dataset, {}).update(methods)
+        if record.get("paper"):
+            if merged["paper"] is None:
+                merged["paper"] = {**record["paper"], "values": list(record["paper"]["values"])}
+            else:
+                merged["paper"]["values"] += record["paper"]["values"]
+    return merged
 
 
 def write_atomic(path: Path, text: str) -> None:

@@ -37,7 +37,9 @@ def best_flags(table: pd.DataFrame) -> pd.DataFrame:
     return means.eq(means.groupby(level="dataset").transform("max")) & means.notna()
 
 
-def _cells(table: pd.DataFrame, plus_minus: str, bold, marks: dict, dagger: str) -> pd.DataFrame:
+def _cells(
+    table: pd.DataFrame, plus_minus: str, bold, marks: dict, dagger: str, row_marks: dict | None = None
+) -> pd.DataFrame:
     means, stds, counts = table["mean"], table["std"].fillna(0.0), table["count"]
     best = best_flags(table)
     cells = means.copy().astype(object)
@@ -50,19 +52,25 @@ def _cells(table: pd.DataFrame, plus_minus: str, bold, marks: dict, dagger: str)
             text = f"{mean:.4f}" + (f"{plus_minus}{stds.at[index, column]:.4f}" if counts.at[index, column] > 1 else "")
             text = bold(text) if best.at[index, column] else text
             cells.at[index, column] = text + (dagger if marks.get((*index, column)) else "")
-    return cells.reset_index()
+    cells = cells.reset_index()
+    if row_marks:  # a row's budget mark (recx.reports.budget): after its method's name
+        cells["method"] = [
+            f"{method} {row_marks[(dataset, method)]}" if row_marks.get((dataset, method)) else method
+            for dataset, method in zip(cells["dataset"], cells["method"], strict=True)
+        ]
+    return cells
 
 
-def to_markdown(table: pd.DataFrame, marks: dict | None = None) -> str:
-    cells = _cells(table, " ± ", lambda text: f"**{text}**", marks or {}, "†")
+def to_markdown(table: pd.DataFrame, marks: dict | None = None, row_marks: dict | None = None) -> str:
+    cells = _cells(table, " ± ", lambda text: f"**{text}**", marks or {}, "†", row_marks)
     header = "| " + " | ".join(cells.columns) + " |"
     rule = "| " + " | ".join("---" if i < 2 else "---:" for i in range(len(cells.columns))) + " |"
     lines = ["| " + " | ".join(str(v) for v in row) + " |" for row in cells.itertuples(index=False)]
     return "\n".join([header, rule, *lines]) + "\n"
 
 
-def to_latex(table: pd.DataFrame, marks: dict | None = None) -> str:
-    cells = _cells(table, r" $\pm$ ", lambda text: rf"\textbf{{{text}}}", marks or {}, r"$^\dagger$")
+def to_latex(table: pd.DataFrame, marks: dict | None = None, row_marks: dict | None = None) -> str:
+    cells = _cells(table, r" $\pm$ ", lambda text: rf"\textbf{{{text}}}", marks or {}, r"$^\dagger$", row_marks)
     escape = lambda value: str(value).replace("_", r"\_").replace("%", r"\%")  # noqa: E731
     lines = [
         r"\begin{tabular}{ll" + "r" * (cells.shape[1] - 2) + "}",

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from recx.config.run_config import RunConfig, deep_merge, has_key, read_yaml_mapping, resolve
 from recx.core.errors import RecxError
-from recx.eval.metrics.registry import stratified_metrics, table_metrics
+from recx.eval.metrics.registry import METRICS, stratified_metrics, table_metrics
 
 EXPERIMENT_KEYS = {
     "description",
@@ -31,7 +31,9 @@ EXPERIMENT_KEYS = {
     "table",
     "diagnostics",
     "track",
+    "paper",
 }
+PAPER_KEYS = {"source", "tolerance", "epochs", "values"}
 MAX_RUNS = 10_000  # a sweep plans at most this many runs unless --max-runs raises it
 
 
@@ -96,7 +98,71 @@ def experiment_spec(content: dict, name: str, path: Path) -> dict:
             spec["datasets"],
             f"{path}: experiments.{name}.methods.{method}.per_dataset",
         )
+    paper_figures(spec, name, path)
     return spec
+
+
+def paper_figures(spec: dict, name: str, path: Path) -> dict | None:
+    """An experiment's `paper:` block, checked and flattened: {source, tolerance, epochs, values: [{dataset,
+    method, metric, k, value, source}]}; None without one.
+
+        paper:
+          source: "PRISM, Table 1, MF, Gowalla"   # the reference of every value (a value may name its own)
+          tolerance: 0.05                           # relative; default 0.05
+          epochs: 1000                              # the paper's epoch budget (optional)
+          values: {DATASET: {METHOD: {METRIC@K: number, or {value: number, source: "Table 5"}}}}
+    """
+    paper = spec.get("paper")
+    if paper is None:
+        return None
+    where = f"{path}: experiments.{name}.paper"
+    if not isinstance(paper, dict):
+        raise RecxError(f"{where}: expected a mapping with keys {', '.join(sorted(PAPER_KEYS))}, got {paper!r}")
+    unknown = sorted(set(paper) - PAPER_KEYS)
+    if unknown:
+        raise RecxError(f"{where}: unknown key {unknown[0]!r}; valid: {', '.join(sorted(PAPER_KEYS))}")
+    source, tolerance, epochs = paper.get("source"), paper.get("tolerance", 0.05), paper.get("epochs")
+    if not isinstance(source, str) or not source.strip():
+        raise RecxError(f'{where}.source: the paper and table the figures come from, e.g. "PRISM, Table 1"')
+    if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or not 0 <= tolerance < 1:
+        raise RecxError(f"{where}.tolerance: a relative difference in [0, 1), e.g. 0.05; got {tolerance!r}")
+    if epochs is not None and (isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1):
+        raise RecxError(f"{where}.epochs: the paper's epoch budget, a positive integer; got {epochs!r}")
+    values = paper.get("values")
+    if not isinstance(values, dict) or not values:
+        raise RecxError(f"{where}.values: expected {{dataset: {{method: {{metric@k: value}}}}}}, got {values!r}")
+    ks = spec.get("ks", [10, 20, 50])
+    figures = []
+    for dataset, methods in values.items():
+        if dataset not in spec["datasets"]:
+            raise RecxError(
+                f"{where}.values: {dataset!r} is not a dataset of the experiment ({', '.join(spec['datasets'])})"
+            )
+        if not isinstance(methods, dict):
+            raise RecxError(f"{where}.values.{dataset}: expected a mapping of method to figures, got {methods!r}")
+        for method, cells in methods.items():
+            if method not in spec["methods"]:
+                raise RecxError(f"{where}.values.{dataset}: {method!r} is not a method of the experiment")
+            if not isinstance(cells, dict) or not cells:
+                raise RecxError(f"{where}.values.{dataset}.{method}: expected {{metric@k: value}}, got {cells!r}")
+            for cell, figure in cells.items():
+                figures.append(_paper_figure(f"{where}.values.{dataset}.{method}.{cell}", cell, figure, ks, source))
+                figures[-1].update(dataset=dataset, method=method)
+    return {"source": source, "tolerance": float(tolerance), "epochs": epochs, "values": figures}
+
+
+def _paper_figure(where: str, cell: str, figure, ks: list, source: str) -> dict:
+    metric, _, k = str(cell).partition("@")
+    if metric not in METRICS or not METRICS.get(metric).cutoff or not k.isdigit() or int(k) not in ks:
+        raise RecxError(
+            f"{where}: expected METRIC@K with a cut-off metric ({', '.join(n for n in METRICS.names() if METRICS.get(n).cutoff)}) "
+            f"and K among the experiment's ks ({', '.join(map(str, ks))})"
+        )
+    if isinstance(figure, dict):
+        figure, source = figure.get("value"), figure.get("source", source)
+    if isinstance(figure, bool) or not isinstance(figure, (int, float)) or not isinstance(source, str):
+        raise RecxError(f"{where}: expected a number, or {{value: number, source: text}}; got {figure!r}")
+    return {"metric": metric, "k": int(k), "value": float(figure), "source": source}
 
 
 def check_per_dataset(per_dataset, datasets: list[str], where: str) -> None:

@@ -33,10 +33,12 @@ from recx.sweeps.experiments import (
     SweepOverrides,
     experiment_spec,
     load_experiments,
+    paper_figures,
     plan,
     plan_each_method,
     table_layout,
 )
+from recx.sweeps.record import write_record
 from recx.sweeps.task import RunTask
 
 
@@ -295,6 +297,8 @@ def run_sweep(
     )
     results = select_grid_points(collect(shown, runs_dir), shown)
     write_sweep_results(results, out)
+    planned = plan_each_method(whole, name, path, None, overrides.max_runs)
+    write_record(out, name, path, paper_figures(whole, name, path), planned, shown)
     with atomic_file(out / CONVERGENCE) as partial:
         convergence_frame(shown, runs_dir).to_parquet(partial, index=False)
     track_runs(tracker, name, out, runs)
