@@ -68,8 +68,8 @@ def budget_rows(results: pd.DataFrame, folders: dict[str, Path], record: dict | 
     rows = []
     for (dataset, method), group in results.groupby(["dataset", "method"], sort=False):
         budgets = [run_budget(folders[run_id], paper_epochs) for run_id in group.run_id.unique() if run_id in folders]
-        planned = ((record or {}).get("planned", {}).get(dataset) or {}).get(method)
-        run = ((record or {}).get("run", {}).get(dataset) or {}).get(method)
+        planned: dict = ((record or {}).get("planned", {}).get(dataset) or {}).get(method) or {}
+        run: dict = ((record or {}).get("run", {}).get(dataset) or {}).get(method) or {}
         reduced = bool(planned and run) and (
             run["grid_points"] < planned["grid_points"] or run["seeds"] < planned["seeds"]
         )

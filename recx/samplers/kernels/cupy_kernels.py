@@ -142,7 +142,8 @@ def midx_draw(
     cumulative = cumulative.to(torch.float64)
     row_stride = 0 if cumulative.ndim == 1 else cumulative.shape[1]
     out = torch.empty((batch, n), dtype=torch.int64, device=uniforms.device)
-    arguments = (joint, cumulative, row_stride, cell_ptr.to(torch.int64), order.to(torch.int64))
-    arguments += (uniforms.to(torch.float64), out, k, n, out.numel())
-    _launch(_kernel(MIDX_SOURCE, "midx_draw"), out.numel(), arguments)
+    pointers = (cell_ptr.to(torch.int64), order.to(torch.int64), uniforms.to(torch.float64), out)
+    _launch(
+        _kernel(MIDX_SOURCE, "midx_draw"), out.numel(), (joint, cumulative, row_stride, *pointers, k, n, out.numel())
+    )
     return out
