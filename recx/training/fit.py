@@ -17,6 +17,7 @@ import torch
 from rich.progress import Progress
 
 from recx.config.run_config import RunConfig
+from recx.core.compile_clock import CompileClock
 from recx.core.device_paths import accelerator_branch
 from recx.core.errors import RecxError
 from recx.core.progress import RunProgress
@@ -60,12 +61,14 @@ class _Checkpoints:
         if not last and (self._time_passed() if every is None else every > 0 and loop.epoch % every == 0):
             self.save(runner, loop)
 
-    def within_epoch(self, runner, loop: checkpoint.LoopState, step: int, losses: torch.Tensor, started: float) -> None:
+    def within_epoch(
+        self, runner, loop: checkpoint.LoopState, step: int, losses: torch.Tensor, started: float, clock: CompileClock
+    ) -> None:
         """After step `step` of epoch loop.epoch + 1 (a time check; the checkpoint reads the losses from the device)."""
         if self.every is None and runner.checkpoints_within_epoch and step < runner.n_steps and self._time_passed():
             partial = copy.copy(loop)
             partial.step, partial.losses = step, losses[:step].cpu()
-            partial.seconds = loop.seconds + time.perf_counter() - started - self.writing_in_epoch
+            partial.seconds = loop.seconds + time.perf_counter() - started - self.writing_in_epoch - clock.seconds
             began = time.perf_counter()
             self.save(runner, partial)
             self.writing_in_epoch += time.perf_counter() - began
@@ -118,7 +121,8 @@ def fit(config: RunConfig, dataset: Dataset, model, progress: Progress, hooks: F
     The epoch's steps are the runner's (recx.training.runners, by the model's training kind); losses stay on the
     device during the epoch and are read once at its end (and for the bar's running loss at most once a second).
     Each epoch's record (epoch, loss, seconds, validation metric) goes to `hooks.log_epoch`; its seconds are the
-    epoch's training: validation and checkpoint writes, after the epoch or within it, are not counted. The whole state is
+    epoch's training: validation and checkpoint writes, after the epoch or within it, and one-off JIT compilation
+    (`compile_seconds`, recorded apart: recx.core.compile_clock) are not counted. The whole state is
     written to `hooks.checkpoint` every `hooks.checkpoint_every` epochs (0: never; None: by time, see _Checkpoints:
     so that writing it costs a short epoch little, and a long epoch is checkpointed within); when that file exists,
     training goes on from it (recx.training.checkpoint), at the step it was taken, after `hooks.resumed(epochs done)`.
@@ -146,6 +150,7 @@ def fit(config: RunConfig, dataset: Dataset, model, progress: Progress, hooks: F
         model.train()
         started = time.perf_counter()
         losses = torch.zeros(runner.n_steps, device=model.device)
+        compiling = CompileClock()
         if loop.step and loop.losses is not None:  # resumed within this epoch
             losses[: loop.step] = loop.losses.to(model.device)
         progress.update(task, description=f"{name} epoch {epoch}/{config.epochs}", completed=loop.step)
@@ -156,17 +161,20 @@ def fit(config: RunConfig, dataset: Dataset, model, progress: Progress, hooks: F
             losses,
             started,
             on_host,
-            functools.partial(checkpoints.within_epoch, runner, loop, losses=losses, started=started),
+            functools.partial(checkpoints.within_epoch, runner, loop, losses=losses, started=started, clock=compiling),
         )
-        runner.train_epoch(epoch, losses, after_step)
+        with compiling.counting():
+            runner.train_epoch(epoch, losses, after_step)
         losses = losses.cpu()
         error = non_finite_error(losses, epoch, config.lr)
         if error is not None:
             raise error
-        seconds = loop.seconds + time.perf_counter() - started - checkpoints.writing_in_epoch
+        seconds = loop.seconds + time.perf_counter() - started - checkpoints.writing_in_epoch - compiling.seconds
         checkpoints.writing_in_epoch = 0.0
         loop.step, loop.losses, loop.seconds = 0, None, 0.0
         record = {"epoch": epoch, "loss": float(losses.mean()), "seconds": seconds}
+        if compiling.seconds:
+            record["compile_seconds"] = compiling.seconds
         status = f"loss {record['loss']:.4f}"
         if hooks.validate is not None and epoch % config.eval_every == 0:
             score = hooks.validate(model, _validation_reporter(progress, task, status))
