@@ -33,6 +33,23 @@ def test_method_overriding_the_grid_is_planned_once_per_seed():
     assert all(r.grid_point == {} for r in runs if r.method == "fixed")
 
 
+def test_a_grid_key_forced_by_set_is_not_the_runs_grid_point():
+    """`--set lr=0.01` on an experiment whose grid tunes lr: one run per seed, whose grid point names no lr (it once
+    named the grid's first value, 0.1, beside a config at 0.01)."""
+    spec = {
+        "datasets": ["d"],
+        "seeds": [0],
+        "grid": {"lr": [0.1, 0.01, 0.001], "weight_decay": [0.0, 1e-4]},
+        "defaults": {"model": "mf", "loss": "bpr", "n_negatives": 1, "optimizer": "adam"},
+        "methods": {"tuned": {}},
+    }
+    runs = plan(spec, "x", Path("e.yaml"), forced={"lr": 0.01})
+    assert [(r.config.lr, r.grid_point) for r in runs] == [
+        (0.01, {"weight_decay": 0.0}),
+        (0.01, {"weight_decay": 1e-4}),
+    ]
+
+
 def test_dotted_grid_keys_set_nested_args_and_a_method_grid_replaces_the_experiments():
     spec = {
         "datasets": ["d"],

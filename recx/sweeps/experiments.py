@@ -227,7 +227,11 @@ def plan(
                     config = resolve(raw, where=f"{where}, dataset {dataset!r}, seed {seed}{_point(point)}")
                     if (method, run_id := config.run_id()) not in planned:
                         planned.add((method, run_id))
-                        own = {key: value for key, value in point.items() if not has_key(overrides, key)}
+                        own = {  # the grid keys this run takes from the grid (not its method's, not --set's)
+                            key: value
+                            for key, value in point.items()
+                            if not has_key(overrides, key) and not has_key(forced or {}, key)
+                        }
                         runs.append(PlannedRun(method, own, config, run_id))
     return runs
 
