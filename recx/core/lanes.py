@@ -8,10 +8,10 @@ the CPU's vector width or on the thread count.
 
 from __future__ import annotations
 
-import numba
+from recx.core.jit import compiled
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@compiled(inline="always")
 def dot_rows(left, i, right, j):
     """left[i] · right[j] for 2-D arrays of equal width."""
     d = left.shape[1]

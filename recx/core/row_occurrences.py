@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import threading
 
-import numba
 import numpy as np
+
+from recx.core.jit import compiled
 
 _lent = threading.local()
 
@@ -26,7 +27,7 @@ def slot_scratch(n_rows: int) -> np.ndarray:
     return scratch
 
 
-@numba.njit(cache=True, nogil=True)
+@compiled()
 def occurrences(rows, slot):
     """(distinct rows in order of first listing [k], starts [k + 1], listing indices grouped by row [n])."""
     n = rows.shape[0]

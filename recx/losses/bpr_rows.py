@@ -23,6 +23,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from recx.core.jit import compiled
 from recx.core.lanes import dot_rows
 from recx.core.prefetch import prefetch_whole_row
 
@@ -30,7 +31,7 @@ SOFTPLUS_THRESHOLD = 20.0  # torch's softplus: x itself above it
 PREFETCH_QUERIES = 4  # the rows of the query this many ahead are asked for (recx.core.prefetch)
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
+@compiled(parallel=True)
 def bpr_row_gradients(user_table, item_table, users, ids, pair_weight):
     n_queries, n_rows = ids.shape
     d = user_table.shape[1]

@@ -14,8 +14,10 @@ import numba
 import numpy as np
 import torch
 
+from recx.core.jit import compiled
 
-@numba.njit(cache=True, nogil=True, parallel=True)
+
+@compiled(parallel=True)
 def _forward(query, rows):
     n_queries, k, d = rows.shape
     scores = np.empty((n_queries, k), rows.dtype)
@@ -28,7 +30,7 @@ def _forward(query, rows):
     return scores
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
+@compiled(parallel=True)
 def _backward(query, rows, grad):
     n_queries, k, d = rows.shape
     query_grad = np.zeros_like(query)

@@ -17,12 +17,13 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from recx.core.jit import compiled
 from recx.core.lanes import dot_rows
 from recx.core.prefetch import PREFETCH_DISTANCE, prefetch_row, prefetch_whole_row
 from recx.core.row_occurrences import occurrences
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@compiled(inline="always")
 def _sum_listings(sums, j, values, starts, positions):
     """sums[j] = the listed gradient rows of the j-th distinct row, summed in listing order."""
     first = positions[starts[j]]
@@ -34,21 +35,21 @@ def _sum_listings(sums, j, values, starts, positions):
             sums[j, c] += values[listed, c]
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@compiled(inline="always")
 def _prefetch_ahead(distinct, j, vector):
     """Ask for the vector's entry PREFETCH_DISTANCE updates ahead (recx.core.prefetch)."""
     if j + PREFETCH_DISTANCE < distinct.shape[0]:
         prefetch_row(vector, distinct[j + PREFETCH_DISTANCE])
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@compiled(inline="always")
 def _prefetch_rows_ahead(distinct, j, table):
     """Ask for every cache line of the 2-D table's row PREFETCH_DISTANCE updates ahead."""
     if j + PREFETCH_DISTANCE < distinct.shape[0]:
         prefetch_whole_row(table, distinct[j + PREFETCH_DISTANCE])
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
+@compiled(parallel=True)
 def sgd_step(rows, values, slot, param, lr):
     """θ_r ← θ_r - lr g_r."""
     distinct, starts, positions = occurrences(rows, slot)
@@ -61,7 +62,7 @@ def sgd_step(rows, values, slot, param, lr):
             param[row, c] += sums[j, c] * -lr
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
+@compiled(parallel=True)
 def adagrad_step(rows, values, slot, param, squares, lr, eps):
     """s_r ← s_r + g_r², θ_r ← θ_r - lr g_r / (√s_r + ε) (elementwise; Duchi et al. 2011)."""
     distinct, starts, positions = occurrences(rows, slot)
@@ -78,7 +79,7 @@ def adagrad_step(rows, values, slot, param, squares, lr, eps):
             param[row, c] += grad / (np.sqrt(total) + eps) * -lr
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
+@compiled(parallel=True)
 def rowwise_adagrad_step(rows, values, slot, param, squares, lr, eps, inverse_dim):
     """s_r ← s_r + mean_j g_rj², θ_r ← θ_r - lr g_r / (√s_r + ε) (one accumulator per row). Σ_j g_rj² is summed in
     eight interleaved partial sums (recx.core.lanes): one chain of d dependent additions made the row's update
@@ -97,7 +98,7 @@ def rowwise_adagrad_step(rows, values, slot, param, squares, lr, eps, inverse_di
             param[row, c] += sums[j, c] * step
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
+@compiled(parallel=True)
 def lazy_adam_step(rows, values, slot, param, first, second, step_size, beta1, one_beta1, beta2, one_beta2, eps, root2):
     """m_r ← β1 m_r + (1-β1) g_r, v_r ← β2 v_r + (1-β2) g_r², θ_r ← θ_r - step_size m_r / (√v_r / root2 + ε), where
     step_size = lr / (1 - β1^t) and root2 = √(1 - β2^t) (Kingma & Ba 2015, on the touched rows only)."""

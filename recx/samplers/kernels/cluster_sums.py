@@ -14,10 +14,12 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from recx.core.jit import compiled
+
 CHUNK = 1 << 16
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
+@compiled(parallel=True)
 def cluster_sums(points, labels, k):
     n, d = points.shape
     n_chunks = (n + CHUNK - 1) // CHUNK

@@ -23,6 +23,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from recx.core.jit import compiled
+
 ROWS_PER_BLOCK = 16  # rows that share one cdf and guide buffer (a row's buffers are 20 bytes per column)
 BUCKETS_PER_COLUMN = 4  # measured on BIR's 2048 x 2048 draws: 1 -> 69 ms, 2 -> 52, 4 -> 40, 8 -> 42 (one thread)
 GOLDEN_GAMMA = np.uint64(0x9E3779B97F4A7C15)
@@ -31,7 +33,7 @@ SHIFT30, SHIFT27, SHIFT31, SHIFT40 = np.uint64(30), np.uint64(27), np.uint64(31)
 TWO_TO_MINUS_24 = np.float32(2.0**-24)
 
 
-@numba.njit(cache=True, nogil=True)
+@compiled()
 def splitmix_uniform(seed, counter):
     """A float32 uniform in [0, 1): SplitMix64's output for `counter` (uint64) from `seed` (uint64), top 24 bits."""
     z = seed + counter * GOLDEN_GAMMA
@@ -41,7 +43,7 @@ def splitmix_uniform(seed, counter):
     return np.float32(z >> SHIFT40) * TWO_TO_MINUS_24
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
+@compiled(parallel=True)
 def inverse_cdf_counts(probabilities, m, seed):
     n_rows, n_columns = probabilities.shape
     n_buckets = BUCKETS_PER_COLUMN * n_columns
@@ -82,7 +84,7 @@ def inverse_cdf_counts(probabilities, m, seed):
 SMALL_COUNTS = 4096  # counts below this are looked up in a table built per call; larger ones computed
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
+@compiled(parallel=True)
 def negative_log_counts(counts):
     """-log c per entry of `counts` [R, K], +inf where c = 0. Counts are whole numbers, mostly small: a table lookup
     (torch.log of zeros takes a slow path on the CPU, and a log or a branch per entry costs ~4x the lookup on a
@@ -98,7 +100,7 @@ def negative_log_counts(counts):
     return out
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
+@compiled(parallel=True)
 def shares_of_draws(counts, m):
     """c / m per entry of `counts` [R, K] (the share of a row's m draws), small counts by a table lookup (the same
     division, done once per value): torch's counts / m divides every entry, ~3x the lookup."""
