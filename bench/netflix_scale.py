@@ -4,9 +4,11 @@ Writes four combined_data_*.txt files (17,770 movies, 480,189 customers with ids
 1999-2005; no repeated (customer, movie) pair; Netflix's spread of movie popularity and of customer degrees, and a
 latent taste structure: `draw_pairs`) to a folder, then runs the whole
 preparation (parse, binarise, 10-core, per-user 80/20, write: the fastvae preset) in a subprocess and reports its
-wall time and peak RSS (resource.getrusage(RUSAGE_CHILDREN)). Target: peak memory < 8 GB.
+wall time and peak RSS (resource.getrusage(RUSAGE_CHILDREN)). Target: peak memory < 8 GB. With --epoch it then
+trains one epoch of `recx train`'s defaults on that data in another subprocess (its epochs.jsonl seconds, its peak
+RSS, the test NDCG@10 after it; targets: <= 10 min at 2 threads, <= 10 GB).
 
-    python bench/netflix_scale.py [--ratings N] [--folder DIR]
+    python bench/netflix_scale.py [--ratings N] [--folder DIR] [--epoch] [--threads 2]
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.csv as pcsv
 
@@ -38,6 +41,18 @@ seconds = time.perf_counter() - start
 card = json.loads((out / "card.json").read_text())
 print(json.dumps({{"seconds": seconds, "rows": card["rows"], "counts": card["counts"], "n_users": card["n_users"],
                   "n_items": card["n_items"]}}))
+"""
+TRAIN = """
+import json, resource, sys
+sys.path.insert(0, {root!r})
+from recx.cli import main
+sys.argv = ["recx", "--threads", {threads!r}, "train", "--dataset", "netflix-bench", "--epochs", "1", "--data-root",
+            {data!r}, "--run-dir", {run!r}, "--quiet", "--checkpoint-every", "0", "--k", "10"]
+try:
+    main()
+except SystemExit as done:
+    assert not done.code, done.code
+print(json.dumps({{"peak_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e9}}))
 """
 
 
@@ -122,6 +137,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--ratings", type=int, default=100_000_000)
     parser.add_argument("--folder", type=Path, help="where to write the files (default: a temporary folder)")
+    parser.add_argument("--epoch", action="store_true", help="then time one epoch of recx train's defaults")
+    parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(dir=args.folder) as folder:
         source = Path(folder) / "netflix"
@@ -148,6 +165,20 @@ def main() -> None:
             f"  {result['n_users']:,} users, {result['n_items']:,} items, counts {result['counts']}, "
             f"rows {json.dumps(result['rows'])}"
         )
+        if args.epoch:
+            run = Path(folder) / "run"
+            code = TRAIN.format(
+                root=str(ROOT), threads=str(args.threads), data=str(Path(folder) / "data"), run=str(run)
+            )
+            child = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+            peak = json.loads(child.stdout.strip().splitlines()[-1])["peak_gb"]
+            epoch = json.loads((run / "epochs.jsonl").read_text().splitlines()[0])
+            results = pd.read_parquet(run / "results.parquet")
+            ndcg = results[(results.split == "test") & (results.metric == "ndcg") & (results.stratum == "all")].value
+            print(
+                f"recx train, one epoch of its defaults at {args.threads} threads: {epoch['seconds']:.0f} s "
+                f"(target <= 600), peak RSS {peak:.2f} GB (target <= 10), test NDCG@10 {float(ndcg.iloc[0]):.4f}"
+            )
 
 
 if __name__ == "__main__":
