@@ -13,7 +13,7 @@ sweep_out = $(if $(OUT),--out $(OUT)/$(1))
 CI_OUT ?= build/ci-reproduce
 
 .PHONY: setup quickstart test lint test-gpu bench catalog gowalla reproduce-prism reproduce-hns reproduce-bir reproduce-fastvae \
-	reproduce-rg ci-reproduce gpu-pack gpu-check gpu-check-cpu
+	reproduce-rg reproduce-headlines ci-reproduce gpu-pack gpu-check gpu-check-cpu
 
 setup:
 	$(PYTHON) -m pip install torch==2.13.0
@@ -84,6 +84,15 @@ reproduce-fastvae:
 
 reproduce-rg:
 	$(SWEEP) -e rg-table3 $(call sweep_out,rg-table3)
+
+# each paper's headline comparison at its selected point, one seed, to early stopping (or the paper's fixed budget):
+# the experiments *-headline of experiments.yaml (their CPU estimates are there); reports in docs/reproductions/
+reproduce-headlines:
+	$(SWEEP) -e prism-headline $(call sweep_out,prism-headline)
+	$(SWEEP) -e hns-headline $(call sweep_out,hns-headline)
+	$(SWEEP) -e bir-headline $(call sweep_out,bir-headline)
+	$(SWEEP) -e fastvae-headline $(call sweep_out,fastvae-headline)
+	$(SWEEP) -e rg-headline $(call sweep_out,rg-headline)
 
 # CI: a tiny end-to-end reproduction on synthetic data (prepare -> sweep with 2 jobs -> report with plots)
 ci-reproduce:
