@@ -85,8 +85,8 @@ reproduce-fastvae:
 reproduce-rg:
 	$(SWEEP) -e rg-table3 $(call sweep_out,rg-table3)
 
-# each paper's headline claim at the point the paper or its official code states, one seed, to early stopping (or the
-# paper's whole epoch budget where it has no validation split); reports: docs/reproductions/
+# each paper's headline comparison at its selected point, one seed, to early stopping (or the paper's fixed budget):
+# the experiments *-headline of experiments.yaml (their CPU estimates are there); reports in docs/reproductions/
 reproduce-headlines:
 	$(SWEEP) -e prism-headline $(call sweep_out,prism-headline)
 	$(SWEEP) -e hns-headline $(call sweep_out,hns-headline)

@@ -411,3 +411,23 @@ def test_half_steps_validate_after_every_half_step_and_end_where_whole_epochs_do
 def test_half_steps_are_refused_for_a_model_trained_by_gradient_steps():
     with pytest.raises(RecxError, match="half_steps = true: model 'mf' is not fitted by alternating half-steps"):
         resolve({"model": "mf", "half_steps": True})
+
+
+def test_a_normal_start_as_the_rg_authors_and_earlier_runs_keep_their_ids():
+    """`model_args.init: normal` starts the factors from N(0, init_std²) (RecStudio's normal_initialization, the RG
+    authors' `init_method: normal`); it is an `added` argument, so a configuration that leaves it at `uniform` records
+    neither it nor init_std and keeps the run id it had before (9ba93b13b3bf for rg2's defaults)."""
+    from recx.config.run_config import resolve
+    from recx.models.registry import MODELS
+
+    default = resolve({"model": "rg2"})
+    assert default.run_id() == "9ba93b13b3bf" == resolve({"model": "rg2", "model_args": {"init": "uniform"}}).run_id()
+    assert "init" not in default.model_args and "init_std" not in default.model_args
+    normal = resolve({"model": "rg2", "model_args": {"init": "normal", "init_std": 0.5}})
+    assert normal.model_args["init"] == "normal" and normal.run_id() != default.run_id()
+    model_class = MODELS.get("rg2")
+    torch.manual_seed(0)
+    model = model_class(4000, 3000, 16, model_class.Args(**normal.model_args))
+    factors = torch.cat([model.user_factors.flatten(), model.item_factors.flatten()])
+    assert abs(float(factors.mean())) < 0.01 and float(factors.std()) == pytest.approx(0.5, rel=0.01)
+    assert float(factors.min()) < 0  # not the uniform start in [0, init_scale)

@@ -82,6 +82,7 @@ def test_the_report_puts_the_papers_figures_beside_recxs_and_marks_what_did_not_
         ("paper: {source: x, values: {tiny: {capped: {ndcg@20: high}}}}", "expected a number"),
         ("paper: {values: {tiny: {capped: {ndcg@20: 0.1}}}}", "paper.source: the paper and table"),
         ("paper: {source: x, pages: 3, values: {}}", "unknown key 'pages'"),
+        ("paper: {source: x, values: {}}", "or none, with the paper's epochs alone"),
     ],
 )
 def test_a_malformed_paper_block_is_one_message_naming_its_key(tmp_path, block, message):
@@ -102,6 +103,7 @@ def test_a_malformed_paper_block_is_one_message_naming_its_key(tmp_path, block, 
         (10, 10, 2, True, 200, "epoch cap, below the paper's 200", True),
         (200, 200, 300, False, 200, "fixed budget", False),
         (0, 1, 5, False, None, "nothing to train", False),
+        (4, 4, 10, False, 200, "fixed budget", False),  # WRMF: 4 iterations, tuned, not the paper's epochs
     ],
 )
 def test_why_a_run_stopped(tmp_path, epochs, cap, patience, validated, paper_epochs, stopped, capped):
@@ -111,8 +113,23 @@ def test_why_a_run_stopped(tmp_path, epochs, cap, patience, validated, paper_epo
 
     records = [{"epoch": e + 1, "seconds": 0.5, **({"valid_ndcg@20": 0.1} if validated else {})} for e in range(epochs)]
     (tmp_path / "epochs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
-    (tmp_path / "config.yaml").write_text(f"epochs: {cap}\npatience: {patience}\n")
+    model = "wrmf" if (epochs, cap) == (4, 4) else "mf"
+    (tmp_path / "config.yaml").write_text(f"model: {model}\nepochs: {cap}\npatience: {patience}\n")
     (tmp_path / "environment.json").write_text('{"device": "cuda"}')
     found = run_budget(tmp_path, paper_epochs)
     assert (found.stopped, found.capped, found.epochs, found.device) == (stopped, capped, epochs, "cuda")
     assert found.seconds == pytest.approx(0.5 * epochs)
+
+
+def test_a_paper_block_may_state_only_the_papers_epochs(tmp_path):
+    path = tmp_path / "e.yaml"
+    path.write_text(
+        EXPERIMENT.split("    paper:")[0] + '    paper: {source: "slides, Figure 8 (a plot)", epochs: 200}\n'
+    )
+    from recx.sweeps.experiments import paper_figures
+
+    spec = experiment_spec(load_experiments(path), "paper-check", path)
+    assert (
+        paper_figures(spec, "paper-check", path)["values"] == []
+        and paper_figures(spec, "paper-check", path)["epochs"] == 200
+    )

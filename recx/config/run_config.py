@@ -17,7 +17,7 @@ import yaml
 
 from recx.config import schema as config_schema
 from recx.core import yaml_values
-from recx.core.args import check_args
+from recx.core.args import check_args, recorded
 from recx.core.errors import RecxError
 from recx.eval.metrics.registry import METRICS
 from recx.losses.base import Bundle
@@ -99,7 +99,7 @@ def _fill_args(kind: str, args_class, given: dict, where: str) -> dict:
         )
     check_args(args_class, given, where)
     try:
-        return dataclasses.asdict(args_class(**given))
+        return recorded(args_class, dataclasses.asdict(args_class(**given)))
     except (TypeError, RecxError) as exc:  # an Args' own checks (__post_init__) name the key
         raise RecxError(f"{where}: {exc}") from None
 

@@ -72,9 +72,12 @@ def arg(
     below: float | None = None,
     choices: tuple[str, ...] | None = None,
     help: str = "",
+    added: bool = False,
 ) -> Any:
     """A dataclass field with its default and what it accepts: a numeric range (the bounds given; the kind is the
-    default's, int or float) or a tuple of string `choices`, and a one-line `help`."""
+    default's, int or float) or a tuple of string `choices`, and a one-line `help`. `added`: an argument that came
+    after runs were recorded; a configuration holds it (and it joins the run id) only when set to another value than
+    its default, so that every earlier run keeps its id and its folder its configuration."""
     bounded = any(bound is not None for bound in (at_least, above, at_most, below))
     if bounded and (isinstance(default, bool) or not isinstance(default, (int, float))):
         raise TypeError(f"arg({default!r}): a range needs an int or float default")
@@ -91,7 +94,19 @@ def arg(
             low_open=above is not None,
             high_open=below is not None,
         )
-    return dataclasses.field(default=default, metadata={"range": limits, "choices": choices, "help": help})
+    return dataclasses.field(
+        default=default, metadata={"range": limits, "choices": choices, "help": help, "added": added}
+    )
+
+
+def recorded(args_class, values: dict) -> dict:
+    """The arguments a configuration records: all but the `added` ones left at their defaults."""
+    fields = {spec.name: spec for spec in dataclasses.fields(args_class)}
+    return {
+        name: value
+        for name, value in values.items()
+        if not (fields[name].metadata.get("added") and value == field_default(fields[name]))
+    }
 
 
 def field_range(spec: dataclasses.Field) -> Range | None:

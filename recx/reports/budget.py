@@ -5,7 +5,8 @@ Per run, from its folder: the epochs it ran (epochs.jsonl), its cap (config `epo
 validated (a `valid_*` figure per epoch), the device (environment.json) and its training seconds (Σ of its epochs'
 seconds: validation and checkpoints excluded). Why it stopped:
 - `early stopping`: fewer epochs than its cap (patience ran out);
-- `epoch cap, below the paper's N`: it reached a cap below the paper's epochs (`paper.epochs`): marked ‡;
+- `epoch cap, below the paper's N`: it reached a cap below the paper's epochs (`paper.epochs`; not for an alternating
+  solver, whose iteration count is a tuned hyper-parameter, e.g. FastVAE Table 3's WRMF rows): marked ‡;
 - `epoch cap`: it reached its cap while early stopping could still have ended it (it validated, patience < cap): it
   was still improving, so the row is marked ‡ (not converged);
 - `fixed budget`: the cap is the protocol (no validation, or patience >= cap: the paper's fixed epoch count);
@@ -21,6 +22,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from recx.models.registry import MODELS
 from recx.runs import store
 
 CAPPED, REDUCED = "‡", "§"
@@ -40,6 +42,12 @@ class RunBudget:
     capped: bool
 
 
+def alternates(config: dict) -> bool:
+    """The run's model is fitted by alternating solves (ALS): its epochs are iterations."""
+    model = config.get("model")
+    return model in MODELS and MODELS.get(model).alternates
+
+
 def run_budget(folder: Path, paper_epochs: int | None) -> RunBudget:
     records = store.read_epochs(folder) if (folder / "epochs.jsonl").is_file() else []
     config = store.read_config(folder, required=False)
@@ -49,7 +57,7 @@ def run_budget(folder: Path, paper_epochs: int | None) -> RunBudget:
         stopped, capped = "nothing to train", False
     elif cap is not None and len(records) < cap:
         stopped, capped = f"early stopping (patience {patience})", False
-    elif paper_epochs is not None and cap is not None and cap < paper_epochs:
+    elif paper_epochs is not None and cap is not None and cap < paper_epochs and not alternates(config):
         stopped, capped = f"epoch cap, below the paper's {paper_epochs}", True
     elif validated and patience is not None and cap is not None and patience < cap:
         stopped, capped = "epoch cap", True

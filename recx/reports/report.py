@@ -251,7 +251,7 @@ def write_report(
     write_atomic(out / "table.tex", tables.to_latex(table, marks, row_marks))
     write_atomic(out / "budget.csv", ran.to_csv(index=False))
     paper_text: list[str] = []
-    if record and record.get("paper"):
+    if record and record.get("paper") and record["paper"]["values"]:
         published = paper.paper_rows(results, options.split, record["paper"], row_marks)
         write_atomic(out / "paper.csv", published.to_csv(index=False))
         reproduced = int(published.within.eq(True).sum())

@@ -111,6 +111,7 @@ def paper_figures(spec: dict, name: str, path: Path) -> dict | None:
           tolerance: 0.05                           # relative; default 0.05
           epochs: 1000                              # the paper's epoch budget (optional)
           values: {DATASET: {METHOD: {METRIC@K: number, or {value: number, source: "Table 5"}}}}
+    `values` may be left out when the paper prints no figure (plots only) but states its epochs.
     """
     paper = spec.get("paper")
     if paper is None:
@@ -128,9 +129,12 @@ def paper_figures(spec: dict, name: str, path: Path) -> dict | None:
         raise RecxError(f"{where}.tolerance: a relative difference in [0, 1), e.g. 0.05; got {tolerance!r}")
     if epochs is not None and (isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1):
         raise RecxError(f"{where}.epochs: the paper's epoch budget, a positive integer; got {epochs!r}")
-    values = paper.get("values")
-    if not isinstance(values, dict) or not values:
-        raise RecxError(f"{where}.values: expected {{dataset: {{method: {{metric@k: value}}}}}}, got {values!r}")
+    values = paper.get("values", {})
+    if not isinstance(values, dict) or not (values or epochs):
+        raise RecxError(
+            f"{where}.values: expected {{dataset: {{method: {{metric@k: value}}}}}} (or none, with the paper's "
+            f"epochs alone), got {values!r}"
+        )
     ks = spec.get("ks", [10, 20, 50])
     figures = []
     for dataset, methods in values.items():

@@ -2,7 +2,8 @@
 
 score(x, y) = P_x · Q_y. A subclass states its weighted squared loss (recx.models.als.problem) for a training
 matrix; the runner (recx.training.runners.alternating) alternates the user and item half-steps. Factors start
-uniform in [0, init_scale) (the RG paper's Algorithm 1, line 3; implicit's 0.01).
+uniform in [0, init_scale) (the RG paper's Algorithm 1, line 3; implicit's 0.01), or with `init: normal` from
+N(0, init_std²) as the RG authors' RecStudio code (`init_method: normal`, its normal_initialization's 0.02).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from recx.models.als.solve import SOLVERS, solve_rows
 from recx.models.base import Model
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
+INITS = ("uniform", "normal")
 
 
 @dataclass
@@ -30,6 +32,10 @@ class AlternatingArgs:
     cg_steps: int = arg(3, at_least=1, at_most=1_000, help="conjugate gradient steps per row and half-step")
     dtype: str = arg("float32", choices=tuple(DTYPES), help="the factors' and solves' precision")
     init_scale: float = arg(0.01, above=0, help="factors start uniform in [0, init_scale)")
+    init: str = arg(
+        "uniform", choices=INITS, help="uniform in [0, init_scale), or normal(0, init_std) (RecStudio)", added=True
+    )
+    init_std: float = arg(0.02, above=0, help="the normal start's standard deviation (RecStudio's 0.02)", added=True)
 
 
 class AlternatingModel(Model):
@@ -44,8 +50,14 @@ class AlternatingModel(Model):
         super().__init__()
         self.n_users, self.n_items, self.args = n_users, n_items, args
         dtype = DTYPES[args.dtype]
-        self.user_factors = nn.Parameter(torch.rand(n_users, dim, dtype=dtype) * args.init_scale, requires_grad=False)
-        self.item_factors = nn.Parameter(torch.rand(n_items, dim, dtype=dtype) * args.init_scale, requires_grad=False)
+
+        def start(rows: int) -> torch.Tensor:
+            if args.init == "normal":
+                return torch.randn(rows, dim, dtype=dtype) * args.init_std
+            return torch.rand(rows, dim, dtype=dtype) * args.init_scale
+
+        self.user_factors = nn.Parameter(start(n_users), requires_grad=False)
+        self.item_factors = nn.Parameter(start(n_items), requires_grad=False)
 
     def weighted_squares(self, train: CSR) -> WeightedSquares:
         """The loss this model minimises on `train` (on the factors' device and dtype)."""
