@@ -119,6 +119,7 @@ def run_recstudio_loop(name: str, tmp_path):
     records: list[dict] = []
 
     def validate(model, report) -> float:  # RecStudio's validation metric after this epoch
+        assert len(records) < len(metrics), f"recx trains past epoch {len(metrics)}, where RecStudio stopped"
         return metrics[len(records)]
 
     def log_epoch(record: dict) -> None:
