@@ -11,6 +11,7 @@ precision, and the other cases use the same formula in float64 so that they can 
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 import pytest
@@ -163,3 +164,191 @@ def test_bir_batch_size_runs_the_official_protocol():
         assert (run.config.lr_step_epochs, run.config.lr_step_gamma) == (5, 0.95)
         if run.config.sampler == "in_batch_pop":
             assert run.config.sampler_args["keep_positive"]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The official training loops (issue 43): tests/golden/official/bir_loop.json, written by bench/official/bir_loop.py
+# running the unmodified run.py for 3 epochs with every draw recorded. recx's trainer (`recx.training.fit.fit`, the
+# interactions runner, its Adam and StepLR) is fed the same batches, draws and initial tables, and must end each
+# epoch with the official tables and loss.
+
+LOOP = json.loads((Path(__file__).parent / "golden" / "official" / "bir_loop.json").read_text())
+LOOP_RTOL, LOOP_ATOL = 1e-6, 1e-9
+
+
+def official_arguments(case: str) -> dict[str, str]:
+    """run.py's arguments of a case (every flag given takes a value)."""
+    tokens = shlex.split(LOOP[case]["run_py_arguments"])
+    return dict(zip(tokens[::2], tokens[1::2], strict=True))
+
+
+def loop_dataset(case: str) -> Dataset:
+    """The official split's training pairs (its items 1-based: recx's + 1)."""
+    pairs = torch.tensor(LOOP[case]["train"])
+    train = CSR.from_pairs(pairs[:, 0], pairs[:, 1], LOOP["n_users"], LOOP["n_items"])
+    return Dataset("loop", LOOP["n_users"], LOOP["n_items"], train, None, train, {}, "hash", Path("."))
+
+
+def loop_config(case: str, sampler: str, sampler_args: dict):
+    """recx's settings for run.py's arguments: MF with N(0, 1) rows and dot scores, softmax, dense Adam with weight
+    decay on every row every step, StepLR(step_size, gamma)."""
+    args = official_arguments(case)
+    return resolve(
+        {
+            "model": "mf",
+            "dim": int(args["--emb_dim"]),
+            "loss": "softmax",
+            "optimizer": "adam",
+            "sampler": sampler,
+            "sampler_args": sampler_args,
+            "model_args": {"init": "normal", "init_std": 1.0, "scoring": "dot", "temperature": 1.0},
+            "epochs": int(args["--epoch"]),
+            "batch_size": int(args["--batch_size"]),
+            "lr": float(args["--learning_rate"]),
+            "weight_decay": float(args["--weight_decay"]),
+            "weight_decay_mode": "full",
+            "lr_step_epochs": int(args["--step_size"]),
+            "lr_step_gamma": float(args["--step_gamma"]),
+            "device": "cpu",
+        }
+    )
+
+
+def float64_log_popularity(dataset, device):
+    """log p in float64 (recx keeps it in float32, compared with the official value above), for a float64 model."""
+    counts = dataset.item_popularity.to(device=device, dtype=torch.float64)
+    return torch.log(counts / counts.sum())
+
+
+class LoopDraws:
+    """Stands in for `draw_counts` over a whole run: the official draws of each step in recx's order of calls
+    (`order`: the positions, among a step's recorded multinomial calls, of recx's first, second, ... call), each
+    checked against the probabilities recx resamples from."""
+
+    def __init__(self, official: dict, order: tuple[int, ...]):
+        calls = official["multinomial"]
+        self.queue = [calls[step["draws"][k]] for step in official["steps"] for k in order]
+
+    def __call__(self, probabilities, m, generator):
+        call = self.queue.pop(0)
+        drawn = torch.tensor(call["drawn"])
+        assert drawn.shape == (probabilities.shape[0], m), f"recx draws {m} per query, the official code {call['n']}"
+        torch.testing.assert_close(probabilities, f64(call["weights"]), rtol=LOOP_RTOL, atol=1e-12)
+        return torch.zeros_like(probabilities).scatter_add_(1, drawn, torch.ones_like(drawn, dtype=probabilities.dtype))
+
+
+def run_official_loop(case: str, sampler: str, sampler_args: dict, monkeypatch, tmp_path) -> list[dict]:
+    """recx's `fit` on the official split from the official initial tables, each epoch's interactions in the
+    official DataLoader's order; returns each epoch's record with the tables after it."""
+    from rich.progress import Progress
+
+    from recx.samplers import in_batch as in_batch_module
+    from recx.training.fit import FitHooks, fit
+    from recx.training.runners.interactions import InteractionEpochs
+
+    official = LOOP[case]
+    dataset = loop_dataset(case)
+    config = loop_config(case, sampler, sampler_args)
+    for module in (in_batch_module, bir_module, xir_module):
+        monkeypatch.setattr(module, "log_popularity", float64_log_popularity)
+    model = build_model(config, dataset, torch.device("cpu")).double()
+    user_table, item_table = model.embedding_tables()[:2]
+    with torch.no_grad():
+        user_table.copy_(f64(official["initial"]["user_table"]))
+        item_table.copy_(f64(official["initial"]["item_table"]))
+    train = dataset.train
+    position = {pair: k for k, pair in enumerate(zip(train.row_ids().tolist(), train.indices.tolist(), strict=True))}
+    per_epoch = len(official["steps"]) // len(official["epochs"])
+    orders = [
+        torch.tensor(
+            [
+                position[(user, item - 1)]
+                for step in official["steps"][epoch * per_epoch : (epoch + 1) * per_epoch]
+                for user, item in zip(step["users"], step["items"], strict=True)
+            ]
+        )
+        for epoch in range(len(official["epochs"]))
+    ]
+    monkeypatch.setattr(InteractionEpochs, "shuffled", lambda runner, n: orders.pop(0))
+    records: list[dict] = []
+
+    def log_epoch(record: dict) -> None:
+        tables = {"user_table": user_table.detach().clone(), "item_table": item_table.detach().clone()}
+        records.append({**record, **tables})
+
+    with Progress(disable=True) as progress:
+        fit(config, dataset, model, progress, FitHooks(None, log_epoch, tmp_path / "checkpoint.pt", 0))
+    assert not orders
+    return records
+
+
+def assert_official_epochs(records: list[dict], official: dict) -> None:
+    """Each epoch's tables and loss (recx records the mean of the steps' losses, the official `_fit` their sum)."""
+    per_epoch = len(official["steps"]) // len(official["epochs"])
+    assert len(records) == len(official["epochs"])
+    for epoch, (record, expected) in enumerate(zip(records, official["epochs"], strict=True), start=1):
+        for name in ("user_table", "item_table"):
+            torch.testing.assert_close(
+                record[name],
+                f64(expected[name]),
+                rtol=LOOP_RTOL,
+                atol=LOOP_ATOL,
+                msg=lambda m, name=name, epoch=epoch: f"epoch {epoch} {name}: {m}",
+            )
+        official_loss = official["epoch_loss_sums"][epoch - 1] / per_epoch
+        assert record["loss"] == pytest.approx(official_loss, rel=LOOP_RTOL), f"epoch {epoch} loss"
+
+
+def test_ssl_pop_training_loop_is_the_official_run(monkeypatch, tmp_path):
+    """run.py --debias 2 for 3 epochs (20 interactions, batches of 6: the last batch of each epoch holds 2), Adam
+    lr 0.05 with weight decay 0.01 on both whole tables every step, StepLR(1, 0.5) after each epoch: the tables after
+    each epoch and its loss. Pins the loop around the golden-tested loss: the batches' interactions (the official
+    order fed in), the optimizer's weight decay reaching every row, the learning rate stepped once per epoch, the
+    last partial batch trained, and the in-batch candidates built per batch with the positive kept."""
+    records = run_official_loop("ssl_pop", "in_batch_pop", {"keep_positive": True}, monkeypatch, tmp_path)
+    assert_official_epochs(records, LOOP["ssl_pop"])
+
+
+def test_bir_training_loop_is_the_official_run(monkeypatch, tmp_path):
+    """run.py --debias 3 for 3 epochs, as the SSL-Pop loop, with the official `torch.multinomial` draws fed to recx's
+    resampling in order (each step's resampling probabilities checked against the official ones on the way): the
+    tables after each epoch and its loss. Pins BIR's per-batch resampling across steps: m = the size of the batch at
+    hand (the last, partial batch resamples 2 per query), probabilities from the tables as the previous step left
+    them (the draw made before the step's update)."""
+    official = LOOP["bir"]
+    draws = LoopDraws(official, (0,))
+    monkeypatch.setattr(bir_module, "draw_counts", draws)
+    records = run_official_loop("bir", "bir", {}, monkeypatch, tmp_path)
+    assert not draws.queue
+    assert_official_epochs(records, official)
+
+
+def test_xir_training_loop_is_the_official_run(monkeypatch, tmp_path):
+    """run.py --debias 8 --lambda 0.2 for 3 epochs, the official first cache (`Cache.__init__`'s randint), its
+    batch and cache draws and its next caches fed to recx in order (probabilities and the next cache's weights
+    checked on the way): the tables after each epoch and its loss. Pins XIR's cache across steps and epochs: a step
+    samples from the cache the previous step left and then replaces it, the occurrence counts accumulate over the
+    whole run (never reset per epoch), and every batch, the last partial one included, draws int(batch_size / 2)
+    per group as the official Cache.update_pool (its size is the run's batch size)."""
+    official = LOOP["xir"]
+    draws = LoopDraws(official, (1, 0))  # official: cache draws, batch draws, next cache; recx: batch, then cache
+    next_caches = [(step, official["multinomial"][step["draws"][2]]) for step in official["steps"]]
+
+    def official_next_cache(occurrence, drawn, size, generator):
+        step, call = next_caches.pop(0)
+        assert size == len(step["next_cache"])
+        values = torch.nonzero(drawn).flatten()
+        torch.testing.assert_close(occurrence[values], f64(call["weights"]), rtol=0, atol=0)
+        return torch.tensor(step["next_cache"]) - 1
+
+    def official_first_cache(sampler, size):
+        assert size == len(official["first_cache"])
+        return torch.tensor(official["first_cache"]) - 1
+
+    monkeypatch.setattr(xir_module, "draw_counts", draws)
+    monkeypatch.setattr(xir_module, "next_cache", official_next_cache)
+    monkeypatch.setattr(xir_module.CachedImportanceResampler, "first_cache", official_first_cache)
+    cache_weight = float(official_arguments("xir")["--lambda"])
+    records = run_official_loop("xir", "xir", {"cache_weight": cache_weight}, monkeypatch, tmp_path)
+    assert not draws.queue and not next_caches
+    assert_official_epochs(records, official)

@@ -6,6 +6,7 @@ The official items are 1-based (0 pads the user histories); recx's are 0-based w
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,7 @@ from recx.models.multvae import MultVAE
 from recx.samplers.base import Batch, Negatives
 from recx.samplers.kmeans import kmeans
 from recx.samplers.registry import SAMPLERS
-from recx.sweeps.experiments import load_experiments
+from recx.sweeps.experiments import experiment_spec, load_experiments, plan
 from recx.training.build import build_model
 from recx.training.runners.users import UserEpochs, full_softmax_nll, sampled_softmax_nll
 
@@ -229,3 +230,190 @@ def test_midx_rebuild_runs_kmeans_as_long_as_the_official_code(monkeypatch):
         torch.testing.assert_close(
             sampler.codebooks.codewords[part], tensor(GOLDEN["midx_slow"]["codewords"][part]), **TIGHT
         )
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The official training loop (issue 43): tests/golden/official/fastvae_loop.json, written by
+# bench/official/fastvae_loop.py running the unmodified run_mm.py for 3 epochs with every draw recorded. recx's
+# trainer (`recx.training.fit.fit`, the users runner, its Adam and StepLR, the sampler's rebuild before each epoch),
+# configured by fastvae-samplers' rows, is fed the same users, dropout masks, ε, k-means starts and negatives from
+# the official initial parameters, and must end each epoch with the official parameters and loss.
+
+LOOP = json.loads((Path(__file__).parent / "golden" / "official" / "fastvae_loop.json").read_text())
+LOOP_RTOL, LOOP_ATOL = 1e-6, 1e-9
+# official parameter -> recx parameter (the Embedding tables' padding row 0 is left out where recx has no padding)
+LOOP_PARAMETERS = {
+    "encode_layer_0.weight": "encoder_in",
+    "encode_layer_1.weight": "encoder_out.weight",
+    "encode_layer_1.bias": "encoder_out.bias",
+    "decode_layer_0.weight": "decoder.weight",
+    "decode_layer_0.bias": "decoder.bias",
+    "_Item_Embeddings.weight": "items",
+    "_Item_Embeddings.bias": "item_bias",
+}
+
+
+def run_mm_arguments(case: str) -> dict[str, list[str]]:
+    """run_mm.py's arguments of a case: each flag with the values that follow it."""
+    parsed: dict[str, list[str]] = {}
+    for token in shlex.split(LOOP[case]["run_mm_arguments"]):
+        if token.startswith("-"):
+            flag = parsed.setdefault(token, [])
+        else:
+            flag.append(token)
+    return parsed
+
+
+def samplers_row(case: str):
+    """fastvae-samplers' row for the case (its model, loss and model, sampler and loss arguments)."""
+    path = Path(__file__).resolve().parents[1] / "experiments.yaml"
+    runs = plan(experiment_spec(load_experiments(path), "fastvae-samplers", path), "fastvae-samplers", path)
+    name = {"multvae": "mult-vae"}.get(case, case)
+    (run,) = [run for run in runs if run.method == name]
+    return run.config
+
+
+def loop_setup(case: str):
+    """(config, dataset, model, official→recx parameter reader): the official sizes and optimiser settings, the
+    row's method options; recx's item i is the official item i (Mult-VAE: recx's item 0 plays the padding column,
+    held by no user) or i + 1 (FastVAE)."""
+    args, row = run_mm_arguments(case), samplers_row(case)
+    hidden, latent = (int(value) for value in args["-d"])
+    sampler_args = dict(row.sampler_args)
+    if row.model == "fastvae":
+        sampler_args["n_codewords"] = int(args["--cluster_num"][0])
+    config = resolve(
+        {
+            "model": row.model,
+            "loss": row.loss,
+            "sampler": row.sampler,
+            "dim": latent,
+            "n_negatives": int(args["-s"][0]),
+            "batch_size": int(args["-b"][0]),
+            "epochs": int(args["-e"][0]),
+            "lr": float(args["-lr"][0]),
+            "weight_decay": float(args["-w"][0]),
+            "lr_step_epochs": int(args["--step_size"][0]),
+            "lr_step_gamma": float(args["--gamma"][0]),
+            "device": "cpu",
+            "model_args": {**row.model_args, "hidden": hidden},
+            "sampler_args": sampler_args,
+            "loss_args": row.loss_args,
+        }
+    )
+    padding = config.model == "multvae"
+    pairs = torch.tensor(LOOP[case]["train"])
+    n_items = LOOP["n_items"] + padding
+    train = CSR.from_pairs(pairs[:, 0], pairs[:, 1] + padding, LOOP["n_users"], n_items)
+    dataset = Dataset("loop", LOOP["n_users"], n_items, train, None, train, {}, "hash", Path("."))
+    model = build_model(config, dataset, torch.device("cpu")).double()
+
+    def as_recx(name: str, values) -> torch.Tensor:
+        value = tensor(values)
+        return value[1:] if name in ("encode_layer_0.weight", "_Item_Embeddings.weight") and not padding else value
+
+    return config, dataset, model, as_recx
+
+
+class ProxyTorch:
+    """`torch` for one recx module, with some functions answered from recorded draws."""
+
+    def __init__(self, **functions):
+        self.functions = functions
+
+    def __getattr__(self, name):
+        return self.functions.get(name) or getattr(torch, name)
+
+
+def recorded(values: list, name: str, as_tensor):
+    def draw(shape, **kwargs):
+        value = as_tensor(values.pop(0))
+        assert tuple(shape) == value.shape, f"recx draws {name}{tuple(shape)}, the official code {tuple(value.shape)}"
+        return value
+
+    return draw
+
+
+def run_official_loop(case: str, monkeypatch, tmp_path) -> tuple[list[dict], dict]:
+    from rich.progress import Progress
+
+    import recx.models.multvae as multvae_module
+    import recx.samplers.midx as midx_module
+    import recx.training.runners.users as users_module
+    from recx.training.fit import FitHooks, fit
+
+    official = LOOP[case]
+    config, dataset, model, as_recx = loop_setup(case)
+    recx_parameters = dict(model.named_parameters())
+    with torch.no_grad():
+        for name, values in official["initial"].items():
+            recx_parameters[LOOP_PARAMETERS[name]].copy_(as_recx(name, values))
+    users, keep, noise = list(official["users"]), list(official["dropout_keep"]), list(official["noise"])
+    starts, negatives = list(official["kmeans_starts"]), list(official["negatives"])
+    n_users = dataset.n_users
+
+    def official_order(runner, n):
+        assert torch.equal(runner.users, torch.arange(n_users)) and n == n_users
+        order = torch.tensor(users[:n_users])
+        del users[:n_users]
+        return order
+
+    def official_start(points, n, generator):
+        assert starts, "recx runs k-means more often than the official loop (one MIDX build per epoch)"
+        return points[torch.tensor(starts.pop(0))]
+
+    def official_negatives(log_joint, *args):
+        drawn = torch.tensor(negatives.pop(0)) - 1
+        assert drawn.shape == (log_joint.shape[0], config.n_negatives)
+        return drawn
+
+    monkeypatch.setattr(users_module.UserEpochs, "shuffled", official_order)
+    # kept: 1 >= p, dropped: 0 < p
+    monkeypatch.setattr(multvae_module, "torch", ProxyTorch(rand=recorded(keep, "rand", lambda v: tensor(v))))
+    monkeypatch.setattr(users_module, "torch", ProxyTorch(randn=recorded(noise, "randn", tensor)))
+    monkeypatch.setattr(codebooks, "random_points", official_start)
+    monkeypatch.setattr(midx_module, "draw_cells_and_items", official_negatives)
+    records: list[dict] = []
+
+    def log_epoch(record: dict) -> None:
+        records.append({**record, **{name: value.detach().clone() for name, value in model.named_parameters()}})
+
+    with Progress(disable=True) as progress:
+        fit(config, dataset, model, progress, FitHooks(None, log_epoch, tmp_path / "checkpoint.pt", 0))
+    assert not starts, "recx runs k-means less often than the official loop (one MIDX build per epoch)"
+    assert not (users or keep or noise or negatives), "an official draw was not used"
+    return records, as_recx
+
+
+def assert_official_loop(case: str, records: list[dict], as_recx) -> None:
+    """Each epoch's parameters and loss (recx records the mean over steps of the step's sum over its users divided
+    by their number; the official loop logs the sum of the steps' sums)."""
+    official = LOOP[case]
+    batch = int(run_mm_arguments(case)["-b"][0])
+    sizes = [min(batch, LOOP["n_users"] - start) for start in range(0, LOOP["n_users"], batch)]
+    assert len(records) == len(official["epochs"])
+    for epoch, (record, expected) in enumerate(zip(records, official["epochs"], strict=True), start=1):
+        for name, values in expected.items():
+            torch.testing.assert_close(
+                record[LOOP_PARAMETERS[name]],
+                as_recx(name, values),
+                rtol=LOOP_RTOL,
+                atol=LOOP_ATOL,
+                msg=lambda m, name=name, epoch=epoch: f"epoch {epoch} {name}: {m}",
+            )
+        losses = official["losses"][(epoch - 1) * len(sizes) : epoch * len(sizes)]
+        expected_loss = sum(loss / size for loss, size in zip(losses, sizes, strict=True)) / len(sizes)
+        assert record["loss"] == pytest.approx(expected_loss, rel=LOOP_RTOL), f"epoch {epoch} loss"
+
+
+@pytest.mark.parametrize("case", ["multvae", "midx_uni", "midx_pop"])
+def test_training_loop_is_the_official_run_mm(case, monkeypatch, tmp_path):
+    """run_mm.py --sampler 0 (Mult-VAE), 3 (MIDX_Uni) or 4 (MIDX_Pop) for 3 epochs (6 users, batches of 4 and 2),
+    Adam lr 0.01 with weight decay 0.01 on every parameter, StepLR(1, 0.5) after each epoch, against recx's `fit`
+    with fastvae-samplers' row for the method: the parameters after each epoch and its loss. Pins the loop around
+    the golden-tested step: the users' batches (the official order fed in), the weight decay reaching every
+    parameter, the learning rate stepped once per epoch after its steps, the dropout and ε drawn per batch, and for
+    FastVAE the MIDX codebooks re-clustered before each epoch's first step from the item table the previous epoch
+    left (from the official k-means start), the proposal's log q of the official negatives and positives."""
+    records, as_recx = run_official_loop(case, monkeypatch, tmp_path)
+    assert_official_loop(case, records, as_recx)

@@ -50,7 +50,9 @@ class RunConfig:
     lr: float = 5e-3
     lr_step_epochs: int = 0  # > 0: the learning rate times lr_step_gamma every lr_step_epochs epochs (StepLR)
     lr_step_gamma: float = 0.95
-    half_steps: bool = False  # alternating solvers: an epoch is one half-step, validated after each (RecStudio's loop)
+    # alternating solvers: an epoch is one half-step, validated after each, a tie in validation an improvement
+    # (RecStudio's loop and EarlyStopping)
+    half_steps: bool = False
     optimizer: str = "auto"  # adam (dense), lazy_adam, adagrad, rowwise_adagrad, sgd; auto: `resolve_optimizer`
     weight_decay: float = 0.0
     weight_decay_mode: str = "full"

@@ -1,9 +1,10 @@
 """XIR: BIR plus a cache of items resampled often (the BIR paper's cache-augmented variant), as its official code
 (HERECJ/XIR, `--debias 8`, framework/trainer_cache.py) runs it.
 
-Per query u, with m = `n_resampled` (0: the batch size), draw m/2 positions from the batch and m/2 slots from the
-cache C, both i.i.d. from softmax(s(u, j)/τ - log p(j)) over their own set (batch positions as in bir.py, own positive
-included; cache slots, duplicates kept), and mix two plain softmax losses:
+Per query u, with m = `n_resampled` (0: the run's batch size, the first batch's: the official `Cache.update_pool`
+draws int(batch_size / 2) per group for every batch, an epoch's last, partial one too), draw m/2 positions from the
+batch and m/2 slots from the cache C, both i.i.d. from softmax(s(u, j)/τ - log p(j)) over their own set (batch
+positions as in bir.py, own positive included; cache slots, duplicates kept), and mix two plain softmax losses:
     L = λ · CE(positive; cache draws) + (1 - λ) · CE(positive; batch draws),
 CE(i; o_1..o_k) = -s_i/τ + log(exp(s_i/τ) + Σ_l exp(s(u, o_l)/τ)); λ is `cache_weight`. Candidates are the batch's
 positions then the cache's slots (shared), with log_q = -log c (+inf where c = 0), positive_log_q = 0, and
@@ -34,7 +35,7 @@ from recx.samplers.registry import SAMPLERS
 @dataclass
 class XIRArgs:
     n_resampled: int = arg(
-        0, at_least=0, at_most=10_000_000, help="m draws per query, half batch, half cache; 0: the batch size"
+        0, at_least=0, at_most=10_000_000, help="m draws per query, half batch, half cache; 0: the run's batch size"
     )
     temperature: float = arg(1.0, above=0, help="τ: scores are divided by it")
     cache_size: int = arg(0, at_least=0, at_most=10_000_000, help="slots of the cache; 0: the batch size (official)")
@@ -57,6 +58,7 @@ class CachedImportanceResampler(Sampler):
         self.log_p = log_popularity(dataset, generator.device)
         self.occurrence = torch.ones(dataset.n_items, dtype=torch.float64, device=generator.device)
         self.cache: torch.Tensor | None = None
+        self.run_batch_size: int | None = None  # the first batch's size, the run's batch size (m's default)
 
     def first_cache(self, size: int) -> torch.Tensor:
         trained = (self.dataset.item_popularity > 0).to(device=self.occurrence.device, dtype=torch.float64)
@@ -65,8 +67,10 @@ class CachedImportanceResampler(Sampler):
     def sample(self, batch: Batch) -> Negatives:
         items, size = batch.positives, batch.positives.numel()
         if self.cache is None:
+            self.run_batch_size = size
             self.cache = self.first_cache(self.args.cache_size or size)
-        half = max(1, (self.args.n_resampled or size) // 2)
+        run_batch_size = getattr(self, "run_batch_size", None) or size  # a sampler pickled before it was kept
+        half = max(1, (self.args.n_resampled or run_batch_size) // 2)
         counts = [
             draw_counts(
                 resampling_weights(self, batch, part, self.log_p, training_item_mask(self, batch.users, part)),

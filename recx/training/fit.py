@@ -115,6 +115,13 @@ def _validation_reporter(progress: Progress, task, status: str) -> Callable[[int
     return validated
 
 
+def improves(score: float, best: float, config: RunConfig) -> bool:
+    """Whether a validation score beats the best so far: strictly higher; with `half_steps` (the RG authors'
+    RecStudio loop) also an equal one, as RecStudio's EarlyStopping (`metric >= best`: a tie resets the patience and
+    becomes the epoch kept)."""
+    return score >= best if config.half_steps else score > best
+
+
 def fit(config: RunConfig, dataset: Dataset, model, progress: Progress, hooks: FitHooks) -> int:
     """Train `model` in place; returns the selected epoch (best validation metric, else the last epoch).
 
@@ -180,7 +187,7 @@ def fit(config: RunConfig, dataset: Dataset, model, progress: Progress, hooks: F
             score = hooks.validate(model, _validation_reporter(progress, task, status))
             record[f"valid_{config.valid_metric}"] = score
             status += f"  valid {config.valid_metric} {score:.4f}"
-            if score > loop.best_score:
+            if improves(score, loop.best_score, config):
                 loop.best_score, loop.best_epoch, loop.waited = score, epoch, 0
                 loop.best_state = copy.deepcopy(model.state_dict())
             else:
