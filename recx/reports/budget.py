@@ -44,7 +44,7 @@ class RunBudget:
 
 def alternates(config: dict) -> bool:
     """The run's model is fitted by alternating solves (ALS): its epochs are iterations."""
-    model = config.get("model")
+    model = str(config.get("model", ""))
     return model in MODELS and MODELS.get(model).alternates
 
 
