@@ -715,6 +715,9 @@ def _remember_plugins() -> None:
 
 
 def main() -> None:
+    from recx.core.user_folders import matplotlib_config
+
+    matplotlib_config()
     atexit.register(_remember_plugins)
     debug = "--debug" in sys.argv[1:] or os.environ.get("RECX_DEBUG") == "1"
     sys.argv = [sys.argv[0]] + [arg for arg in sys.argv[1:] if arg != "--debug"]
