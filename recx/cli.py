@@ -31,7 +31,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from recx import __version__
-from recx.core import yaml_values
+from recx.core import arguments, yaml_values
 from recx.core.errors import RecxError, attached_log
 from recx.shell import catalog, completion
 
@@ -98,13 +98,7 @@ def _handles_interrupts(command):
 
 
 def _parse_ks(text: str) -> list[int]:
-    try:
-        ks = sorted({int(part) for part in text.split(",") if part.strip()})
-    except ValueError:
-        raise RecxError(f"--k {text!r}: expected a comma-separated list of integers such as 10,20,50") from None
-    if not ks or ks[0] < 1:
-        raise RecxError(f"--k {text!r}: cut-offs must be positive integers")
-    return ks
+    return arguments.cutoffs(text)
 
 
 def _parse_assignments(pairs: list[str]) -> dict:
@@ -533,10 +527,6 @@ def sweep(
     with _loading():
         from recx import api
 
-    try:
-        seed_list = [int(s) for s in seeds.split(",")] if seeds else None
-    except ValueError:
-        raise RecxError(f"--seeds {seeds!r}: expected comma-separated integers such as 0,1,2") from None
     api.sweep(
         experiments_file,
         experiment,
@@ -544,8 +534,8 @@ def sweep(
         data_root=data_root,
         dry_run=dry_run,
         datasets=dataset or None,
-        seeds=seed_list,
-        methods=[m.strip() for m in methods.split(",") if m.strip()] if methods else None,
+        seeds=arguments.integers(seeds, "seeds") if seeds is not None else None,
+        methods=arguments.texts(methods, "methods") if methods is not None else None,
         settings=_parse_assignments(set_),
         max_runs=max_runs,
         backend=backend,
@@ -592,15 +582,14 @@ def report(
     with _loading():
         from recx import api
 
-    split_list = lambda text: tuple(part.strip() for part in text.split(",") if part.strip())  # noqa: E731
     api.report(
         results,
         out,
         runs=runs,
         baseline=baseline,
-        metrics=split_list(metrics) if metrics is not None else None,
+        metrics=arguments.texts(metrics, "metrics") if metrics is not None else None,
         ks=tuple(_parse_ks(k)) if k else None,
-        stratified=split_list(stratified) if stratified is not None else None,
+        stratified=arguments.texts(stratified, "stratified", empty=True) if stratified is not None else None,
         split=split,
         correction=correction,
         resamples=resamples,
@@ -722,7 +711,8 @@ def main() -> None:
     debug = "--debug" in sys.argv[1:] or os.environ.get("RECX_DEBUG") == "1"
     sys.argv = [sys.argv[0]] + [arg for arg in sys.argv[1:] if arg != "--debug"]
     try:
-        app(prog_name="recx", complete_var=COMPLETE_VAR)
+        with arguments.from_command_line():
+            app(prog_name="recx", complete_var=COMPLETE_VAR)
     except RecxError as error:
         Console(stderr=True).print(f"[bold red]error:[/] {escape(str(error))}", highlight=False, soft_wrap=True)
         sys.exit(1)
