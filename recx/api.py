@@ -40,7 +40,8 @@ from recx.runs import store, tracking
 from recx.runs.collection import base_label, load_results
 from recx.runs.collection import epochs as epoch_records
 from recx.runs.evaluate import evaluate_saved_run
-from recx.runs.lists import lists_evaluation
+from recx.runs.lists import check_folder as check_lists_folder
+from recx.runs.lists import lists_evaluation, read_lists
 from recx.runs.per_user import file_name
 from recx.runs.train_run import DEFAULT_KS, train_run
 from recx.sweeps.backends import Execution
@@ -357,19 +358,27 @@ def evaluate_lists(
     data_root: PathLike | None = None,
     run_dir: PathLike | None = None,
     name: str | None = None,
+    force: bool = False,
 ) -> Run:
     """Evaluate top-K lists written by any system (Parquet or TSV: user, item, rank or score, in the dataset's
-    original ids) with recx's metrics, strata and per-user files, into a run-like folder (recx.runs.lists); `recx
-    report` compares it with recx's runs.
+    original ids) with recx's metrics, strata and per-user files, into a run-like folder (recx.runs.lists: `run_dir`,
+    the command line's --out, default runs/<id>); `recx report` compares it with recx's runs. The file is checked
+    (columns, types, ranks or scores) before the dataset is loaded; a folder that already holds evaluated lists is
+    replaced only with `force` (written aside, swapped in when complete).
 
         lists = recx.evaluate_lists("als_top50.tsv", "gowalla", name="implicit ALS")
         lists.results
     """
-    path, split, ks = arguments.path(lists, "lists"), arguments.split(split), arguments.cutoffs(ks)
+    path, split, ks = arguments.path(lists, "lists", "--lists"), arguments.split(split), arguments.cutoffs(ks)
     check_name(dataset, "dataset name")
     folder, name = arguments.optional_path(run_dir, "run_dir", "--out"), arguments.optional_text(name, "name")
-    data = load_dataset(_root(data_root), dataset)
-    outcome = lists_evaluation(path, data, split, ks, folder, name)
+    root, force = _root(data_root), arguments.flag(force, "force")
+    if folder is not None:
+        check_name(folder.name, "lists folder name (--out)")
+        check_lists_folder(folder, force)  # again under the folder's lock, when the evaluation is written
+    frame = read_lists(path)
+    data = load_dataset(root, dataset)
+    outcome = lists_evaluation(path, data, split, ks, folder, name, force, frame)
     return Run(outcome.folder)
 
 

@@ -423,7 +423,12 @@ def evaluate_run(
         False, "--diagnostics", help="Also item-norm/popularity correlation and NDCG by dot vs cosine."
     ),
     quiet: bool = typer.Option(False, help="No progress bar."),
-    force: bool = typer.Option(False, "--force", help="Let --dump-topk replace a file recx did not write."),
+    force: bool = typer.Option(
+        False,
+        "--force",
+        help="Let --dump-topk replace a file recx did not write; with --lists, replace the lists evaluated in --out "
+        "(the new ones are written aside and swapped in when complete).",
+    ),
 ):
     """Full-ranking evaluation of a trained run, or of top-K lists from any system (--lists): NDCG, Recall,
     Precision, MRR, HitRate (and any plugin metric), per popularity stratum."""
@@ -434,7 +439,7 @@ def evaluate_run(
     if lists is not None:
         if run_dir is not None or dataset is None:
             raise RecxError("--lists evaluates a lists file on --dataset NAME; give no run folder with it")
-        run = api.evaluate_lists(lists, dataset, split, ks, data_root=data_root, run_dir=out, name=name)
+        run = api.evaluate_lists(lists, dataset, split, ks, data_root=data_root, run_dir=out, name=name, force=force)
         shown = run.results
         print_metrics({(r.metric, r.k, r.stratum): r.value for r in shown.itertuples()}, f"{lists} — {split}")
         for note in run.config["notes"]:
