@@ -33,6 +33,7 @@ from recx.core.progress import make_progress
 from recx.data.dataset import load_dataset
 from recx.data.prepare import PrepareOptions
 from recx.data.prepare import prepare as prepare_dataset
+from recx.data.prepare import refresh as refresh_dataset
 from recx.data.root import default_data_root
 from recx.reports.report import PAIRS, ReportOptions, report_sweep, write_report
 from recx.reports.stats import CORRECTIONS
@@ -161,15 +162,29 @@ def prepare(
     *,
     data_root: PathLike | None = None,
     force: bool = False,
+    refresh_checksums: bool = False,
     **options,
 ) -> Path:
     """Prepare a dataset under the data root (default $RECX_DATA, else ./data) and return its folder. `options`:
     ratios, seed, rating, min_rating, kcore, split, preset, skip_bad_lines, dataset, synthetic (a mapping of the
-    generator's settings), as `recx prepare` takes them.
+    generator's settings), as `recx prepare` takes them. `refresh_checksums`: instead, record the current checksums
+    of an existing dataset's files in its card.json, once their content is checked to be the one the card records
+    (files a pipeline saved again with other Parquet options).
 
         recx.prepare("gowalla", format="lightgcn", source="../shared/data/gowalla")
     """
     check_name(name, "dataset name")
+    if arguments.flag(refresh_checksums, "refresh_checksums"):
+        given = [key for key, value in options.items() if value not in (None, False, 0)]
+        if format is not None or source is not None or force or given:
+            extra = ", ".join(["format"] * (format is not None) + ["source"] * (source is not None) + given)
+            raise arguments.refuse(
+                "refresh_checksums",
+                True,
+                "records the checksums of an existing dataset's files; give it no other option"
+                + (f" ({extra})" if extra else " (force)"),
+            )
+        return refresh_dataset(name, _root(data_root))
     settings = _prepare_options(
         arguments.optional_text(format, "format"), arguments.optional_path(source, "source"), options
     )

@@ -230,11 +230,27 @@ def prepare(
         "--force",
         help="Replace an existing dataset of that name (the new one is written aside and swapped in when complete).",
     ),
+    refresh_checksums: bool = typer.Option(
+        False,
+        "--refresh-checksums",
+        help="Instead: record in card.json the checksums of the dataset's files as they are now, once their content "
+        "is checked to be the one card.json records (files saved again with other Parquet options).",
+    ),
 ):
     """Turn a source into a prepared dataset: Parquet splits, id maps and card.json (refuses an existing name)."""
     with _loading():
         from recx import api
 
+    if refresh_checksums:
+        given: dict[str, object] = {"--format": format, "--source": source, "--preset": preset, "--rating": rating}
+        given.update({"--min-rating": min_rating, "--kcore": kcore, "--split": split, "--ratios": ratios})
+        given.update({"--dataset": dataset, "--force": force or None, "--skip-bad-lines": skip_bad_lines or None})
+        extra = [option for option, value in given.items() if value is not None] + ["--seed"] * (seed != 0)
+        if extra:
+            raise RecxError(f"--refresh-checksums records the checksums of an existing dataset; not with {extra[0]}")
+        folder = api.prepare(name, data_root=data_root, refresh_checksums=True)
+        console.print(f"checksums of {name}: {folder / 'card.json'}", soft_wrap=True, highlight=False)
+        return
     folder = api.prepare(
         name,
         format,
