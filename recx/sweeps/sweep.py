@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from recx.config.run_config import RunConfig
+from recx.config.run_config import RunConfig, bundle_note
 from recx.core import plugins
 from recx.core.errors import RecxError
 from recx.core.folders import atomic_file
@@ -271,6 +271,9 @@ def run_sweep(
                 f"seed={run.config.seed} {run.grid_point or ''}",
                 highlight=False,
             )
+        for method, note in dict.fromkeys((run.method, bundle_note(run.config)) for run in runs):
+            if note:  # the loss's default bundle the method's runs leave out, and why (issue 46, item 6)
+                console.print(f"  note: method {method}: {note}", highlight=False, soft_wrap=True)
         for dataset_name in dict.fromkeys(run.config.dataset for run in pending):
             missing = dataset_state(content, dataset_name, data_root, path.parent)
             if missing:
