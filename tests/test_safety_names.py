@@ -123,3 +123,11 @@ def test_sweep_refuses_methods_that_are_not_a_mapping(tmp_path, recx_cli):
         recx_cli("sweep", path, "-e", "one", "--dry-run"),
         f"{path}: experiments.one.methods.bpr: expected a mapping of config keys",
     )
+
+
+def test_a_one_run_sweep_says_one_run(tmp_path, recx_cli):
+    """Counts of one are singular (issue 46: "1 items", "over 1 runs")."""
+    path = tmp_path / "e.yaml"
+    path.write_text(EXPERIMENTS.format(experiment="one", method="bpr"))
+    result = recx_cli("sweep", path, "-e", "one", "--dry-run", "--out", tmp_path / "out")
+    assert result.code == 0 and "experiment one: 1 run, 0 already complete" in result.out, result.err

@@ -22,6 +22,7 @@ from recx.core import plugins
 from recx.core.errors import RecxError
 from recx.core.folders import atomic_file
 from recx.core.lock import LockedError
+from recx.core.words import counted
 from recx.data.prepare import PrepareOptions, prepare
 from recx.runs import store, tracking
 from recx.runs.convergence import FILE as CONVERGENCE
@@ -261,7 +262,9 @@ def run_sweep(
     )
     runs_dir = out / "runs"
     pending = [run for run in runs if not store.is_complete(runs_dir / run.run_id)]
-    console.print(f"experiment [bold]{name}[/]: {len(runs)} runs, {len(runs) - len(pending)} already complete")
+    console.print(
+        f"experiment [bold]{name}[/]: {counted(len(runs), 'run')}, {len(runs) - len(pending)} already complete"
+    )
     if dry_run:
         todo = {id(run) for run in pending}
         for run in runs:
@@ -294,7 +297,10 @@ def run_sweep(
     except RecxError:  # some runs failed: the complete ones are tracked all the same
         track_runs(tracker, name, out, runs)
         raise
-    console.print(f"trained {len(report.done)} runs; {len(report.skipped)} were completed by another process meanwhile")
+    console.print(
+        f"trained {counted(len(report.done), 'run')}; {len(report.skipped)} "
+        f"{'was' if len(report.skipped) == 1 else 'were'} completed by another process meanwhile"
+    )
     shown = runs + complete_elsewhere(
         plan_each_method(whole, name, path, overrides.settings, overrides.max_runs), runs, runs_dir
     )
