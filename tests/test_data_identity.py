@@ -98,6 +98,9 @@ def test_a_split_saved_again_with_the_same_content_is_accepted_with_a_note(tiny_
         "every checksum already matches"
         in recx_cli("prepare", "tiny", "--data-root", tiny_root, "--refresh-checksums").err
     )
+    absent = recx_cli("prepare", "other", "--data-root", tiny_root, "--refresh-checksums")
+    assert absent.code == 1 and "no prepared dataset 'other' under" in absent.err
+    assert not list(tiny_root.glob(".other*"))  # not even a lock file
     refused = recx_cli("prepare", "tiny", "--data-root", tiny_root, "--refresh-checksums", "--format", "synthetic")
     assert (
         refused.code == 1

@@ -146,6 +146,10 @@ def test_out_holding_evaluated_lists_is_refused_unless_force_which_swaps_in_whol
         f"{out} already holds an evaluation of lists ('first': {first}, split test); pass --force to replace it",
     )
     assert snapshot(out, strict=True) == before  # not a byte changed
+    assert_user_error(
+        recx_cli("eval", "--lists", second, *flags[:-1], first),
+        f"{first} is a file, not a folder; choose another --out",
+    )
     with pytest.raises(RecxError, match="already holds an evaluation of lists"):
         recx.evaluate_lists(second, "tiny", ks=[5], data_root=tiny_root, run_dir=out)
 

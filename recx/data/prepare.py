@@ -137,6 +137,8 @@ def refresh(name: str, data_root: Path) -> Path:
 
     check_name(name, "dataset name")
     folder = Path(data_root) / name
+    if not folder.is_dir():
+        raise RecxError(f"no prepared dataset {name!r} under {data_root} (run `recx prepare {name} ...` first)")
     with exclusive(Path(data_root) / f".{name}.lock", f"dataset {name}"):
         dataset_folder._NOTED.add(str(folder))  # the note that offers this refresh is not shown by it
         try:

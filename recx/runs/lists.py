@@ -254,6 +254,8 @@ def check_folder(folder: Path, force: bool) -> str:
     """The state of `folder` for new lists (recx.runs.store.state); refused: a recx run, a folder recx did not
     write, and unless `force` one that already holds evaluated lists."""
     current = store.state(folder)
+    if folder.exists() and not folder.is_dir():
+        raise RecxError(f"{folder} is a file, not a folder; choose another --out")
     if (folder / "config.yaml").exists() or current in ("incomplete", "trained"):
         raise RecxError(f"{folder} holds a recx run, not evaluated lists; choose another --out")
     if current == "foreign":
