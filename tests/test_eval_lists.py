@@ -165,6 +165,9 @@ def test_out_holding_evaluated_lists_is_refused_unless_force_which_swaps_in_whol
     replaced = recx_cli("eval", "--lists", second, *flags, "--force")
     assert replaced.code == 0, replaced.err
     assert json.loads((out / "lists.json").read_text())["name"] == "second" and (out / "COMPLETE").is_file()
+    assert_user_error(
+        recx_cli("eval", out, "--k", "5"), f"{out} holds evaluated lists (recx eval --lists), not a trained"
+    )
     assert not list(tmp_path.glob(".lists.*-*"))  # the old one was swapped out and removed
 
 
