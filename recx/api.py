@@ -278,8 +278,9 @@ def train(
     **settings,
 ) -> Run:
     """Train one run and evaluate it; returns the Run (folder `run_dir`, default runs/<run id>). `config`: a
-    RunConfig, a mapping or a YAML file; `settings` (any RunConfig key) override it. An interrupted run goes on
-    from its checkpoint when trained again; a completed one is refused unless `force`.
+    RunConfig, a mapping or a YAML file; `settings` (any RunConfig key) override it. `ks`: the final evaluation's
+    cut-offs (valid_metric's is added). An interrupted run goes on from its checkpoint when trained again; a
+    completed one is refused unless `force`.
 
         run = recx.train(dataset="synthetic", model="mf", loss="bpr", sampler="uniform", epochs=5)
         run.results
@@ -335,7 +336,8 @@ def evaluate(
     progress: bool = False,
 ) -> Evaluated:
     """Full-ranking evaluation of a trained run on `split` (eval_<split>.parquet in the run folder); `dump_topk`:
-    also each user's top-K list in the lists format (original ids); `auc_beta`: also AUC and OPAUC(β).
+    also each user's top-K list in the lists format (original ids); `auc_beta`: also AUC and OPAUC(β). `ks`: the
+    cut-offs, positive integers (a list, one int, or the command line's "10,20,50"), as in every function here.
 
         recx.evaluate("runs/3f2a9c1e0b7d", "valid", [10, 20]).results
     """
