@@ -31,7 +31,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from recx import __version__
-from recx.core import yaml_values
+from recx.core import arguments, yaml_values
 from recx.core.errors import RecxError, attached_log
 from recx.shell import catalog, completion
 
@@ -98,13 +98,7 @@ def _handles_interrupts(command):
 
 
 def _parse_ks(text: str) -> list[int]:
-    try:
-        ks = sorted({int(part) for part in text.split(",") if part.strip()})
-    except ValueError:
-        raise RecxError(f"--k {text!r}: expected a comma-separated list of integers such as 10,20,50") from None
-    if not ks or ks[0] < 1:
-        raise RecxError(f"--k {text!r}: cut-offs must be positive integers")
-    return ks
+    return arguments.cutoffs(text)
 
 
 def _parse_assignments(pairs: list[str]) -> dict:
@@ -236,11 +230,27 @@ def prepare(
         "--force",
         help="Replace an existing dataset of that name (the new one is written aside and swapped in when complete).",
     ),
+    refresh_checksums: bool = typer.Option(
+        False,
+        "--refresh-checksums",
+        help="Instead: record in card.json the checksums of the dataset's files as they are now, once their content "
+        "is checked to be the one card.json records (files saved again with other Parquet options).",
+    ),
 ):
     """Turn a source into a prepared dataset: Parquet splits, id maps and card.json (refuses an existing name)."""
     with _loading():
         from recx import api
 
+    if refresh_checksums:
+        given: dict[str, object] = {"--format": format, "--source": source, "--preset": preset, "--rating": rating}
+        given.update({"--min-rating": min_rating, "--kcore": kcore, "--split": split, "--ratios": ratios})
+        given.update({"--dataset": dataset, "--force": force or None, "--skip-bad-lines": skip_bad_lines or None})
+        extra = [option for option, value in given.items() if value is not None] + ["--seed"] * (seed != 0)
+        if extra:
+            raise RecxError(f"--refresh-checksums records the checksums of an existing dataset; not with {extra[0]}")
+        folder = api.prepare(name, data_root=data_root, refresh_checksums=True)
+        console.print(f"checksums of {name}: {folder / 'card.json'}", soft_wrap=True, highlight=False)
+        return
     folder = api.prepare(
         name,
         format,
@@ -429,7 +439,12 @@ def evaluate_run(
         False, "--diagnostics", help="Also item-norm/popularity correlation and NDCG by dot vs cosine."
     ),
     quiet: bool = typer.Option(False, help="No progress bar."),
-    force: bool = typer.Option(False, "--force", help="Let --dump-topk replace a file recx did not write."),
+    force: bool = typer.Option(
+        False,
+        "--force",
+        help="Let --dump-topk replace a file recx did not write; with --lists, replace the lists evaluated in --out "
+        "(the new ones are written aside and swapped in when complete).",
+    ),
 ):
     """Full-ranking evaluation of a trained run, or of top-K lists from any system (--lists): NDCG, Recall,
     Precision, MRR, HitRate (and any plugin metric), per popularity stratum."""
@@ -440,7 +455,7 @@ def evaluate_run(
     if lists is not None:
         if run_dir is not None or dataset is None:
             raise RecxError("--lists evaluates a lists file on --dataset NAME; give no run folder with it")
-        run = api.evaluate_lists(lists, dataset, split, ks, data_root=data_root, run_dir=out, name=name)
+        run = api.evaluate_lists(lists, dataset, split, ks, data_root=data_root, run_dir=out, name=name, force=force)
         shown = run.results
         print_metrics({(r.metric, r.k, r.stratum): r.value for r in shown.itertuples()}, f"{lists} — {split}")
         for note in run.config["notes"]:
@@ -533,10 +548,6 @@ def sweep(
     with _loading():
         from recx import api
 
-    try:
-        seed_list = [int(s) for s in seeds.split(",")] if seeds else None
-    except ValueError:
-        raise RecxError(f"--seeds {seeds!r}: expected comma-separated integers such as 0,1,2") from None
     api.sweep(
         experiments_file,
         experiment,
@@ -544,8 +555,8 @@ def sweep(
         data_root=data_root,
         dry_run=dry_run,
         datasets=dataset or None,
-        seeds=seed_list,
-        methods=[m.strip() for m in methods.split(",") if m.strip()] if methods else None,
+        seeds=arguments.integers(seeds, "seeds") if seeds is not None else None,
+        methods=arguments.texts(methods, "methods") if methods is not None else None,
         settings=_parse_assignments(set_),
         max_runs=max_runs,
         backend=backend,
@@ -592,15 +603,14 @@ def report(
     with _loading():
         from recx import api
 
-    split_list = lambda text: tuple(part.strip() for part in text.split(",") if part.strip())  # noqa: E731
     api.report(
         results,
         out,
         runs=runs,
         baseline=baseline,
-        metrics=split_list(metrics) if metrics is not None else None,
+        metrics=arguments.texts(metrics, "metrics") if metrics is not None else None,
         ks=tuple(_parse_ks(k)) if k else None,
-        stratified=split_list(stratified) if stratified is not None else None,
+        stratified=arguments.texts(stratified, "stratified", empty=True) if stratified is not None else None,
         split=split,
         correction=correction,
         resamples=resamples,
@@ -715,11 +725,15 @@ def _remember_plugins() -> None:
 
 
 def main() -> None:
+    from recx.core.user_folders import matplotlib_config
+
+    matplotlib_config()
     atexit.register(_remember_plugins)
     debug = "--debug" in sys.argv[1:] or os.environ.get("RECX_DEBUG") == "1"
     sys.argv = [sys.argv[0]] + [arg for arg in sys.argv[1:] if arg != "--debug"]
     try:
-        app(prog_name="recx", complete_var=COMPLETE_VAR)
+        with arguments.from_command_line():
+            app(prog_name="recx", complete_var=COMPLETE_VAR)
     except RecxError as error:
         Console(stderr=True).print(f"[bold red]error:[/] {escape(str(error))}", highlight=False, soft_wrap=True)
         sys.exit(1)

@@ -65,3 +65,35 @@ def test_samplers_without_shared_keep_their_args():
     config = resolve({"sampler": "dns"})  # softmax with DNS: no `shared` key, so 2000 negatives are not imposed
     assert config.n_negatives == 100 and "shared" not in config.sampler_args
     assert config.model_args["scoring"] == "cosine"
+
+
+def test_a_bundle_left_out_for_another_setup_is_said_with_why_and_what_trains_instead(tiny_root, tmp_path, recx_cli):
+    """Changing only the sampler of a softmax run switched it from row-wise Adagrad at lr 0.02 to dense Adam at lr
+    0.005 without a word (issue 46, item 6): `recx train` and `recx sweep --dry-run` now say which bundle and why."""
+    from recx.config.run_config import bundle_note
+
+    note = bundle_note(resolve({"sampler": "popularity"}))
+    assert note == (
+        "softmax's default optimizer=rowwise_adagrad, lr=0.02 is left out: it is measured for sampler=uniform (this "
+        "run: sampler=popularity), so the run trains with optimizer=adam, lr=0.005; set optimizer and lr to choose"
+    )
+    assert bundle_note(resolve({})) is None and bundle_note(resolve({"sampler": "popularity", "lr": 0.01})) is None
+    assert "measured for model=mf (this run: model=lightgcn)" in bundle_note(
+        resolve({"model": "lightgcn", "loss": "bpr"})
+    )
+    assert bundle_note(resolve({"model": "fastvae", "loss": "softmax"})) is None  # its optimizer is the model's
+    assert bundle_note(resolve({"model": "wrmf"})) is None  # no loss, no bundle
+    fast = ("--dim", "8", "--epochs", "1", "--device", "cpu", "--data-root", tiny_root, "--dataset", "tiny", "--quiet")
+    for sampler, said in (("popularity", True), ("uniform", False)):
+        trained = recx_cli("train", *fast, "--sampler", sampler, "--run-dir", tmp_path / sampler)
+        assert trained.code == 0, trained.err
+        assert (f"note: {note}" in " ".join(trained.out.split())) is said, trained.out
+    experiments = tmp_path / "e.yaml"
+    experiments.write_text(
+        "experiments:\n  two:\n    datasets: [tiny]\n    defaults: {dim: 8, epochs: 1, device: cpu}\n"
+        "    methods:\n      uniform: {sampler: uniform}\n      popularity: {sampler: popularity}\n"
+    )
+    planned = recx_cli("sweep", experiments, "-e", "two", "--dry-run", "--data-root", tiny_root)
+    assert planned.code == 0, planned.err
+    shown = " ".join(planned.out.split())
+    assert f"note: method popularity: {note}" in shown and "method uniform:" not in shown

@@ -66,10 +66,79 @@ def test_a_changed_value_changes_the_identity(tiny_root, which):
     assert load_dataset(tiny_root, "tiny").data_hash != before
 
 
-def test_a_damaged_file_is_still_caught_by_its_sha256(tiny_root):
-    path = tiny_root / "tiny" / "train.parquet"
-    pq.write_table(pq.read_table(path), path, compression="snappy")
+def test_a_split_saved_again_with_the_same_content_is_accepted_with_a_note(tiny_root, capsys, recx_cli):
+    """A user's pipeline saves the splits again (other compression, pandas' int64 and index column, unchanged
+    values): the card's sha256 differs, its content hash does not (issue 46, item 5: this was refused as "changed or
+    damaged ... prepare the dataset again with --force")."""
+    import pandas as pd
+
+    folder = tiny_root / "tiny"
+    before = load_dataset(tiny_root, "tiny")
+    card = json.loads((folder / "card.json").read_text())
+    assert card["content_hash"] == before.data_hash and card["identity"] == IDENTITY
+    pq.write_table(pq.read_table(folder / "train.parquet"), folder / "train.parquet", compression="snappy")
+    pd.read_parquet(folder / "test.parquet").astype("int64").to_parquet(folder / "test.parquet", compression="gzip")
+    capsys.readouterr()
+    after = load_dataset(tiny_root, "tiny")
+    assert after.data_hash == before.data_hash and after.file_hash != before.file_hash
+    note = " ".join(capsys.readouterr().err.split())
+    assert f"note: {folder}: train.parquet, test.parquet were written again since recx prepared the dataset" in note
+    assert f"recx prepare tiny --data-root {tiny_root} --refresh-checksums" in note
+    refreshed = recx_cli("prepare", "tiny", "--data-root", tiny_root, "--refresh-checksums")
+    assert refreshed.code == 0, refreshed.err
+    assert "the checksums of test.parquet, train.parquet recorded anew" in " ".join(refreshed.err.split())
+    files = json.loads((folder / "card.json").read_text())["files"]
+    assert (
+        files["train.parquet"] == sha256_of(folder / "train.parquet")
+        and files["users.parquet"] == (card["files"]["users.parquet"])
+    )
+    load_dataset(tiny_root, "tiny")
+    assert "written again" not in capsys.readouterr().err  # the card describes the files again: no note
+    assert (
+        "every checksum already matches"
+        in recx_cli("prepare", "tiny", "--data-root", tiny_root, "--refresh-checksums").err
+    )
+    absent = recx_cli("prepare", "other", "--data-root", tiny_root, "--refresh-checksums")
+    assert absent.code == 1 and "no prepared dataset 'other' under" in absent.err
+    assert not list(tiny_root.glob(".other*"))  # not even a lock file
+    refused = recx_cli("prepare", "tiny", "--data-root", tiny_root, "--refresh-checksums", "--format", "synthetic")
+    assert (
+        refused.code == 1
+        and "--refresh-checksums records the checksums of an existing dataset; not with --format" in refused.err
+    )
+
+
+def test_a_changed_value_or_damaged_bytes_are_still_refused(tiny_root, recx_cli):
+    import pyarrow as pa
+
+    folder = tiny_root / "tiny"
+    original = (folder / "train.parquet").read_bytes()
+    table = pq.read_table(folder / "train.parquet")
+    items = table.column("item").to_pylist()
+    items[0] = (items[0] + 1) % 100
+    pq.write_table(table.set_column(1, "item", pa.array(items, pa.int32())), folder / "train.parquet")
+    with pytest.raises(
+        RecxError, match=r"train\.parquet: changed or damaged since recx wrote it \(its sha256 and the "
+    ):
+        load_dataset(tiny_root, "tiny")
+    refused = recx_cli("prepare", "tiny", "--data-root", tiny_root, "--refresh-checksums")
+    assert refused.code == 1 and "train.parquet: changed or damaged" in refused.err
+    data = bytearray(original)
+    data[100:110] = b"0123456789"
+    (folder / "train.parquet").write_bytes(bytes(data))
     with pytest.raises(RecxError, match=r"train\.parquet: changed or damaged since recx wrote it"):
+        load_dataset(tiny_root, "tiny")
+
+
+def test_a_card_without_a_content_hash_refuses_other_bytes_as_before(tiny_root):
+    """A dataset prepared before the card recorded its content hash cannot tell re-saved bytes from changed data."""
+    folder = tiny_root / "tiny"
+    card = json.loads((folder / "card.json").read_text())
+    del card["content_hash"], card["identity"]
+    (folder / "card.json").write_text(json.dumps(card))
+    path = folder / "train.parquet"
+    pq.write_table(pq.read_table(path), path, compression="snappy")
+    with pytest.raises(RecxError, match=r"train\.parquet: changed or damaged since recx wrote it \(its sha256 differs"):
         load_dataset(tiny_root, "tiny")
 
 

@@ -64,3 +64,40 @@ def test_train_help_names_every_method_and_shows_defaults(recx_cli):
     for name in LOSSES.names() + SAMPLERS.names() + MODELS.names():
         assert name in text
     assert "(default: 64)" in text and "(default: softmax)" in text and "--n-negatives" in text
+
+
+def test_piped_output_gets_a_plain_progress_line_at_a_steady_interval(tiny_root, tmp_path, recx_cli, monkeypatch):
+    """Output sent to a file (CI, nohup, a cluster job) showed no progress within an epoch, only its header line
+    (issue 46, item 6); now a plain line at a steady interval says the step, epoch, rate and time left. The interval
+    is the test's (0 s: every update), so nothing here depends on the machine's speed."""
+    from recx.core import progress
+
+    monkeypatch.setattr(progress, "PLAIN_INTERVAL_S", 0.0)
+    result = recx_cli("train", "--dataset", "tiny", "--data-root", tiny_root, "--run-dir", tmp_path / "r", *FAST)
+    assert result.code == 0, result.err
+    lines = [line for line in result.out.splitlines() if ": step " in line]
+    assert lines, result.out
+    assert any(line.startswith("softmax+uniform epoch 2/2: step ") for line in lines), lines
+    assert all(" elapsed" in line and " left" in line and "%)" in line for line in lines), lines
+    quiet = recx_cli(
+        "train", "--dataset", "tiny", "--data-root", tiny_root, "--run-dir", tmp_path / "q", *FAST, "--quiet"
+    )
+    assert quiet.code == 0 and ": step " not in quiet.out
+
+
+def test_a_task_whose_total_is_not_known_yet_shows_no_none(monkeypatch):
+    import io
+
+    from rich.console import Console
+
+    from recx.core import progress
+
+    monkeypatch.setattr(progress, "PLAIN_INTERVAL_S", 0.0)
+    out = io.StringIO()
+    shown = progress.RunProgress(console=Console(file=out, width=200))
+    task = shown.add_task("evaluating test", total=None, status="")
+    column = progress.CountColumn()
+    assert str(column.render(shown.tasks[0])) == "0"  # was "0/None"
+    shown.update(task, completed=512, total=2000)
+    assert str(column.render(shown.tasks[0])) == "512/2,000"
+    assert "evaluating test: 512/2,000 (26%)" in out.getvalue() and "None" not in out.getvalue()

@@ -74,3 +74,60 @@ def test_train_refuses_a_folder_that_is_not_a_run(tiny_root, tmp_path, recx_cli)
     result = recx_cli("train", "--dataset", "tiny", "--data-root", tiny_root, "--run-dir", other, *FAST, "--force")
     assert_user_error(result, "is not a run folder")
     assert snapshot(tmp_path) == before
+
+
+EXPERIMENTS = """
+datasets:
+  tiny: {{format: synthetic, ratios: 80/10/10, synthetic: {{n_users: 60, n_items: 40, mean_length: 8}}}}
+experiments:
+  {experiment}:
+    datasets: [tiny]
+    defaults: {{dim: 8, epochs: 1, device: cpu}}
+    methods:
+      {method}: {{loss: bpr}}
+"""
+
+
+@pytest.mark.parametrize("name", ["../x", "a/b", "..", "x/.."])
+def test_sweep_refuses_an_experiment_name_that_is_not_one_folder(tmp_path, monkeypatch, recx_cli, name):
+    """`recx sweep file.yaml -e '../x'` trained into ./x/runs outside results/ (issue 46, item 5)."""
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "e.yaml"
+    path.write_text(EXPERIMENTS.format(experiment=f"'{name}'", method="bpr"))
+    before = snapshot(tmp_path, strict=True)
+    result = recx_cli("sweep", path, "-e", name)
+    assert_user_error(result, f"experiment name (--experiment) {name!r}: expected letters, digits")
+    assert snapshot(tmp_path, strict=True) == before
+
+
+@pytest.mark.parametrize("name", ["../m", "a/b", "..", "a b"])
+def test_sweep_refuses_a_method_name_that_is_not_one_folder(tmp_path, monkeypatch, recx_cli, name):
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "e.yaml"
+    path.write_text(EXPERIMENTS.format(experiment="one", method=f"'{name}'"))
+    before = snapshot(tmp_path, strict=True)
+    result = recx_cli("sweep", path, "-e", "one", "--dry-run")
+    assert_user_error(result, f"{path}: experiments.one.methods: method name {name!r}: expected letters, digits")
+    assert snapshot(tmp_path, strict=True) == before
+
+
+def test_sweep_refuses_methods_that_are_not_a_mapping(tmp_path, recx_cli):
+    path = tmp_path / "e.yaml"
+    path.write_text(EXPERIMENTS.format(experiment="one", method="bpr").replace("      bpr: {loss: bpr}", "      - bpr"))
+    assert_user_error(
+        recx_cli("sweep", path, "-e", "one", "--dry-run"),
+        f"{path}: experiments.one.methods: expected a mapping of method names to their settings",
+    )
+    path.write_text(EXPERIMENTS.format(experiment="one", method="bpr").replace("{loss: bpr}", "[bpr]"))
+    assert_user_error(
+        recx_cli("sweep", path, "-e", "one", "--dry-run"),
+        f"{path}: experiments.one.methods.bpr: expected a mapping of config keys",
+    )
+
+
+def test_a_one_run_sweep_says_one_run(tmp_path, recx_cli):
+    """Counts of one are singular (issue 46: "1 items", "over 1 runs")."""
+    path = tmp_path / "e.yaml"
+    path.write_text(EXPERIMENTS.format(experiment="one", method="bpr"))
+    result = recx_cli("sweep", path, "-e", "one", "--dry-run", "--out", tmp_path / "out")
+    assert result.code == 0 and "experiment one: 1 run, 0 already complete" in result.out, result.err

@@ -63,7 +63,7 @@ def test_kill_driver_then_resume(reference, tmp_path):
 
 
 def trained(output: str) -> int:
-    found = re.search(r"trained (\d+) runs", output)
+    found = re.search(r"trained (\d+) runs?\b", output)
     return int(found.group(1)) if found else 0
 
 

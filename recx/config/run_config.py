@@ -32,6 +32,7 @@ DEVICES = ("auto", "cpu", "cuda")
 
 
 NO_LOSS_DEFAULTS: dict[str, Any] = {}
+NO_SKIPPED_BUNDLES: tuple[tuple[dict, dict], ...] = ()
 OPTIONAL_KEYS = ("half_steps", "weight_decay_loss")  # in config.yaml and the run id only when set
 
 
@@ -70,6 +71,9 @@ class RunConfig:
     # Not a setting (no annotation, so not a field: outside the run id and config.yaml): the keys `resolve` filled from
     # the loss's defaults, which `non_default_settings` lists apart.
     loss_defaults_applied = NO_LOSS_DEFAULTS
+    # Nor this: the loss's default bundles left out because the run is not the setup they were measured on (their
+    # values, then {key: (what the bundle requires, what the run has)}), which `bundle_note` states.
+    loss_defaults_skipped = NO_SKIPPED_BUNDLES
 
     def to_dict(self) -> dict:
         """Every setting, as config.yaml holds it; the keys that came after runs were first written (OPTIONAL_KEYS)
@@ -116,10 +120,10 @@ def resolve(raw: dict, where: str = "config") -> RunConfig:
     model = raw.get("model", defaults.model)
     if "loss" not in raw and model in MODELS and len(MODELS.get(model).losses or ()) == 1:
         raw = {**raw, "loss": MODELS.get(model).losses[0]}  # the one loss the model trains with
-    raw, applied = apply_loss_defaults(raw)
+    raw, applied, skipped = _loss_defaults(raw)
     values = {k: config_schema.coerce(k, v, getattr(defaults, k), where) for k, v in raw.items()}
     config = RunConfig(**values)
-    config.loss_defaults_applied = applied
+    config.loss_defaults_applied, config.loss_defaults_skipped = applied, skipped
     model_class, loss_class = MODELS.get(config.model), LOSSES.get(config.loss)
     if loss_class.required_sampler is not None:
         if "sampler" in raw and raw["sampler"] != loss_class.required_sampler:
@@ -279,20 +283,30 @@ def _setting(raw: dict, dotted: str):
 def apply_loss_defaults(raw: dict) -> tuple[dict, dict]:
     """(`raw` with its loss's default bundles (`Loss.default_bundles`) filled in, the dotted keys and values that
     were filled). Models trained without a loss (`Model.losses` empty: alternating solvers, MostPop) get none."""
+    filled, applied, _ = _loss_defaults(raw)
+    return filled, applied
+
+
+def _loss_defaults(raw: dict) -> tuple[dict, dict, tuple]:
+    """apply_loss_defaults, and the bundles left out only because the run is not the setup they require (none of
+    their keys set): ((values, {key: (required, the run's)}), ...)."""
     model = raw.get("model", plain_default("model"))
     if model in MODELS and MODELS.get(model).losses == ():
-        return raw, {}
-    applied, filled = {}, raw
+        return raw, {}, ()
+    applied, filled, skipped = {}, raw, []
     for values, blocked_by, requires in default_bundles(raw.get("loss", plain_default("loss"))):
         if any(has_key(raw, key) for key in (*values, *blocked_by)) or not all(_can_take(raw, k) for k in values):
             continue
-        if requires and any(_setting(filled, key) != value for key, value in requires.items()):
+        differ = {key: (value, _setting(filled, key)) for key, value in (requires or {}).items()}
+        differ = {key: pair for key, pair in differ.items() if pair[0] != pair[1]}
+        if differ:
+            skipped.append((dict(values), differ))
             continue
         applied.update(values)
         for dotted, value in values.items():
             head, _, tail = dotted.partition(".")
             filled = deep_merge(filled, {head: {tail: value}} if tail else {head: value})
-    return filled, applied
+    return filled, applied, tuple(skipped)
 
 
 def resolve_optimizer(config: RunConfig) -> str:
@@ -323,6 +337,34 @@ def non_default_settings(config: RunConfig) -> str:
     model_class = MODELS.get(config.model)
     trainer = model_class.trainer_note if model_class.optimizers == () else f"optimizer {config.optimizer}"
     return "; ".join(parts + [trainer])
+
+
+def _value_of(config: RunConfig, dotted: str):
+    head, _, tail = dotted.partition(".")
+    value = getattr(config, head)
+    return value.get(tail) if tail else value
+
+
+def bundle_note(config: RunConfig) -> str | None:
+    """When a default bundle of the run's loss was left out because the run is not the setup it was measured on
+    (e.g. softmax's row-wise Adagrad at lr 0.02 belongs to MF over 2000 shared uniform candidates; a popularity
+    sampler keeps `optimizer: auto`, dense Adam, at the plain lr 5e-3): which, why, and what the run trains with
+    instead; None otherwise (issue 46, item 6: the switch to a ~20x slower optimizer was silent). A bundle whose
+    optimizer the model does not train with is not mentioned (the model fixes it)."""
+    model_class = MODELS.get(config.model)
+    notes = []
+    for values, differ in config.loss_defaults_skipped:
+        if model_class.optimizers and values.get("optimizer") not in (None, *model_class.optimizers):
+            continue
+        bundle = ", ".join(f"{key}={value}" for key, value in values.items())
+        required = ", ".join(f"{key}={wanted}" for key, (wanted, _) in differ.items())
+        found = ", ".join(f"{key}={found}" for key, (_, found) in differ.items())
+        instead = ", ".join(f"{key}={_value_of(config, key)}" for key in values)
+        notes.append(
+            f"{config.loss}'s default {bundle} is left out: it is measured for {required} (this run: {found}), so "
+            f"the run trains with {instead}; set {' and '.join(values)} to choose"
+        )
+    return "; ".join(notes) or None
 
 
 def deep_merge(base: dict, extra: dict) -> dict:

@@ -1,4 +1,5 @@
-"""`compiled(...)`: recx's numba kernels, cached on disk, compiled with LLVM's SLP vectoriser.
+"""`compiled(...)`: recx's numba kernels, cached on disk where a folder can be written, compiled with LLVM's SLP
+vectoriser.
 
 numba leaves the superword-level (SLP) vectoriser off by default (numba issue 8705: a miscompilation elsewhere), and
 without it the eight interleaved partial sums of recx.core.lanes run as eight scalar chains: the dot products of the
@@ -7,10 +8,23 @@ same multiplications and additions in the same order (no reassociation, no fused
 bit-identical, and WRMF's iteration on dense data (6,040 x 8,390, 672K interactions, 64 factors, one thread) went
 from 0.162 to 0.140 s. The vectoriser is switched on for the compilation of these kernels only, under numba's
 compiler lock, so no other numba code of the process is compiled with it.
+
+Where the compiled code is kept (issue 46, item 1: a read-only install used by another user, a container run as a
+non-root user, a shared cluster install, where numba's `cache=True` raised "cannot cache function ...: no locator
+available" at import and every command ended in that internal error). In order, the first folder that can be
+written:
+1. numba's own choice: `$NUMBA_CACHE_DIR` when set, else the `__pycache__` beside the kernel's source (a writable
+   install), else the user's cache folder (`$XDG_CACHE_HOME/numba`, else `~/.cache/numba`);
+2. `<temp dir>/recx-numba-<uid>`, a folder of this user's only (recx.core.user_folders: a cache file is loaded as
+   code, so never from a folder someone else can write);
+3. none: the kernels are compiled in memory, a few seconds per process, and recx says so once.
+The choice is made per kernel when its module is imported; numba's settings stay as they were for any other code.
 """
 
 from __future__ import annotations
 
+import sys
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -18,12 +32,53 @@ import numba
 from numba.core import config
 from numba.core.compiler_lock import global_compiler_lock
 
+from recx.core.user_folders import private_folder
+
+NO_LOCATOR = "no locator available"  # numba's RuntimeError when no cache folder can be written
+IN_MEMORY_NOTE = (
+    "note: no writable folder for recx's compiled kernels (not $NUMBA_CACHE_DIR, its install folder, the user cache "
+    "folder nor the temp folder): they are compiled in memory, a few seconds in each recx process; set "
+    "NUMBA_CACHE_DIR to a folder you can write to keep them"
+)
+_choosing = threading.Lock()
+_said: list[bool] = []
+
+
+def _say_in_memory() -> None:
+    if not _said:
+        _said.append(True)
+        print(IN_MEMORY_NOTE, file=sys.stderr)
+
+
+def _dispatcher(function: Callable, options: dict) -> Any:
+    """numba's dispatcher of `function`, cached in the first writable folder of the module docstring's list, else
+    compiled in memory."""
+    try:
+        return numba.njit(cache=True, nogil=True, **options)(function)
+    except RuntimeError as error:
+        if NO_LOCATOR not in str(error):
+            raise
+    folder = private_folder("numba")
+    if folder is not None:
+        with _choosing:  # numba reads CACHE_DIR when it picks the kernel's cache folder, here and now only
+            before, config.CACHE_DIR = config.CACHE_DIR, str(folder)
+            try:
+                return numba.njit(cache=True, nogil=True, **options)(function)
+            except RuntimeError as error:
+                if NO_LOCATOR not in str(error):
+                    raise
+            finally:
+                config.CACHE_DIR = before
+    _say_in_memory()
+    return numba.njit(nogil=True, **options)(function)
+
 
 def compiled(**options: Any) -> Callable[[Callable], Any]:
-    """numba.njit(cache=True, nogil=True, **options), each compilation with the SLP vectoriser on."""
+    """numba.njit(cache=True, nogil=True, **options) (cache=False where no folder can be written), each compilation
+    with the SLP vectoriser on."""
 
     def wrap(function: Callable) -> Any:
-        dispatcher = numba.njit(cache=True, nogil=True, **options)(function)
+        dispatcher = _dispatcher(function, options)
         compile_plain = dispatcher.compile
 
         def compile_vectorised(signature):

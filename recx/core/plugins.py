@@ -191,6 +191,11 @@ def _import(label: str, source: str, module: str, do_import, version=None, sha25
         raise RecxError(f"plugin {label} failed to import: {type(exc).__name__}: {exc}") from None
     except Exception as exc:
         raise RecxError(f"plugin {label} failed to import: {type(exc).__name__}: {exc}") from None
+    except SystemExit as exc:  # it would end recx, with its exit status and no word (issue 46, item 4)
+        raise RecxError(
+            f"plugin {label} called sys.exit({exc.code!r}) while it was imported; a plugin's module should only "
+            "define and register its classes"
+        ) from None
     finally:
         _current.pop()
     _loaded.append(Plugin(label, source, getattr(imported, "__name__", module), version, sha256))

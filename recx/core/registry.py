@@ -16,6 +16,7 @@ from typing import Callable, Generic, TypeVar
 
 from recx.core import plugins
 from recx.core.errors import RecxError
+from recx.core.names import NAME
 
 T = TypeVar("T")
 
@@ -56,9 +57,14 @@ class Registry(Generic[T]):
         built-ins only)."""
 
         def decorate(obj: T) -> T:
+            owner = _owner_of(obj)
+            if not isinstance(name, str) or not NAME.fullmatch(name) or name in (".", ".."):
+                raise RecxError(
+                    f"{owner} registers the {self.kind} name {name!r}: a name is letters, digits, '_', '-' and '.' "
+                    "(one folder name, not '.' or '..'), as it names files and folders of runs and reports"
+                )
             if not _builtin(obj):
                 self._discover()  # a name from outside recx is checked against every built-in one
-            owner = _owner_of(obj)
             if name in self._entries:
                 raise RecxError(
                     f"{self.kind} {name!r} is registered twice: by {self._owners[name]} and by {owner}; "

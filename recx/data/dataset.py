@@ -12,9 +12,11 @@ from recx.data.csr import CSR
 from recx.data.dataset_folder import (
     IDENTITY,
     Interactions,
+    changed_files,
     check_card,
-    check_files,
+    check_content,
     content_hash,
+    damaged,
     read_card,
     read_ids,
     read_split,
@@ -83,18 +85,26 @@ class Dataset:
 
 
 def load_dataset(root: Path, name: str) -> Dataset:
+    """The prepared dataset `name` under `root`, checked: split files against card.json's checksums (files written
+    again with the same content are accepted with a note: dataset_folder.check_content), the card against the data."""
     folder = Path(root) / name
     if not folder.is_dir():
         raise RecxError(f"no prepared dataset {name!r} under {root} (run `recx prepare {name} ...` first)")
     card = read_card(folder)
-    file_hash = check_files(folder, card)
-    train, valid, test = (read_split(folder, s) for s in ("train", "valid", "test"))
-    if train is None or test is None:
-        raise RecxError(f"{folder} lacks train.parquet or test.parquet")
-    splits = {"train": train, "valid": valid, "test": test}
-    user_ids, item_ids = read_ids(folder, "users"), read_ids(folder, "items")
-    n_users, n_items = check_card(folder, card, splits, user_ids, item_ids)
+    changed, file_hash = changed_files(folder, card)
+    try:
+        train, valid, test = (read_split(folder, s) for s in ("train", "valid", "test"))
+        if train is None or test is None:
+            raise RecxError(f"{folder} lacks train.parquet or test.parquet")
+        splits = {"train": train, "valid": valid, "test": test}
+        user_ids, item_ids = read_ids(folder, "users"), read_ids(folder, "items")
+        n_users, n_items = check_card(folder, card, splits, user_ids, item_ids)
+    except RecxError:
+        if changed:  # bytes that differ from the card's and cannot be read as its data: damage
+            raise damaged(changed[0]) from None
+        raise
     data_hash = content_hash(splits, user_ids, item_ids)
+    check_content(folder, card, changed, data_hash)
     return Dataset(
         name,
         n_users,

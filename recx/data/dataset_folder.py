@@ -2,7 +2,10 @@
 
 card.json's `files` maps each Parquet file to its sha256, recorded when the dataset is complete (each file hashed as
 its bytes are written, not read back) and checked when a split is read; a dataset prepared by an older recx (no
-`files`) is read unchecked, with one note saying so.
+`files`) is read unchecked, with one note saying so. card.json's `content_hash` is the dataset's identity
+(`content_hash`, of its columns' values): a split file whose bytes differ from the recorded sha256 but whose content
+still hashes to it (a pipeline re-saved the files with other Parquet options) is accepted with a note, and
+`refresh_checksums` records its new bytes; only a change of content is "changed or damaged" (issue 46, item 5).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import pyarrow.parquet as pq
 
 from recx import __version__
 from recx.core.errors import RecxError
-from recx.core.folders import clean_stale, swap_in, temp_sibling, writable_folder
+from recx.core.folders import clean_stale, swap_in, temp_sibling, writable_folder, write_text_atomic
 from recx.core.names import check_name
 
 SPLITS = ("train", "valid", "test")
@@ -146,6 +149,11 @@ def write_dataset(
             files[f"{which}.parquet"] = _write_parquet(table, tmp / f"{which}.parquet")
         n_users, n_items = len(user_ids), len(item_ids)
         total = sum(len(s) for s in splits.values())
+        identity = content_hash(
+            dict(splits),
+            pa.array(np.asarray(user_ids).astype(str)),
+            pa.array(np.asarray(item_ids).astype(str)),
+        )
         full_card = {
             "name": name,
             **card,
@@ -156,6 +164,8 @@ def write_dataset(
             "sparsity": 1.0 - total / max(n_users * n_items, 1),
             "recx_version": __version__,
             "files": files,
+            "content_hash": identity,
+            "identity": IDENTITY,
         }
         (tmp / "card.json").write_text(json.dumps(full_card, indent=2, sort_keys=True) + "\n")
         swap_in(tmp, final)
@@ -236,10 +246,15 @@ def read_split(folder: Path, split: str) -> Interactions | None:
     )
 
 
-def check_files(folder: Path, card: dict | None = None) -> str:
-    """The damage check: each split file against the sha256 card.json recorded for it (RecxError naming the file
-    when it differs). Returns the hash of the split files' bytes (sha256 over each split's name and file sha256),
-    the data hash of runs written before recx hashed the columns (`IDENTITY`)."""
+def damaged(path: Path, why: str = "its sha256 differs from the one in card.json") -> RecxError:
+    return RecxError(f"{path}: changed or damaged since recx wrote it ({why}); {REPAIR}")
+
+
+def changed_files(folder: Path, card: dict | None = None) -> tuple[list[Path], str]:
+    """The damage check's first half: (the split files whose bytes differ from the sha256 card.json recorded for
+    them, the hash of the split files' bytes). The hash (sha256 over each split's name and file sha256) is the data
+    hash of runs written before recx hashed the columns (`IDENTITY`). A changed file is refused at once unless the
+    card records the content hash that can tell re-saved bytes from changed data (`check_content`)."""
     recorded = (card or {}).get("files")
     if card is not None and not recorded and str(folder) not in _NOTED:
         _NOTED.add(str(folder))
@@ -248,19 +263,63 @@ def check_files(folder: Path, card: dict | None = None) -> str:
             "without a damage check",
             file=sys.stderr,
         )
-    digest = hashlib.sha256()
+    digest, changed = hashlib.sha256(), []
     for split in SPLITS:
         path = folder / f"{split}.parquet"
         if path.is_file():
             actual = sha256_of(path)
             if recorded and recorded.get(path.name) not in (None, actual):
-                raise RecxError(
-                    f"{path}: changed or damaged since recx wrote it (its sha256 differs from the one in "
-                    f"card.json); {REPAIR}"
-                )
+                changed.append(path)
             digest.update(split.encode())
             digest.update(actual.encode())
-    return digest.hexdigest()
+    if changed and not recorded_content_hash(card):
+        raise damaged(changed[0])
+    return changed, digest.hexdigest()
+
+
+def recorded_content_hash(card: dict | None) -> str | None:
+    """The content hash card.json records (recx since issue 46), when it is of this recx's identity."""
+    card = card or {}
+    value = card.get("content_hash")
+    return value if isinstance(value, str) and card.get("identity") == IDENTITY else None
+
+
+def check_content(folder: Path, card: dict, changed: list[Path], data_hash: str) -> None:
+    """The damage check's second half, for split files whose bytes changed: the content must still hash to the
+    card's `content_hash`; then they are accepted with one note (the bytes were re-saved), else refused."""
+    if not changed:
+        return
+    if data_hash != recorded_content_hash(card):
+        raise damaged(changed[0], "its sha256 and the dataset's content hash differ from those in card.json")
+    if str(folder) not in _NOTED:
+        _NOTED.add(str(folder))
+        names = ", ".join(path.name for path in changed)
+        print(
+            f"note: {folder}: {names} {'was' if len(changed) == 1 else 'were'} written again since recx prepared "
+            "the dataset (other bytes, e.g. another Parquet compression) with the same content (the content hash "
+            f"card.json records): accepted; `recx prepare {folder.name} --data-root {folder.parent} "
+            "--refresh-checksums` records the new files' checksums",
+            file=sys.stderr,
+        )
+
+
+def refresh_checksums(folder: Path) -> list[str]:
+    """Record the current bytes' sha256 of the dataset's Parquet files in card.json, after checking that their
+    content is the one the card records; returns the names whose checksum changed. The caller holds the dataset's
+    lock and has loaded it (so the content was checked: `check_content`)."""
+    card = read_card(folder)
+    files = card.get("files")
+    if not isinstance(files, dict):
+        raise RecxError(f"{folder / 'card.json'}: records no checksums to refresh; {REPAIR}")
+    changed = []
+    for name in sorted(files):
+        path = folder / name
+        if path.is_file() and files[name] != (actual := sha256_of(path)):
+            files[name] = actual
+            changed.append(name)
+    if changed:
+        write_text_atomic(folder / "card.json", json.dumps(card, indent=2, sort_keys=True) + "\n")
+    return changed
 
 
 def read_ids(folder: Path, which: str) -> pa.Array | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -126,6 +127,28 @@ def _contiguous(parts: dict[str, RawInteractions]) -> tuple[dict[str, Interactio
         offset += len(part)
     rows = {"read": len(whole), "removed_duplicates": int(dropped.size), "kept": len(whole) - int(dropped.size)}
     return out, user_ids, item_ids, rows
+
+
+def refresh(name: str, data_root: Path) -> Path:
+    """Record the current sha256 of dataset `name`'s files in its card.json, holding its lock, once its content is
+    checked against the card's content hash (files re-saved with other Parquet options); a note names the files."""
+    from recx.data import dataset_folder
+    from recx.data.dataset import load_dataset
+
+    check_name(name, "dataset name")
+    folder = Path(data_root) / name
+    if not folder.is_dir():
+        raise RecxError(f"no prepared dataset {name!r} under {data_root} (run `recx prepare {name} ...` first)")
+    with exclusive(Path(data_root) / f".{name}.lock", f"dataset {name}"):
+        dataset_folder._NOTED.add(str(folder))  # the note that offers this refresh is not shown by it
+        try:
+            load_dataset(Path(data_root), name)
+        finally:
+            dataset_folder._NOTED.discard(str(folder))
+        changed = dataset_folder.refresh_checksums(folder)
+    what = f"the checksums of {', '.join(changed)} recorded anew" if changed else "every checksum already matches"
+    print(f"note: {folder / 'card.json'}: {what} (the content is the one the card records)", file=sys.stderr)
+    return folder
 
 
 def prepare(name: str, options: PrepareOptions, data_root: Path, force: bool = False) -> Path:

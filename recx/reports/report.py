@@ -297,7 +297,8 @@ def write_report(
         f"# {options.title}",
         "",
         f"Results: {', '.join(map(str, options.sources)) or 'in memory'}; split {options.split}; mean ± std over "
-        f"{counts} runs (seeds) per method. **Bold**: best mean of its column in its dataset. "
+        f"{counts} {'run (seed)' if seeds.max() == 1 else 'runs (seeds)'} per method. **Bold**: best mean of its "
+        "column in its dataset. "
         f"†: differs from the baseline **{options.baseline}** by a paired randomisation test over the "
         f"{options.split} users, {options.correction.capitalize()}-corrected p < {options.alpha} "
         f"({options.resamples} resamples, so no p below {1 / (options.resamples + 1):.1g}; t-tests by "

@@ -368,4 +368,9 @@ def open_trained_run(folder: Path) -> RunConfig:
         raise RecxError(f"{folder}: no such run folder")
     if state(folder) not in ("complete", "trained"):
         raise RecxError(f"{folder} is not a completed run (no {COMPLETE} or {TRAINED} marker); train it first")
+    if (folder / LISTS_FILE).is_file() and not (folder / "config.yaml").exists():
+        raise RecxError(
+            f"{folder} holds evaluated lists (recx eval --lists), not a trained run: it has no model to evaluate; "
+            "its results are results.parquet (recx report reads them)"
+        )
     return resolve(read_config(folder), where=str(folder / "config.yaml"))

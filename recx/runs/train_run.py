@@ -14,7 +14,7 @@ import pandas as pd
 import torch
 from rich.progress import Progress
 
-from recx.config.run_config import RunConfig, check_against_dataset, non_default_settings
+from recx.config.run_config import RunConfig, bundle_note, check_against_dataset, non_default_settings
 from recx.core import plugins
 from recx.core.device import resolve_device
 from recx.core.errors import Interrupted, RecxError, attach_log
@@ -100,6 +100,9 @@ def _train_locked(config, dataset, folder, progress, ks, force, with_diagnostics
                 best_epoch = store.trained_epoch(folder)
             else:
                 shown.console.print(f"run {config.run_id()}: {non_default_settings(config)}", highlight=False)
+                note = bundle_note(config)
+                if note:
+                    shown.console.print(f"note: {note}", highlight=False, soft_wrap=True)
                 if not replacing and store.resumable(folder) and not store.trained_on(folder, dataset):
                     raise RecxError(
                         f"{folder} holds an unfinished run trained on other data (dataset "

@@ -84,6 +84,9 @@ class Sampler:
 
     summary: ClassVar[str] = ""
     rebuild_every: str | None = None  # None, or "epoch": `rebuild` runs before each epoch
+    # Who the sampler is ("sampler 'x' of plugin p (module)") while its first draw is still to be checked
+    # (`checked_draw`): set for a plugin's sampler when a run builds it, None once checked and for recx's own.
+    output_check: str | None = None
 
     @classmethod
     def has_closed_form(cls) -> bool:
@@ -124,3 +127,69 @@ class Sampler:
         scores) override it to compute them once per query row."""
         per_pair = Batch(batch.users[rows], items, batch.query[rows], batch.item_table)
         return self.log_probability(per_pair, items[:, None])[:, 0]
+
+
+def output_problem(negatives, n_queries: int, n_items: int, device: torch.device) -> str | None:
+    """What is wrong with a sampler's draw for a batch of `n_queries` queries over `n_items` items (the contract of
+    `Negatives`), or None: its type, shapes, dtypes and device, item ids within the catalogue, no NaN or -inf log q
+    (+inf only where shared items were not drawn by a query), finite weights. One host read of a few reductions."""
+    if not isinstance(negatives, Negatives):
+        return f"returned {type(negatives).__name__}; expected recx.Negatives(items, log_q, positive_log_q)"
+    items, log_q, positive = negatives.items, negatives.log_q, negatives.positive_log_q
+    for name, value in (("items", items), ("log_q", log_q), ("positive_log_q", positive)):
+        if not isinstance(value, torch.Tensor):
+            return f"returned {name} as {type(value).__name__}; expected a torch.Tensor"
+        if value.device != device:
+            return f"returned {name} on {value.device}; expected the batch's device ({device})"
+    if items.dtype not in (torch.int64, torch.int32) or items.dim() != 2 or items.shape[0] not in (n_queries, 1):
+        return (
+            f"returned items of shape {list(items.shape)} and dtype {items.dtype}; expected integer item ids of shape "
+            f"[B, n] (B = {n_queries} queries) or [1, n] (shared by the batch)"
+        )
+    if items.numel() == 0:
+        return f"returned no items (shape {list(items.shape)}); expected at least one candidate per query"
+    low, high = int(items.min()), int(items.max())
+    if low < 0 or high >= n_items:
+        return f"returned item ids {low}..{high}, outside the catalogue (ids 0..{n_items - 1})"
+    shapes = [items.shape] + ([torch.Size([n_queries, items.shape[1]])] if items.shape[0] == 1 else [])
+    if not log_q.is_floating_point() or log_q.shape not in shapes:
+        return f"returned log_q of shape {list(log_q.shape)} and dtype {log_q.dtype}; expected floats of shape " + (
+            " or ".join(str(list(shape)) for shape in shapes)
+        )
+    may_be_inf = items.shape[0] == 1 and log_q.shape[0] == n_queries  # a query did not draw a shared item
+    bad = torch.isnan(log_q) | (log_q == float("-inf"))
+    if not may_be_inf:
+        bad |= torch.isinf(log_q)
+    if bool(bad.any()):
+        example = float(log_q[bad][0])
+        return (
+            f"returned {int(bad.sum()):,} log_q values that are not finite (e.g. {example}); expected the log "
+            "probability with which each item was drawn"
+        )
+    if not positive.is_floating_point() or positive.shape != torch.Size([n_queries]):
+        return f"returned positive_log_q of shape {list(positive.shape)}; expected floats of shape [{n_queries}]"
+    if not bool(torch.isfinite(positive).all()):
+        return "returned positive_log_q values that are not finite; expected each positive's log probability"
+    weights = negatives.weights
+    if isinstance(weights, torch.Tensor) and (
+        weights.shape != torch.Size([n_queries, items.shape[1]]) or not bool(torch.isfinite(weights).all())
+    ):
+        return f"returned weights of shape {list(weights.shape)}, or not finite; expected finite [B, n] weights"
+    return None
+
+
+def checked_draw(sampler: Sampler, negatives, n_queries: int, device: torch.device):
+    """`negatives` as the sampler drew them; the first draw of a sampler with `output_check` set (a plugin's) is
+    checked once (`output_problem`), and a bad one refused naming the sampler, its plugin and what was wrong, where
+    it failed deep in the step, as an IndexError, or as a nan loss blamed on the learning rate."""
+    who = sampler.output_check
+    if who is None:
+        return negatives
+    problem = output_problem(negatives, n_queries, sampler.dataset.n_items, device)
+    if problem is not None:
+        raise RecxError(
+            f"{who}: its sample() {problem} (checked at the first step; recx.testing.check_sampler checks the whole "
+            "contract in a plugin's tests)"
+        )
+    sampler.output_check = None
+    return negatives

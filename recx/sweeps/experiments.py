@@ -18,6 +18,7 @@ from pathlib import Path
 
 from recx.config.run_config import RunConfig, deep_merge, has_key, read_yaml_mapping, resolve
 from recx.core.errors import RecxError
+from recx.core.names import METHOD_NAME, check_name
 from recx.eval.metrics.registry import METRICS, stratified_metrics, table_metrics
 
 EXPERIMENT_KEYS = {
@@ -84,6 +85,10 @@ def experiment_spec(content: dict, name: str, path: Path) -> dict:
     if name not in experiments:
         raise RecxError(f"{path}: no experiment {name!r}; defined: {', '.join(experiments)}")
     spec = experiments[name]
+    if not isinstance(spec, dict):
+        raise RecxError(
+            f"{path}: experiments.{name}: expected a mapping of keys (datasets, methods, ...), got {spec!r}"
+        )
     unknown = sorted(set(spec) - EXPERIMENT_KEYS)
     if unknown:
         raise RecxError(
@@ -92,7 +97,12 @@ def experiment_spec(content: dict, name: str, path: Path) -> dict:
     for key in ("datasets", "methods"):
         if not spec.get(key):
             raise RecxError(f"{path}: experiments.{name}.{key} is missing or empty")
+    if not isinstance(spec["methods"], dict):
+        raise RecxError(f"{path}: experiments.{name}.methods: expected a mapping of method names to their settings")
     for method, method_spec in spec["methods"].items():
+        check_name(method, f"{path}: experiments.{name}.methods: method name", METHOD_NAME)  # as datasets' names
+        if method_spec is not None and not isinstance(method_spec, dict):
+            raise RecxError(f"{path}: experiments.{name}.methods.{method}: expected a mapping of config keys")
         check_per_dataset(
             (method_spec or {}).get("per_dataset", {}),
             spec["datasets"],

@@ -17,11 +17,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from recx.config.run_config import RunConfig
+from recx.config.run_config import RunConfig, bundle_note
 from recx.core import plugins
 from recx.core.errors import RecxError
 from recx.core.folders import atomic_file
 from recx.core.lock import LockedError
+from recx.core.words import counted
 from recx.data.prepare import PrepareOptions, prepare
 from recx.runs import store, tracking
 from recx.runs.convergence import FILE as CONVERGENCE
@@ -261,7 +262,9 @@ def run_sweep(
     )
     runs_dir = out / "runs"
     pending = [run for run in runs if not store.is_complete(runs_dir / run.run_id)]
-    console.print(f"experiment [bold]{name}[/]: {len(runs)} runs, {len(runs) - len(pending)} already complete")
+    console.print(
+        f"experiment [bold]{name}[/]: {counted(len(runs), 'run')}, {len(runs) - len(pending)} already complete"
+    )
     if dry_run:
         todo = {id(run) for run in pending}
         for run in runs:
@@ -271,6 +274,9 @@ def run_sweep(
                 f"seed={run.config.seed} {run.grid_point or ''}",
                 highlight=False,
             )
+        for method, note in dict.fromkeys((run.method, bundle_note(run.config)) for run in runs):
+            if note:  # the loss's default bundle the method's runs leave out, and why (issue 46, item 6)
+                console.print(f"  note: method {method}: {note}", highlight=False, soft_wrap=True)
         for dataset_name in dict.fromkeys(run.config.dataset for run in pending):
             missing = dataset_state(content, dataset_name, data_root, path.parent)
             if missing:
@@ -291,7 +297,10 @@ def run_sweep(
     except RecxError:  # some runs failed: the complete ones are tracked all the same
         track_runs(tracker, name, out, runs)
         raise
-    console.print(f"trained {len(report.done)} runs; {len(report.skipped)} were completed by another process meanwhile")
+    console.print(
+        f"trained {counted(len(report.done), 'run')}; {len(report.skipped)} "
+        f"{'was' if len(report.skipped) == 1 else 'were'} completed by another process meanwhile"
+    )
     shown = runs + complete_elsewhere(
         plan_each_method(whole, name, path, overrides.settings, overrides.max_runs), runs, runs_dir
     )

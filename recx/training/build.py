@@ -19,10 +19,15 @@ def build_model(config: RunConfig, dataset: Dataset, device: torch.device):
 
 
 def build_sampler(config: RunConfig, dataset: Dataset, generator: torch.Generator):
+    """The run's sampler; one a plugin registered has its first draw checked (recx.samplers.base.checked_draw)."""
     sampler_class = SAMPLERS.get(config.sampler)
-    return sampler_class(
+    sampler = sampler_class(
         dataset, config.n_negatives, sampler_class.Args(**config.sampler_args), generator, config.kernels
     )
+    owner = SAMPLERS.owner(config.sampler)
+    if not owner.startswith("recx ("):
+        sampler.output_check = f"sampler {config.sampler!r} of {owner}"
+    return sampler
 
 
 def build_loss(config: RunConfig, dataset: Dataset, device: torch.device):

@@ -150,7 +150,7 @@ def fit(config: RunConfig, dataset: Dataset, model, progress: Progress, hooks: F
         progress.console.print(f"resuming {where} of {config.epochs} (its checkpoint)", highlight=False)
     checkpoints = _Checkpoints(saved, hooks.checkpoint_every)
     name = config.model if model.losses == () else f"{config.loss}+{config.sampler}"
-    task = progress.add_task(name, total=max(runner.n_steps, 1), status="")
+    task = progress.add_task(name, total=max(runner.n_steps, 1), status="", unit="step")
     on_host = not accelerator_branch(model.device)  # the running loss is shown only where reading it costs no sync
     epoch = loop.epoch
     for epoch in range(loop.epoch + 1, config.epochs + 1 if runner.n_steps else 1):

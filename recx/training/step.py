@@ -22,7 +22,7 @@ from recx.losses.base import LossInput
 from recx.models.row_dots import row_dots
 from recx.models.scoring import per_query_scores, whole_table_pays_per_query
 from recx.optim.optimizers import RowSparseOptimizer
-from recx.samplers.base import Batch, Negatives
+from recx.samplers.base import Batch, Negatives, checked_draw
 from recx.training.positive_mask import mask_positives, positive_mask
 
 FEW_CANDIDATES = 9  # rows per query (positive + candidates) up to which elementwise products beat a bmm
@@ -158,7 +158,8 @@ def train_step(model, sampler, loss_fn, optimizer, config: RunConfig, users: tor
 
 
 def sample_negatives(model, sampler, users: torch.Tensor, positives: torch.Tensor) -> Negatives:
-    return sampler.sample(Batch(users, positives, lambda: model.query(users), model.item_table))
+    negatives = sampler.sample(Batch(users, positives, lambda: model.query(users), model.item_table))
+    return checked_draw(sampler, negatives, users.numel(), users.device)
 
 
 def training_loss(

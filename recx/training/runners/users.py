@@ -31,7 +31,7 @@ import math
 import torch
 
 from recx.core.gather import gather_rows
-from recx.samplers.base import Batch
+from recx.samplers.base import Batch, checked_draw
 from recx.training.build import build_sampler
 from recx.training.runners.base import EpochRunner
 from recx.training.runners.registry import RUNNERS
@@ -117,7 +117,7 @@ class UserEpochs(EpochRunner):
         the contract); the positives' log q are asked for all of them at once, as (user row, item) pairs."""
         first = self.model.first_of_rows(rows, positives, users.numel())
         batch = Batch(users, first, query.detach(), item_table.detach())
-        negatives = self.sampler.sample(batch)
+        negatives = checked_draw(self.sampler, self.sampler.sample(batch), users.numel(), users.device)
         positive_log_q = self.sampler.pair_log_probability(batch, rows, positives)
         if not self.config.loss_args["logq_correction"]:
             positive_log_q = torch.zeros_like(positive_log_q)
