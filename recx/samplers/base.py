@@ -182,7 +182,7 @@ def checked_draw(sampler: Sampler, negatives, n_queries: int, device: torch.devi
     """`negatives` as the sampler drew them; the first draw of a sampler with `output_check` set (a plugin's) is
     checked once (`output_problem`), and a bad one refused naming the sampler, its plugin and what was wrong, where
     it failed deep in the step, as an IndexError, or as a nan loss blamed on the learning rate."""
-    who = sampler.output_check
+    who = getattr(sampler, "output_check", None)
     if who is None:
         return negatives
     problem = output_problem(negatives, n_queries, sampler.dataset.n_items, device)
