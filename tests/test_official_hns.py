@@ -9,6 +9,7 @@ compiled row gradients; and the law of the candidates against counts of the offi
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 import numpy as np
@@ -193,3 +194,128 @@ def test_softmax_v_weights_and_loss_are_the_official_ones(monkeypatch, rho):
     assert torch.equal(recx["negatives"].items, CANDIDATES)
     torch.testing.assert_close(recx["negatives"].weights, f64(official["weights"]), rtol=RTOL, atol=1e-15)
     assert_matches(recx, official)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The official training loop (issue 43): tests/golden/official/hns_loop.json, written by bench/official/hns_loop.py
+# running the unmodified main_more.py as __main__ for 3 epochs with every permutation and randint draw recorded.
+# recx's trainer (`recx.training.fit.fit`: the interactions runner, its dense Adam, its StepLR) is fed the same
+# initial tables, each epoch's order and each batch's candidates, and must end each epoch with the official tables
+# and loss.
+
+LOOP = json.loads((Path(__file__).parent / "golden" / "official" / "hns_loop.json").read_text())
+LOOP_RTOL, LOOP_ATOL = 1e-6, 1e-9
+FLAGS = ("--fix_seed", "--weighted")  # main_more.py's flags without a value
+
+
+def loop_arguments(case: str) -> dict[str, str]:
+    """main_more.py's arguments of a case (`--fix_seed` and `--weighted` take no value)."""
+    tokens = [token for token in shlex.split(LOOP["cases"][case]["arguments"]) if token not in FLAGS]
+    return dict(zip(tokens[::2], tokens[1::2], strict=True))
+
+
+def loop_config(case: str, sampler: str, sampler_args: dict):
+    """recx's settings for main_more.py's arguments: MF with dot scores, BPR summed over the batch and the kept
+    candidates (`--reduction` False), N uniform candidates from all items, dense Adam with coupled weight decay on
+    both whole tables every step, StepLR(step_size, gamma) stepped after each epoch."""
+    args = loop_arguments(case)
+    assert args["--model"] == "0" and args["--sampler"] == "0" and "--reduction" not in args
+    return resolve(
+        {
+            "model": "mf",
+            "dim": int(args["--dims"]),
+            "loss": "bpr",
+            "loss_args": {"reduction": "sum"},
+            "optimizer": "adam",
+            "sampler": sampler,
+            "sampler_args": {"n_candidates": int(args["--sample_num"]), "exclude_train": False, **sampler_args},
+            "model_args": {"init": "normal", "init_std": 0.1, "scoring": "dot"},
+            "epochs": int(args["--epoch"]),
+            "batch_size": int(args["--batch_size"]),
+            "lr": float(args["--learning_rate"]),
+            "weight_decay": float(args["--weight_decay"]),
+            "weight_decay_mode": "full",
+            "lr_step_epochs": int(args["--step_size"]),
+            "lr_step_gamma": float(args["--gamma"]),
+            "device": "cpu",
+        }
+    )
+
+
+def run_hns_loop(case: str, module, config, monkeypatch, tmp_path) -> list[dict]:
+    """recx's `fit` on the official split from the official initial tables, each epoch's pairs in the official
+    permutation's order, each batch's candidates the official `torch.randint` draws (checked to be asked for as
+    many per query, from all items); returns each epoch's record with the tables after it."""
+    from rich.progress import Progress
+
+    from recx.training.fit import FitHooks, fit
+    from recx.training.runners.interactions import InteractionEpochs
+
+    official = LOOP["cases"][case]
+    n_users, n_items = LOOP["inputs"]["n_users"], LOOP["inputs"]["n_items"]
+    users, items = torch.tensor(official["train"]["users"]), torch.tensor(official["train"]["items"])
+    train = CSR.from_pairs(users, items, n_users, n_items)
+    dataset = Dataset("loop", n_users, n_items, train, None, train, {}, "hash", Path("."))
+    model = build_model(config, dataset, torch.device("cpu")).double()
+    user_table, item_table = model.embedding_tables()[:2]
+    with torch.no_grad():
+        user_table.copy_(f64(official["initial"]["user_table"]))
+        item_table.copy_(f64(official["initial"]["item_table"]))
+    position = {pair: k for k, pair in enumerate(zip(train.row_ids().tolist(), train.indices.tolist(), strict=True))}
+    coo = list(zip(users.tolist(), items.tolist(), strict=True))
+    orders = [torch.tensor([position[coo[k]] for k in permutation]) for permutation in official["permutations"]]
+    monkeypatch.setattr(InteractionEpochs, "shuffled", lambda runner, n: orders.pop(0))
+    steps = list(official["steps"])
+
+    def official_candidates(sampler, batch_users, n, exclude_train, max_redraws):
+        step = steps.pop(0)
+        assert (n, exclude_train) == (len(step["candidates"][0]), False)
+        assert batch_users.tolist() == step["users"]
+        return torch.tensor(step["candidates"])
+
+    monkeypatch.setattr(module, "uniform_candidates", official_candidates)
+    records: list[dict] = []
+
+    def log_epoch(record: dict) -> None:
+        records.append({**record, "user_table": user_table.detach().clone(), "item_table": item_table.detach().clone()})
+
+    with Progress(disable=True) as progress:
+        fit(config, dataset, model, progress, FitHooks(None, log_epoch, tmp_path / "checkpoint.pt", 0))
+    assert not orders and not steps
+    return records
+
+
+def assert_hns_epochs(records: list[dict], case: str) -> None:
+    """Each epoch's tables and loss (recx records the mean of the steps' losses, main_more.py their sum `loss_`)."""
+    official = LOOP["cases"][case]
+    per_epoch = len(official["steps"]) // len(official["epochs"])
+    assert len(records) == len(official["epochs"])
+    for epoch, (record, expected) in enumerate(zip(records, official["epochs"], strict=True), start=1):
+        for name in ("user_table", "item_table"):
+            torch.testing.assert_close(
+                record[name],
+                f64(expected[name]),
+                rtol=LOOP_RTOL,
+                atol=LOOP_ATOL,
+                msg=lambda m, name=name, epoch=epoch: f"epoch {epoch} {name}: {m}",
+            )
+        assert record["loss"] * per_epoch == pytest.approx(expected["loss_sum"], rel=LOOP_RTOL), f"epoch {epoch} loss"
+
+
+def test_dns_training_loop_is_the_official_run(monkeypatch, tmp_path):
+    """main_more.py --sampler 0 --weighted --loss_type 1 --lambda_w 2 --sample_num 5 for 3 epochs (24 training
+    pairs, batch 7: batches of 7, 7, 7 and 3), Adam lr 0.05 with coupled weight decay 0.01, StepLR(1, 0.5): the tables
+    after each epoch and its loss. Pins the loop around the golden-tested DNS step: a new order every epoch (fed in),
+    the last partial batch trained, the candidates drawn per batch and the top 2 kept from the tables as the previous
+    step left them, BPR summed over the batch and the kept candidates, the weight decay reaching every row of both
+    tables every step, and the learning rate stepped once per epoch, after it."""
+    config = loop_config("dns", "dns", {"m": int(float(loop_arguments("dns")["--lambda_w"]))})
+    assert_hns_epochs(run_hns_loop("dns", dns_module, config, monkeypatch, tmp_path), "dns")
+
+
+def test_softmax_v_training_loop_is_the_official_run(monkeypatch, tmp_path):
+    """main_more.py --sampler 0 --weighted --loss_type 2 --lambda_w 1.0 --sample_num 5 for 3 epochs, as the DNS loop:
+    the tables after each epoch and its loss. Pins Softmax-v's weights computed per batch from the tables as the
+    previous step left them (detached), its weighted BPR summed over the batch, and the same optimizer and schedule."""
+    config = loop_config("softmax_v", "softmax_v", {"rho": float(loop_arguments("softmax_v")["--lambda_w"])})
+    assert_hns_epochs(run_hns_loop("softmax_v", softmax_v_module, config, monkeypatch, tmp_path), "softmax_v")

@@ -7,20 +7,30 @@ w.r.t. the embedding tables (and the margin tables) are compared in float64 at r
 """
 
 import json
+import shlex
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 import torch
 
+from recx.config.run_config import resolve
+from recx.data.csr import CSR
+from recx.data.dataset import Dataset
 from recx.losses.base import LossInput
 from recx.losses.directau import DirectAU, DirectAUArgs
 from recx.losses.mawu import MAWU, MAWUArgs
 from recx.models.init import init_table, prism_norms
+from recx.samplers.base import Negatives, Sampler
+from recx.training.build import build_loss, build_model
 
 GOLDEN = json.loads((Path(__file__).parent / "golden" / "official" / "prism.json").read_text())
 INPUTS = GOLDEN["inputs"]
 RTOL, ATOL = 1e-8, 1e-12
+
+
+def f64(values) -> torch.Tensor:
+    return torch.tensor(values, dtype=torch.float64)
 
 
 def _tables(margins: bool, suffix: str = "") -> dict[str, torch.Tensor]:
@@ -132,3 +142,198 @@ def test_prism_norms_and_initial_row_norms_match_the_prism_code():
             table = init_table(len(d), case["dim"], "prism", 0.1, d, alpha).to(torch.float64)
             want = torch.tensor(official[f"{side}_row_norms"], dtype=torch.float64)
             assert torch.allclose(table.norm(dim=1), want, rtol=1e-6, atol=0)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The official training loop (issue 43): tests/golden/official/prism_loop.json, written by
+# bench/official/prism_loop.py running PRISM's unmodified train.py main() for 3 epochs (MF, 30 training edges in
+# the split's stored order, batch 7: four batches of 7 and one of 2 per epoch) with its randint draws recorded.
+# recx's trainer (`recx.training.fit.fit`: the interactions runner, its dense Adam with coupled weight decay) is fed
+# the same initial parameters, the loader's order and the same negatives, and must end each epoch with the official
+# parameters and loss.
+
+LOOP = json.loads((Path(__file__).parent / "golden" / "official" / "prism_loop.json").read_text())
+LOOP_RTOL, LOOP_ATOL = 1e-6, 1e-9
+
+
+def loop_arguments(case: str) -> dict[str, str]:
+    """train.py's arguments of a case (every flag given takes a value)."""
+    tokens = shlex.split(LOOP["cases"][case]["arguments"])
+    return dict(zip(tokens[::2], tokens[1::2], strict=True))
+
+
+def loop_dataset() -> Dataset:
+    edges = torch.tensor(LOOP["inputs"]["train"])
+    n_users, n_items = LOOP["inputs"]["n_users"], LOOP["inputs"]["n_items"]
+    train = CSR.from_pairs(edges[0], edges[1], n_users, n_items)
+    return Dataset("loop", n_users, n_items, train, None, train, {}, "hash", Path("."))
+
+
+def loop_config(case: str, loss: str, **settings):
+    """recx's settings for train.py's arguments: MF, dense Adam with coupled weight decay on every row every step
+    (`weight_decay_mode: full`), the batch size, epochs and learning rate of the case."""
+    args = loop_arguments(case)
+    return resolve(
+        {
+            "model": "mf",
+            "dim": int(args["--hidden_dim"]),
+            "loss": loss,
+            "optimizer": "adam",
+            "sampler": "uniform",
+            "n_negatives": max(int(args["--neg_ratio"]), 1),
+            "epochs": int(args["--epochs"]),
+            "batch_size": int(args["--batch_size"]),
+            "lr": float(args["--lr"]),
+            "weight_decay": float(args["--weight_decay"]),
+            "weight_decay_mode": "full",
+            "device": "cpu",
+            **settings,
+        }
+    )
+
+
+class OfficialNegatives(Sampler):
+    """Stands in for the sampler: each step's negatives are the official loop's, `n_id[torch.randint(...)]` (the
+    batch's item nodes indexed by the recorded draws), laid out as train.py lays them: negative k of query b is draw
+    k·B + b (`pos_edge_label_index[0].repeat(neg_ratio)`, then `preds.chunk(neg_ratio + 1)`). They may hold the
+    query's own positive (drawn from the batch's items) and are kept: the official losses mask nothing. Checks that
+    each step trains the official batch."""
+
+    def __init__(self, steps: list[dict], n_negatives: int):
+        self.steps, self.n_negatives, self.rebuild_every = list(steps), n_negatives, None
+
+    def sample(self, batch) -> Negatives:
+        step = self.steps.pop(0)
+        assert batch.users.tolist() == step["users"] and batch.positives.tolist() == step["items"]
+        draws = torch.tensor(step["negative_draws"]).view(self.n_negatives, -1).T
+        items = torch.tensor(step["item_n_id"])[draws]
+        zeros = torch.zeros(items.shape, dtype=torch.float64)
+        return Negatives(items, zeros, zeros[:, 0], keeps_positive=True)
+
+
+def run_prism_loop(case: str, config, monkeypatch, tmp_path, official_negatives: bool) -> list[dict]:
+    """recx's `fit` from the official initial parameters, each epoch's interactions in the official loader's order
+    (the split's order, the same every epoch: PRISM's loader does not shuffle); with `official_negatives`, the
+    official negatives (OfficialNegatives). Returns each epoch's record with the parameters after it."""
+    from rich.progress import Progress
+
+    from recx.training.fit import FitHooks, fit
+    from recx.training.runners import interactions
+
+    official = LOOP["cases"][case]
+    dataset = loop_dataset()
+    model = build_model(config, dataset, torch.device("cpu")).double()
+    user_table, item_table = model.embedding_tables()[:2]
+    with torch.no_grad():
+        user_table.copy_(f64(official["initial"]["user_table"]))
+        item_table.copy_(f64(official["initial"]["item_table"]))
+    losses = []
+
+    def loss_from_official_start(config, dataset, device):
+        loss_fn = build_loss(config, dataset, device)
+        if "user_margin" in official["initial"]:
+            loss_fn.user_margin = torch.nn.Parameter(f64(official["initial"]["user_margin"]))
+            loss_fn.item_margin = torch.nn.Parameter(f64(official["initial"]["item_margin"]))
+        losses.append(loss_fn)
+        return loss_fn
+
+    monkeypatch.setattr(interactions, "build_loss", loss_from_official_start)
+    if official_negatives:
+        negatives = OfficialNegatives(official["steps"], config.n_negatives)
+        monkeypatch.setattr(interactions, "build_sampler", lambda *args: negatives)
+    train = dataset.train
+    position = {pair: k for k, pair in enumerate(zip(train.row_ids().tolist(), train.indices.tolist(), strict=True))}
+    order = torch.tensor([position[pair] for pair in zip(*LOOP["inputs"]["train"], strict=True)])
+    monkeypatch.setattr(interactions.InteractionEpochs, "shuffled", lambda runner, n: order)
+    records: list[dict] = []
+
+    def log_epoch(record: dict) -> None:
+        params = {"user_table": user_table.detach().clone(), "item_table": item_table.detach().clone()}
+        for name in ("user_margin", "item_margin"):
+            if hasattr(losses[0], name):
+                params[name] = getattr(losses[0], name).detach().clone()
+        records.append({**record, **params})
+
+    with Progress(disable=True) as progress:
+        fit(config, dataset, model, progress, FitHooks(None, log_epoch, tmp_path / "checkpoint.pt", 0))
+    if official_negatives:
+        assert not negatives.steps
+    return records
+
+
+def assert_prism_epochs(records: list[dict], case: str) -> None:
+    """Each epoch's parameters, and its loss: recx records the mean of its steps' losses, train.py the mean weighted
+    by each step's number of scored pairs ((1 + neg_ratio) x the batch's size); both are checked, recx's against
+    the official steps' losses."""
+    official = LOOP["cases"][case]
+    per_epoch = len(official["steps"]) // len(official["epochs"])
+    assert len(records) == len(official["epochs"])
+    for epoch, (record, expected) in enumerate(zip(records, official["epochs"], strict=True), start=1):
+        for name in ("user_table", "item_table", "user_margin", "item_margin"):
+            if name in expected:
+                torch.testing.assert_close(
+                    record[name],
+                    f64(expected[name]),
+                    rtol=LOOP_RTOL,
+                    atol=LOOP_ATOL,
+                    msg=lambda m, name=name, epoch=epoch: f"epoch {epoch} {name}: {m}",
+                )
+        steps = official["steps"][(epoch - 1) * per_epoch : epoch * per_epoch]
+        step_losses = [step["loss"] for step in steps]
+        sizes = [len(step["users"]) for step in steps]
+        weighted = sum(loss * size for loss, size in zip(step_losses, sizes, strict=True)) / sum(sizes)
+        assert weighted == pytest.approx(expected["loss"], rel=1e-12)
+        assert record["loss"] == pytest.approx(sum(step_losses) / per_epoch, rel=LOOP_RTOL), f"epoch {epoch} loss"
+
+
+def test_bpr_training_loop_is_the_official_run(monkeypatch, tmp_path):
+    """train.py --loss BPR --neg_ratio 2 for 3 epochs: the tables after each epoch and its loss. Pins the loop around
+    the BPR loss: the batches of the loader's order (fed in), the last partial batch trained, one Adam step per batch
+    over both whole tables with coupled weight decay (every row decays every step, rows outside the batch too), BPR
+    averaged over every (query, negative) pair."""
+    config = loop_config("bpr", "bpr", model_args={"scoring": "dot"}, loss_args={"reduction": "mean"})
+    records = run_prism_loop("bpr", config, monkeypatch, tmp_path, official_negatives=True)
+    assert_prism_epochs(records, "bpr")
+
+
+def test_ssm_training_loop_is_the_official_run(monkeypatch, tmp_path):
+    """train.py --loss SSM --neg_ratio 3 for 3 epochs: the tables after each epoch and its loss. Pins the loop around
+    SSMLoss: cosine scores at τ 0.2 (the official `self.tau`), the negatives' layout (negative k of query b is the
+    loop's draw k·B + b), softmax over the positive and its negatives averaged over the batch, and the optimizer as
+    in the BPR loop."""
+    config = loop_config(
+        "ssm",
+        "softmax",
+        model_args={"scoring": "cosine", "temperature": 0.2},
+        loss_args={"temperature": 1.0},
+        sampler_args={"shared": False},
+    )
+    records = run_prism_loop("ssm", config, monkeypatch, tmp_path, official_negatives=True)
+    assert_prism_epochs(records, "ssm")
+
+
+def test_directau_training_loop_is_the_official_run(monkeypatch, tmp_path):
+    """train.py --loss align --reg_types uniformity --gamma_vals 1.0 for 3 epochs: the tables after each epoch and
+    its loss. Pins the loop around AlignmentLoss: uniformity over each batch's distinct users and items, the
+    batches in the loader's order (a user's rows in several batches), Adam's coupled weight decay on every row
+    every step, and no negatives (neg_ratio 0: recx's uniform draws are not read)."""
+    config = loop_config("directau", "directau", loss_args={"gamma": float(loop_arguments("directau")["--gamma_vals"])})
+    records = run_prism_loop("directau", config, monkeypatch, tmp_path, official_negatives=False)
+    assert_prism_epochs(records, "directau")
+
+
+def test_mawu_training_loop_is_the_official_run(monkeypatch, tmp_path):
+    """train.py --loss MAWU --gamma_vals 2.6,1.4 for 3 epochs: the tables and margins after each epoch and its loss.
+    Pins the loop around MAWULoss: Adam holds the margins beside the tables and decays them too
+    (`weight_decay_loss: true`), they are clipped onto [0, 1] after the loss reads them and before the step, and the
+    margins are read at the batch's local node ids (`margin_ids: batch_position`: RecModel.get_margins indexes the
+    margin tables with the loader's relabelled edge_label_index)."""
+    gamma_user, gamma_item = (float(g) for g in loop_arguments("mawu")["--gamma_vals"].split(","))
+    config = loop_config(
+        "mawu",
+        "mawu",
+        weight_decay_loss=True,
+        loss_args={"gamma_user": gamma_user, "gamma_item": gamma_item, "margin_ids": "batch_position"},
+    )
+    records = run_prism_loop("mawu", config, monkeypatch, tmp_path, official_negatives=False)
+    assert_prism_epochs(records, "mawu")

@@ -13,6 +13,11 @@ default (`uniformity: lower_triangle`, the mean over all n² entries of the stri
 counting as distance² 2); `uniformity: pairs` is DirectAU's mean over distinct pairs, with which the same γ pushes up
 to ~1.9x harder (recx.losses.alignment). Its rows are the batch's distinct users and items (`uniformity_rows:
 unique`, the PRISM authors' code) or all the batch's rows (`uniformity_rows: batch`, psm1206/MAWU).
+A pair's margin reads the margin rows of its own user and item (`margin_ids: own`, psm1206/MAWU and the paper);
+`margin_ids: batch_position` reads them where the PRISM authors' code does: its `RecModel.get_margins` indexes the
+margin tables with the loader's relabelled edge_label_index, the user's (item's) position among the batch's distinct
+users (items) in ascending id order, so the batch's pairs share the first rows of the margin tables with whichever
+users and items hold those positions in other batches (tests/test_official_prism.py, the official loop).
 Negatives are ignored, as in DirectAU: any sampler works (uniform with n_negatives 1 is the cheapest).
 """
 
@@ -31,6 +36,7 @@ from recx.losses.registry import LOSSES
 
 COS_CLIP = 1e-7
 ALIGNMENTS = ("broadcast", "pairs")
+MARGIN_IDS = ("own", "batch_position")
 
 
 @dataclass
@@ -40,6 +46,14 @@ class MAWUArgs:
     uniformity: str = arg("lower_triangle", choices=UNIFORMITY_FORMS, help="the released code's form, or pairs")
     uniformity_rows: str = arg("unique", choices=UNIFORMITY_ROWS, help="the batch's distinct rows, or every row")
     alignment: str = arg("broadcast", choices=ALIGNMENTS, help="the released codes' broadcast, or the paper's pairs")
+    margin_ids: str = arg(
+        "own", choices=MARGIN_IDS, help="a pair's own user's and item's margins, or PRISM's in-batch positions"
+    )
+
+
+def batch_positions(ids: torch.Tensor) -> torch.Tensor:
+    """Each id's position among the distinct ids of the batch in ascending order (PyG's relabelling of a batch)."""
+    return torch.unique(ids, return_inverse=True)[1]
 
 
 def broadcast_mean_cosine(angle: torch.Tensor, margin: torch.Tensor) -> torch.Tensor:
@@ -99,7 +113,10 @@ class MAWU(Loss):
 
     def __call__(self, batch: LossInput):
         (users, items), (user_ids, item_ids), args = batch.representations(), batch.ids(), self.args
-        align = margin_alignment(users, items, self.margins(user_ids, item_ids), args.alignment)
+        margin_users, margin_items = user_ids, item_ids
+        if args.margin_ids == "batch_position":
+            margin_users, margin_items = batch_positions(user_ids), batch_positions(item_ids)
+        align = margin_alignment(users, items, self.margins(margin_users, margin_items), args.alignment)
         return (
             align
             + args.gamma_user * uniformity_of(users, user_ids, args.uniformity_rows, args.uniformity)
