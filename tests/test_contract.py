@@ -277,7 +277,21 @@ FORMAT_CASES: dict[str, FormatCase] = {
 }
 
 
-METRIC_CASES = {"auc", "hitrate", "mrr", "ndcg", "precision", "recall"}  # the kit's checks need no settings
+METRIC_CASES = {
+    "auc",
+    "hitrate",
+    "mrr",
+    "ndcg",
+    "precision",
+    "recall",  # accuracy
+    "arp",
+    "aplt",
+    "epc",  # per-user beyond accuracy
+    "coverage",
+    "gini",
+    "entropy",
+    "exposure",  # catalogue-level
+}  # fmt: skip  (the kit's checks need no settings)
 
 
 @pytest.mark.parametrize(

@@ -19,7 +19,7 @@ from recx.config import schema as config_schema
 from recx.core import yaml_values
 from recx.core.args import check_args
 from recx.core.errors import RecxError
-from recx.eval.metrics.registry import METRICS
+from recx.eval.metrics.registry import METRICS, validation_metrics
 from recx.losses.base import Bundle
 from recx.losses.registry import LOSSES
 from recx.models.registry import MODELS
@@ -152,16 +152,29 @@ def resolve(raw: dict, where: str = "config") -> RunConfig:
         raise RecxError(f"{where}: device {config.device!r}; valid: {', '.join(DEVICES)}")
     if config.kernels not in KERNELS:
         raise RecxError(f"{where}: kernels {config.kernels!r}; valid: {', '.join(KERNELS)}")
-    metric, _, k = config.valid_metric.partition("@")
-    if metric not in METRICS or not METRICS.get(metric).cutoff or not k.isdecimal() or len(k) > 9:
-        cutoffs = [name for name in METRICS.names() if METRICS.get(name).cutoff]
-        value = config.valid_metric
-        shown = repr(value) if len(value) <= 40 else f"{value[:40]!r}... ({len(value):,} characters)"
-        raise RecxError(
-            f"{where}: valid_metric {shown}; expected a metric with a cut-off, such as ndcg@20 or recall@50 (K of "
-            f"at most 9 digits; metrics: {', '.join(cutoffs)})"
-        )
+    check_valid_metric(config.valid_metric, where)
     return config
+
+
+def check_valid_metric(value: str, where: str) -> None:
+    """`valid_metric` is a per-user accuracy metric with a cut-off (`metric@K`): early stopping keeps the epoch
+    where it is highest, so it must reward hits (a beyond-accuracy or catalogue-level metric is refused)."""
+    metric, _, k = value.partition("@")
+    allowed = validation_metrics()
+    if metric in allowed and k.isdecimal() and len(k) <= 9:
+        return
+    shown = repr(value) if len(value) <= 40 else f"{value[:40]!r}... ({len(value):,} characters)"
+    why = ""
+    if metric in METRICS and METRICS.get(metric).cutoff and k.isdecimal() and len(k) <= 9:
+        kind = "catalogue-level" if METRICS.get(metric).level == "catalogue" else "per-user"
+        why = (
+            f" ({metric!r} is a {kind} metric that does not reward hits; validation keeps the epoch where "
+            "valid_metric is highest, so it must be a per-user accuracy metric)"
+        )
+    raise RecxError(
+        f"{where}: valid_metric {shown}{why}; expected a metric with a cut-off, such as ndcg@20 or recall@50 (a "
+        f"per-user accuracy metric, K of at most 9 digits; metrics: {', '.join(allowed)})"
+    )
 
 
 def check_pairings(config: RunConfig, where: str) -> None:
