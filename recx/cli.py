@@ -137,7 +137,8 @@ def print_metrics(values: dict, title: str) -> None:
     table.add_column("metric")
     for column in ("all",) + STRATA:
         table.add_column(column, justify="right")
-    keys = sorted({(m, k) for m, k, _ in values}, key=lambda mk: (mk[1], mk[0]))
+    facts = ("heldout_share",)  # the split's share of held-out interactions per stratum: after the metrics
+    keys = sorted({(m, k) for m, k, _ in values}, key=lambda mk: (mk[0] in facts, mk[1], mk[0]))
     for metric, k in keys:
         cells = [f"{values[(metric, k, s)]:.4f}" if (metric, k, s) in values else "" for s in ("all",) + STRATA]
         table.add_row(f"{metric}@{k}" if k else metric, *cells)

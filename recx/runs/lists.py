@@ -29,11 +29,9 @@ from recx.core.errors import RecxError
 from recx.core.folders import write_text_atomic
 from recx.data.dataset import Dataset
 from recx.data.dataset_folder import IDENTITY, read_ids, sha256_of
-from recx.eval.evaluator import Evaluation, excluded_splits
-from recx.eval.metrics.registry import per_user_metrics
-from recx.eval.strata import popularity_strata
+from recx.eval.evaluator import excluded_splits, score_lists
 from recx.runs import store
-from recx.runs.per_user import write_per_user
+from recx.runs.per_user import write_lists, write_per_user
 
 EXAMPLES = 3
 
@@ -160,11 +158,7 @@ def lists_evaluation(
     seen = _seen(dataset, split, users, items)
     if seen:
         notes.append(f"{seen:,} listed items are items their user trained on (recx ranks without them; misses here)")
-    listed = items >= 0
-    hits = target.contains(users[:, None].expand_as(items), items.clamp_min(0)) & listed
-    strata = torch.where(listed, popularity_strata(dataset.item_popularity)[items.clamp_min(0)], -1)
-    per_user = per_user_metrics(hits, target.row_lengths()[users], ks, strata)
-    evaluation = Evaluation({key: float(v.mean()) for key, v in per_user.items()}, users.numel(), users, None, per_user)
+    evaluation = score_lists(dataset, split, users, items, ks)
     digest = sha256_of(path)
     run_id = hashlib.sha256(f"{digest} {dataset.data_hash} {split} {ks}".encode()).hexdigest()[:12]
     label = name or path.stem
@@ -191,6 +185,7 @@ def lists_evaluation(
     }
     write_text_atomic(folder / store.LISTS_FILE, json.dumps(record, indent=2) + "\n", "nothing else was written")
     write_per_user(folder, split, evaluation)
+    write_lists(folder, split, evaluation)
     store.write_results(folder, results)
     store.mark_complete(folder)
     return ListsOutcome(folder, results, notes)

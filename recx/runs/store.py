@@ -9,6 +9,8 @@
     model.pt          the weights of the selected epoch
     TRAINED           written after model.pt: {"best_epoch": n}; evaluation may still be missing
     results.parquet   long format: run_id, dataset, model, loss, sampler, seed, split, metric, k, stratum, value
+    per_user_<split>.parquet, topk_<split>.parquet, catalogue.parquet
+                      per-user values, the top-K lists and the catalogue they were scored on (recx.runs.per_user)
     diagnostics.json  embedding diagnostics (only with --diagnostics)
     checksums.json    the sha256 of each artifact above (weights, results, per-user results, diagnostics, eval_*),
                       recorded when the artifact is complete and checked on every read
@@ -63,6 +65,9 @@ RUN_FILES = (
     "results.parquet",
     "per_user_valid.parquet",
     "per_user_test.parquet",
+    "topk_valid.parquet",
+    "topk_test.parquet",
+    "catalogue.parquet",
     "diagnostics.json",
     "error.log",
     CHECKPOINT,

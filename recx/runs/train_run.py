@@ -27,7 +27,7 @@ from recx.data.dataset_folder import IDENTITY
 from recx.eval.evaluator import evaluate
 from recx.runs import store
 from recx.runs.diagnostics import write_diagnostics
-from recx.runs.per_user import write_per_user
+from recx.runs.per_user import write_lists, write_per_user
 from recx.training import checkpoint
 from recx.training.build import build_model
 from recx.training.fit import FitHooks, fit
@@ -199,9 +199,17 @@ def _evaluate_splits(
     for split in splits:
         with shown_task(progress, f"evaluating {split}") as advance:
             evaluation = evaluate(
-                model, dataset, split, ks, config.eval_batch_size, keep_per_user=True, after_batch=advance
+                model,
+                dataset,
+                split,
+                ks,
+                config.eval_batch_size,
+                keep_topk=True,
+                keep_per_user=True,
+                after_batch=advance,
             )
         write_per_user(folder, split, evaluation)
+        write_lists(folder, split, evaluation)
         frames.append(store.results_frame(config, split, evaluation.values))
     return pd.concat(frames, ignore_index=True)
 
