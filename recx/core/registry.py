@@ -66,6 +66,7 @@ class Registry(Generic[T]):
                 )
             self._entries[name] = obj
             self._owners[name] = owner
+            plugins.note_registered(self.kind, name)
             if default:
                 self._default = name
             return obj
@@ -106,6 +107,15 @@ class Registry(Generic[T]):
         """Who registered `name`: `recx (module)` or `plugin <name> (module)`."""
         self.get(name)
         return self._owners[name]
+
+    def code_hash(self, name: str) -> str | None:
+        """None for a name recx registers; else the sha256 of the code its class comes from (plugins.code_hash), or
+        "unhashed <module>" when that module has no source file."""
+        obj = self.get(name)
+        if _builtin(obj):
+            return None
+        module = getattr(obj, "__module__", "?")
+        return plugins.code_hash(module) or f"unhashed {module}"
 
     @property
     def default(self) -> str:

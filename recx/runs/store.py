@@ -36,6 +36,7 @@ import pickle
 import platform
 import sys
 import zipfile
+from dataclasses import fields
 from importlib import metadata
 from pathlib import Path
 from typing import Callable
@@ -44,7 +45,7 @@ import pandas as pd
 import torch
 import yaml
 
-from recx.config.run_config import RunConfig, resolve
+from recx.config.run_config import RunConfig
 from recx.core.errors import RecxError
 from recx.core.folders import atomic_file, write_failed, write_text_atomic
 from recx.data.dataset import Dataset
@@ -368,9 +369,49 @@ def read_config(folder: Path, required: bool = True) -> dict:
 
 
 def open_trained_run(folder: Path) -> RunConfig:
-    """The config of a complete or trained run (weights saved); errors name the folder or file at fault."""
+    """The config of a complete or trained run (weights saved), as recorded: evaluating its saved model needs its
+    model's name and arguments, not its loss or sampler (a plugin's may not be loaded); errors name the folder or
+    file at fault."""
     if not folder.is_dir():
         raise RecxError(f"{folder}: no such run folder")
     if state(folder) not in ("complete", "trained"):
         raise RecxError(f"{folder} is not a completed run (no {COMPLETE} or {TRAINED} marker); train it first")
-    return resolve(read_config(folder), where=str(folder / "config.yaml"))
+    return recorded_config(folder)
+
+
+def recorded_config(folder: Path) -> RunConfig:
+    """config.yaml as a RunConfig without resolving its names against the registries (it was resolved when the run
+    was written): keys RunConfig does not know are refused."""
+    raw = read_config(folder)
+    known = {field.name for field in fields(RunConfig)}
+    unknown = sorted(set(raw) - known)
+    if unknown:
+        raise RecxError(
+            f"{folder / 'config.yaml'}: unknown key {unknown[0]!r} (written by another recx?); valid keys: "
+            f"{', '.join(sorted(known))}"
+        )
+    return RunConfig(**raw)
+
+
+def recorded_plugin(folder: Path, kind: str, name: str) -> str:
+    """Which plugin environment.json records as registering `kind` `name` (`plugin P, version V, source S, code
+    sha256 H`), else the plugins it records, else that it records none."""
+    try:
+        recorded = json.loads((folder / "environment.json").read_text()).get("plugins") or []
+    except (OSError, ValueError, AttributeError):
+        return f"{folder / 'environment.json'} records no plugin"
+
+    def describe(plugin: dict) -> str:
+        parts = [f"plugin {plugin.get('name')}", f"source {plugin.get('source')}", f"module {plugin.get('module')}"]
+        if plugin.get("version"):
+            parts.insert(1, f"version {plugin['version']}")
+        if plugin.get("sha256"):
+            parts.append(f"code sha256 {str(plugin['sha256'])[:12]}")
+        return ", ".join(parts)
+
+    owners = [plugin for plugin in recorded if f"{kind} {name}" in (plugin.get("names") or [])]
+    if owners:
+        return f"recorded in environment.json: {describe(owners[0])}"
+    if recorded:
+        return "environment.json records the plugins " + "; ".join(describe(plugin) for plugin in recorded)
+    return f"{folder / 'environment.json'} records no plugin"
