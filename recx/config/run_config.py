@@ -237,7 +237,8 @@ def check_valid_metric(value: str, where: str) -> None:
 
 def check_pairings(config: RunConfig, where: str) -> None:
     """What the model's class declares it trains with (recx.models.base.Model): its losses, optimizers and weight
-    decay modes, a sampler with a closed-form log q, and its own check of its arguments."""
+    decay modes, a sampler with a closed-form log q, and its own check of its arguments; and the loss's plan-time
+    check of the model (`Loss.check_model`)."""
     model_class = MODELS.get(config.model)
     if model_class.losses and config.loss not in model_class.losses:
         raise RecxError(
@@ -273,6 +274,9 @@ def check_pairings(config: RunConfig, where: str) -> None:
         )
     try:
         model_class.check_args(model_class.Args(**config.model_args))
+        if model_class.losses != ():  # a model with its own objective trains without the configuration's loss
+            loss_class = LOSSES.get(config.loss)
+            loss_class.check_model(config.model, dict(config.model_args), loss_class.Args(**config.loss_args))
     except RecxError as exc:
         raise RecxError(f"{where}: {exc}") from None
 
