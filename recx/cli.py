@@ -691,6 +691,9 @@ def diagnose_sampler(
 
 
 def _internal_error(error: Exception) -> None:
+    from recx.core import plugins
+
+    blamed = plugins.blame(error)
     log = attached_log(error)
     if log is None:
         log = Path(tempfile.gettempdir()) / f"recx-error-{os.getpid()}.log"
@@ -699,6 +702,13 @@ def _internal_error(error: Exception) -> None:
         except OSError:
             log = None
     where = f"full traceback in {log}" if log else "the traceback could not be saved"
+    if blamed is not None:  # a plugin's code raised it: name the plugin and its method, not recx
+        Console(stderr=True).print(
+            f"[bold red]error:[/] {escape(f'{blamed} ({where}; rerun with --debug to show it)')}",
+            highlight=False,
+            soft_wrap=True,
+        )
+        return
     message = f"{type(error).__name__}: {error} ({where}; rerun with --debug to show it)"
     Console(stderr=True).print(
         f"[bold red]internal error:[/] {escape(message)}",

@@ -268,3 +268,21 @@ def fingerprint() -> str | None:
         if _is_file(spec) and Path(spec).exists():
             digest.update(content_hash(Path(spec)).encode())
     return digest.hexdigest()[:16]
+
+
+def blame(error: BaseException) -> str | None:
+    """`plugin P: Class.method (file, line N) raised Type: message` for the innermost frame of the error's
+    traceback in a loaded plugin's code; None when no plugin code is in it."""
+    found = None
+    trace = error.__traceback__
+    while trace is not None:
+        module = trace.tb_frame.f_globals.get("__name__", "")
+        plugin = plugin_of(module) if module else None
+        if plugin is not None:
+            found = (plugin, trace.tb_frame.f_code, trace.tb_lineno)
+        trace = trace.tb_next
+    if found is None:
+        return None
+    plugin, code, line = found
+    method = getattr(code, "co_qualname", code.co_name)
+    return f"{plugin.describe()}: {method} ({code.co_filename}, line {line}) raised {type(error).__name__}: {error}"

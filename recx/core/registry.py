@@ -43,9 +43,11 @@ def _owner_of(obj) -> str:
 class Registry(Generic[T]):
     """A named registry; `get` names the valid choices (and the closest one) when a name is unknown."""
 
-    def __init__(self, kind: str, *packages: str):
+    def __init__(self, kind: str, *packages: str, check: Callable[[T], str | None] | None = None):
+        """`check(obj)`: what is wrong with a member (its class and Args), refused when it registers; None: fine."""
         self.kind = kind
         self.packages = packages
+        self.check = check
         self._entries: dict[str, T] = {}
         self._owners: dict[str, str] = {}
         self._default: str | None = None
@@ -64,6 +66,9 @@ class Registry(Generic[T]):
                     f"{self.kind} {name!r} is registered twice: by {self._owners[name]} and by {owner}; "
                     "rename one of them"
                 )
+            problem = self.check(obj) if self.check is not None else None
+            if problem:
+                raise RecxError(f"{self.kind} {name!r} of {owner} is refused: {problem}")
             self._entries[name] = obj
             self._owners[name] = owner
             plugins.note_registered(self.kind, name)

@@ -206,8 +206,13 @@ def _train_locked(config, dataset, folder, progress, ks, force, with_diagnostics
     except Exception as exc:
         if replacing:
             shutil.rmtree(target, ignore_errors=True)
-        if folder.is_dir():
-            attach_log(exc, _save_traceback(folder))
+        log = _save_traceback(folder) if folder.is_dir() else None
+        if log is not None:
+            attach_log(exc, log)
+        blamed = plugins.blame(exc)
+        if blamed is not None:  # a plugin's bug, not recx's: named, with what the run folder kept
+            where = f"; the traceback is in {log}" if log is not None else ""
+            raise RecxError(f"{blamed}; stopped the {_interrupted(folder, phase, replacing)}{where}") from None
         raise
     return RunOutcome(folder, best_epoch, results)
 

@@ -21,6 +21,7 @@ from typing import Callable, ClassVar
 
 import torch
 
+from recx.core.args import class_problem
 from recx.core.registry import Registry
 from recx.eval.catalogue import Catalogue, Exposure, exposure_counts
 from recx.eval.strata import STRATA
@@ -145,7 +146,18 @@ class Metric:
         raise NotImplementedError
 
 
-METRICS: Registry = Registry("metric", "recx.eval.metrics")
+def _problem(obj) -> str | None:
+    """A metric is a Metric subclass of a known level implementing its level's method (refused when it registers)."""
+    if not (isinstance(obj, type) and issubclass(obj, Metric)):
+        return f"it is not a subclass of recx's Metric ({obj!r})"
+    if obj.level not in LEVELS:
+        return f"its level is {obj.level!r}; expected one of {', '.join(LEVELS)}"
+    method = "per_user_scores" if not obj.cutoff else {"user": "per_user", "catalogue": "from_exposure"}[obj.level]
+    level = "a full-ranking" if not obj.cutoff else f"a {obj.level}-level"
+    return class_problem(obj, Metric, (method,), with_args=False) and f"{level} metric must implement {method}"
+
+
+METRICS: Registry = Registry("metric", "recx.eval.metrics", check=_problem)
 
 
 def cutoff_metrics(level: str = "user") -> list[tuple[str, Metric]]:
