@@ -137,11 +137,12 @@ def print_metrics(values: dict, title: str) -> None:
     table.add_column("metric")
     for column in ("all",) + STRATA:
         table.add_column(column, justify="right")
-    facts = ("heldout_share",)  # the split's share of held-out interactions per stratum: after the metrics
+    facts = ("heldout_share",)  # the split's share of held-out interactions per stratum (the same at every k): once
     keys = sorted({(m, k) for m, k, _ in values}, key=lambda mk: (mk[0] in facts, mk[1], mk[0]))
+    keys = [key for key in keys if key[0] not in facts or key[1] == min(k for m, k in keys if m == key[0])]
     for metric, k in keys:
         cells = [f"{values[(metric, k, s)]:.4f}" if (metric, k, s) in values else "" for s in ("all",) + STRATA]
-        table.add_row(f"{metric}@{k}" if k else metric, *cells)
+        table.add_row(f"{metric}@{k}" if k and metric not in facts else metric, *cells)
     console.print(table)
 
 

@@ -40,7 +40,7 @@ def test_train_evaluate_and_load_run_equal_the_command_line(tiny_root, tmp_path,
     pd.testing.assert_frame_equal(run.results, same.results)
     assert run.config == same.config and run.best_epoch == same.best_epoch and len(run.epochs) == 2
     evaluated = recx.evaluate(run, "valid", [5])
-    assert set(evaluated.results.split) == {"valid"} and set(evaluated.results.k) == {0, 5}  # 0: heldout_share
+    assert set(evaluated.results.split) == {"valid"} and set(evaluated.results.k) == {5}
     assert recx_cli("eval", tmp_path / "cli", "--split", "valid", "--k", "5").code == 0
     pd.testing.assert_frame_equal(evaluated.results, pd.read_parquet(tmp_path / "cli" / "eval_valid.parquet"))
 

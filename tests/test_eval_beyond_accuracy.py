@@ -208,7 +208,8 @@ def test_the_evaluator_and_the_lists_path_equal_the_numpy_implementation(tiny):
             assert result.values[key] == pytest.approx(value, rel=1e-12, abs=1e-12), key
     share = np.bincount(popularity_strata(tiny.item_popularity).numpy()[tiny.test.indices.numpy()], minlength=3)
     for index, name in enumerate(STRATA):
-        assert result.values[("heldout_share", 0, name)] == pytest.approx(share[index] / share.sum(), abs=1e-15)
+        for k in ks:
+            assert result.values[("heldout_share", k, name)] == pytest.approx(share[index] / share.sum(), abs=1e-15)
     again = score_lists(tiny, "test", users, topk, ks)
     assert again.values == result.values  # the lists path: the same numbers, bit for bit
     old_rows = evaluator.METRIC_ROWS

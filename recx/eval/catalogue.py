@@ -16,7 +16,9 @@ import torch
 from recx.data.csr import CSR
 from recx.eval.strata import STRATA, popularity_strata
 
-HELD_OUT_SHARE = "heldout_share"  # results' rows (k 0, one per stratum): the held-out interactions' stratum shares
+HELD_OUT_SHARE = (
+    "heldout_share"  # results' rows (one per stratum, at each k): the held-out interactions' stratum shares
+)
 
 
 @dataclass(frozen=True)
@@ -52,7 +54,9 @@ def catalogue_of(train: CSR, held_out: CSR | None = None, strata: torch.Tensor |
     strata = popularity_strata(counts) if strata is None else strata
     share = None
     if held_out is not None:
-        per_stratum = torch.bincount(strata[held_out.indices], minlength=len(STRATA)).to(torch.float64)
+        per_stratum = torch.zeros(len(STRATA), dtype=torch.float64, device=strata.device)
+        ones = torch.ones(held_out.indices.numel(), dtype=torch.float64, device=strata.device)
+        per_stratum.index_add_(0, strata[held_out.indices.to(torch.long)], ones)  # no host sync (bincount reads max)
         share = per_stratum / per_stratum.sum().clamp_min(1)
     return Catalogue(counts.to(torch.float64), strata, int((train.row_lengths() > 0).sum()), share)
 

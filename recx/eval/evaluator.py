@@ -27,7 +27,8 @@ METRIC_ROWS = 1 << 16
 @dataclass
 class Evaluation:
     """Averages over evaluated users, keyed by (metric, k, stratum), and the catalogue-level metrics' values (key
-    "all" or a stratum for the stratum), with the held-out interactions' share per stratum (`heldout_share`, k 0);
+    "all" or a stratum for the stratum), with the held-out interactions' share per stratum (`heldout_share`, repeated
+    at each k beside the exposure shares);
     when asked, the evaluated users (ascending id) with their top-K lists and/or their per-user values (float64 on
     the CPU, same keys, same user order; the per-user metrics only); `catalogue` the facts the metrics read."""
 
@@ -66,11 +67,12 @@ def catalogue_values(
     counts: dict[int, torch.Tensor], n_lists: int, catalogue: Catalogue
 ) -> dict[tuple[str, int, str], torch.Tensor]:
     """The catalogue-level metrics of counts {k: [n_items]} over n_lists lists, and the held-out share per stratum
-    (k 0, as `heldout_share`): scalar float64 tensors on the evaluation's device."""
+    (`heldout_share`, the same at each k): scalar float64 tensors on the evaluation's device."""
     lists = torch.tensor(float(n_lists), dtype=torch.float64, device=catalogue.popularity.device)
     values = {key: value[0] for key, value in catalogue_metrics(counts, lists, catalogue).items()}
-    if catalogue.held_out_share is not None:
-        values.update({(HELD_OUT_SHARE, 0, name): catalogue.held_out_share[i] for i, name in enumerate(STRATA)})
+    if catalogue.held_out_share is not None:  # at each cut-off, beside the exposure shares (it does not depend on k)
+        for k in counts:
+            values.update({(HELD_OUT_SHARE, k, name): catalogue.held_out_share[i] for i, name in enumerate(STRATA)})
     return values
 
 

@@ -131,7 +131,7 @@ def section(
 
 
 def held_out(results: pd.DataFrame, split: str) -> dict[tuple[str, str], float]:
-    """(dataset, stratum) -> the held-out interactions' share (the first run's: it is the split's)."""
+    """(dataset, stratum) -> the held-out interactions' share (the first run's: it is the split's, at every k)."""
     rows = results[(results.split == split) & (results.metric == HELD_OUT_SHARE)]
     return {(r.dataset, r.stratum): r.value for r in rows.drop_duplicates(["dataset", "stratum"]).itertuples()}
 
