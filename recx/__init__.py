@@ -5,7 +5,7 @@ The front door (recx.api; importing recx loads nothing heavy until one of these 
     prepare, train, evaluate, evaluate_lists, sweep, report, load_run, run_config, use_plugins, Run, RecxError
 Your own methods, registered as the built-ins are (a plugin module calls these when it is imported):
     register_sampler, register_loss, register_model, register_format, register_metric
-    Sampler, Negatives, Batch, Loss, LossInput, Bundle, Model, Metric, TopK, arg
+    Sampler, Negatives, Batch, Loss, LossInput, Bundle, Model, Metric, TopK, Exposure, Catalogue, arg
 A method's contract, for its tests: recx.testing (check_sampler, check_loss, check_model, check_metric).
 """
 
@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # the types of the lazily loaded names, for type checkers and
     )
     from recx.core.args import arg
     from recx.core.errors import RecxError
+    from recx.eval.catalogue import Catalogue, Exposure
     from recx.eval.metrics.registry import Metric, TopK
     from recx.losses.base import Bundle, Loss, LossInput
     from recx.models.base import Model
@@ -58,6 +59,8 @@ _EXPORTS = {
     "Model": "recx.models.base",
     "Metric": "recx.eval.metrics.registry",
     "TopK": "recx.eval.metrics.registry",
+    "Exposure": "recx.eval.catalogue",
+    "Catalogue": "recx.eval.catalogue",
 }
 _REGISTRIES = {
     "register_sampler": ("recx.samplers.registry", "SAMPLERS"),
@@ -88,6 +91,8 @@ __all__ = [
     "Model",
     "Metric",
     "TopK",
+    "Exposure",
+    "Catalogue",
     "register_sampler",
     "register_loss",
     "register_model",

@@ -131,10 +131,12 @@ def print_metrics(values: dict, title: str) -> None:
     table.add_column("metric")
     for column in ("all",) + STRATA:
         table.add_column(column, justify="right")
-    keys = sorted({(m, k) for m, k, _ in values}, key=lambda mk: (mk[1], mk[0]))
+    facts = ("heldout_share",)  # the split's share of held-out interactions per stratum (the same at every k): once
+    keys = sorted({(m, k) for m, k, _ in values}, key=lambda mk: (mk[0] in facts, mk[1], mk[0]))
+    keys = [key for key in keys if key[0] not in facts or key[1] == min(k for m, k in keys if m == key[0])]
     for metric, k in keys:
         cells = [f"{values[(metric, k, s)]:.4f}" if (metric, k, s) in values else "" for s in ("all",) + STRATA]
-        table.add_row(f"{metric}@{k}" if k else metric, *cells)
+        table.add_row(f"{metric}@{k}" if k and metric not in facts else metric, *cells)
     console.print(table)
 
 
@@ -700,6 +702,9 @@ def diagnose_sampler(
 
 
 def _internal_error(error: Exception) -> None:
+    from recx.core import plugins
+
+    blamed = plugins.blame(error)
     log = attached_log(error)
     if log is None:
         log = Path(tempfile.gettempdir()) / f"recx-error-{os.getpid()}.log"
@@ -708,6 +713,13 @@ def _internal_error(error: Exception) -> None:
         except OSError:
             log = None
     where = f"full traceback in {log}" if log else "the traceback could not be saved"
+    if blamed is not None:  # a plugin's code raised it: name the plugin and its method, not recx
+        Console(stderr=True).print(
+            f"[bold red]error:[/] {escape(f'{blamed} ({where}; rerun with --debug to show it)')}",
+            highlight=False,
+            soft_wrap=True,
+        )
+        return
     message = f"{type(error).__name__}: {error} ({where}; rerun with --debug to show it)"
     Console(stderr=True).print(
         f"[bold red]internal error:[/] {escape(message)}",

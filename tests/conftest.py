@@ -88,7 +88,7 @@ def isolated_plugins(monkeypatch):
         registry.names()  # built-ins found before the copies are taken
         monkeypatch.setattr(registry, "_entries", dict(registry._entries))
         monkeypatch.setattr(registry, "_owners", dict(registry._owners))
-    for name, empty in (("_requested", []), ("_loaded", []), ("_started", False)):
+    for name, empty in (("_requested", []), ("_loaded", []), ("_started", False), ("_registered", {}), ("_hashes", {})):
         monkeypatch.setattr(plugins, name, empty)
     monkeypatch.delenv(plugins.ENV, raising=False)
     before = set(sys.modules)

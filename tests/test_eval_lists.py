@@ -39,7 +39,12 @@ def test_a_runs_own_dump_gives_that_runs_metrics_exactly(run, tiny_root, tmp_pat
     theirs = pd.read_parquet(run / "results.parquet").query("split == 'test'").set_index(["metric", "k", "stratum"])
     assert len(mine) == len(theirs) > 0 and (mine == theirs.value.loc[mine.index]).all()  # bit for bit
     per_user = pd.read_parquet(lists / "per_user_test.parquet")
-    assert set(per_user.metric) == set(mine.index.get_level_values(0))
+    whole = {"coverage", "gini", "entropy", "exposure", "heldout_share"}  # catalogue-level: no per-user values
+    assert whole < set(mine.index.get_level_values(0))
+    assert set(per_user.metric) == set(mine.index.get_level_values(0)) - whole
+    mine_lists = pd.read_parquet(lists / "topk_test.parquet").sort_values(["user", "rank"])
+    run_lists = pd.read_parquet(run / "topk_test.parquet").sort_values(["user", "rank"])
+    pd.testing.assert_frame_equal(mine_lists.reset_index(drop=True), run_lists.reset_index(drop=True))
 
 
 def test_scored_lists_in_original_ids_match_an_independent_computation(tiny_root, tmp_path, recx_cli):

@@ -16,10 +16,10 @@ from typing import Any
 import yaml
 
 from recx.config import schema as config_schema
-from recx.core import yaml_values
+from recx.core import plugins, yaml_values
 from recx.core.args import check_args, recorded
 from recx.core.errors import RecxError
-from recx.eval.metrics.registry import METRICS
+from recx.eval.metrics.registry import METRICS, validation_metrics
 from recx.losses.base import Bundle
 from recx.losses.registry import LOSSES
 from recx.models.registry import MODELS
@@ -33,7 +33,8 @@ DEVICES = ("auto", "cpu", "cuda")
 
 NO_LOSS_DEFAULTS: dict[str, Any] = {}
 NO_SKIPPED_BUNDLES: tuple[tuple[dict, dict], ...] = ()
-OPTIONAL_KEYS = ("half_steps", "weight_decay_loss")  # in config.yaml and the run id only when set
+OPTIONAL_KEYS = ("half_steps", "weight_decay_loss", "plugin_code")  # in config.yaml and the run id only when set
+CODE_ROLES = ("model", "loss", "sampler", "metric")  # the names a run's configuration takes from a registry
 
 
 @dataclass
@@ -68,6 +69,10 @@ class RunConfig:
     model_args: dict = field(default_factory=dict)
     loss_args: dict = field(default_factory=dict)
     sampler_args: dict = field(default_factory=dict)
+    # The code of the plugins the run's names come from: {role: sha256} for each of model, loss, sampler and the
+    # validation metric that a plugin registers (recx's own names: absent). Filled by `resolve`; part of the run id,
+    # so another version of a plugin's code makes other runs. Empty for a run of built-in names (its id unchanged).
+    plugin_code: dict = field(default_factory=dict)
     # Not a setting (no annotation, so not a field: outside the run id and config.yaml): the keys `resolve` filled from
     # the loss's defaults, which `non_default_settings` lists apart.
     loss_defaults_applied = NO_LOSS_DEFAULTS
@@ -158,21 +163,88 @@ def resolve(raw: dict, where: str = "config") -> RunConfig:
         raise RecxError(f"{where}: device {config.device!r}; valid: {', '.join(DEVICES)}")
     if config.kernels not in KERNELS:
         raise RecxError(f"{where}: kernels {config.kernels!r}; valid: {', '.join(KERNELS)}")
-    metric, _, k = config.valid_metric.partition("@")
-    if metric not in METRICS or not METRICS.get(metric).cutoff or not k.isdecimal() or len(k) > 9:
-        cutoffs = [name for name in METRICS.names() if METRICS.get(name).cutoff]
-        value = config.valid_metric
-        shown = repr(value) if len(value) <= 40 else f"{value[:40]!r}... ({len(value):,} characters)"
-        raise RecxError(
-            f"{where}: valid_metric {shown}; expected a metric with a cut-off, such as ndcg@20 or recall@50 (K of "
-            f"at most 9 digits; metrics: {', '.join(cutoffs)})"
-        )
+    check_valid_metric(config.valid_metric, where)
+    config.plugin_code = checked_plugin_code(config, raw.get("plugin_code"), where)
     return config
+
+
+def role_names(config: RunConfig) -> dict[str, tuple[Any, str]]:
+    """role -> (its registry, the name the configuration gives it)."""
+    return {
+        "model": (MODELS, config.model),
+        "loss": (LOSSES, config.loss),
+        "sampler": (SAMPLERS, config.sampler),
+        "metric": (METRICS, config.valid_metric_name[0]),
+    }
+
+
+def plugin_code(config: RunConfig) -> dict[str, str]:
+    """{role: sha256} of the loaded code of each name the configuration takes from a plugin (recx's own: absent)."""
+    found = {}
+    for role, (registry, name) in role_names(config).items():
+        code = registry.code_hash(name)
+        if code is not None:
+            found[role] = code
+    return found
+
+
+def describe_code(config: RunConfig, role: str) -> str:
+    """`sampler 'mixture' (plugin P 0.1.0, sha256 abcdef123456)` for a plugin's name, as loaded now."""
+    registry, name = role_names(config)[role]
+    obj = registry.get(name)
+    owner = registry.owner(name)
+    found = plugins.plugin_of(getattr(obj, "__module__", ""))
+    source = found.describe() if found else owner
+    code = registry.code_hash(name)
+    return f"{role} {name!r} ({source}, code sha256 {str(code)[:12]})" if code else f"{role} {name!r} ({owner})"
+
+
+def checked_plugin_code(config: RunConfig, given, where: str) -> dict[str, str]:
+    """The loaded plugin code of the configuration's names; a configuration that records plugin code (a run's
+    config.yaml, a sweep's planned run) must name the same code: another version is another run."""
+    current = plugin_code(config)
+    if given is None or given == current:
+        return current
+    for role in sorted(set(given) | set(current)):
+        if given.get(role) != current.get(role):
+            recorded = given.get(role)
+            if role not in current:
+                loaded = f"{role} {role_names(config)[role][1]!r} is recx's own now"
+            else:
+                loaded = f"the loaded code is {describe_code(config, role)}"
+            raise RecxError(
+                f"{where}: plugin_code.{role} = {str(recorded)[:12]}...: the configuration was made with other code "
+                f"for its {role} ({loaded}); another version of a plugin's code is another run (another run id). "
+                "Leave plugin_code out to configure a run of the loaded code, or load the plugin version it records"
+            )
+    return current
+
+
+def check_valid_metric(value: str, where: str) -> None:
+    """`valid_metric` is a per-user accuracy metric with a cut-off (`metric@K`): early stopping keeps the epoch
+    where it is highest, so it must reward hits (a beyond-accuracy or catalogue-level metric is refused)."""
+    metric, _, k = value.partition("@")
+    allowed = validation_metrics()
+    if metric in allowed and k.isdecimal() and len(k) <= 9:
+        return
+    shown = repr(value) if len(value) <= 40 else f"{value[:40]!r}... ({len(value):,} characters)"
+    why = ""
+    if metric in METRICS and METRICS.get(metric).cutoff and k.isdecimal() and len(k) <= 9:
+        kind = "catalogue-level" if METRICS.get(metric).level == "catalogue" else "per-user"
+        why = (
+            f" ({metric!r} is a {kind} metric that does not reward hits; validation keeps the epoch where "
+            "valid_metric is highest, so it must be a per-user accuracy metric)"
+        )
+    raise RecxError(
+        f"{where}: valid_metric {shown}{why}; expected a metric with a cut-off, such as ndcg@20 or recall@50 (a "
+        f"per-user accuracy metric, K of at most 9 digits; metrics: {', '.join(allowed)})"
+    )
 
 
 def check_pairings(config: RunConfig, where: str) -> None:
     """What the model's class declares it trains with (recx.models.base.Model): its losses, optimizers and weight
-    decay modes, a sampler with a closed-form log q, and its own check of its arguments."""
+    decay modes, a sampler with a closed-form log q, and its own check of its arguments; and the loss's plan-time
+    check of the model (`Loss.check_model`)."""
     model_class = MODELS.get(config.model)
     if model_class.losses and config.loss not in model_class.losses:
         raise RecxError(
@@ -208,6 +280,9 @@ def check_pairings(config: RunConfig, where: str) -> None:
         )
     try:
         model_class.check_args(model_class.Args(**config.model_args))
+        if model_class.losses != ():  # a model with its own objective trains without the configuration's loss
+            loss_class = LOSSES.get(config.loss)
+            loss_class.check_model(config.model, dict(config.model_args), loss_class.Args(**config.loss_args))
     except RecxError as exc:
         raise RecxError(f"{where}: {exc}") from None
 
@@ -328,7 +403,7 @@ def non_default_settings(config: RunConfig) -> str:
         if f.name.endswith("_args"):
             reference = dataclasses.asdict(_args_class(f.name, getattr(config, f.name[: -len("_args")]))())
             changed += [(f"{f.name}.{k}", v) for k, v in value.items() if reference.get(k) != v]
-        elif f.name != "optimizer" and value != getattr(plain, f.name):
+        elif f.name not in ("optimizer", "plugin_code") and value != getattr(plain, f.name):
             changed.append((f.name, value))
     given = ", ".join(f"{k}={v}" for k, v in changed if k not in applied) or "(nothing)"
     parts = [f"set: {given}"]

@@ -181,3 +181,48 @@ def check_args(args_class, given: dict, where: str) -> None:
                 f"{where}.{key} = {given[key]!r} applies only with {other}: {needed} (here {other}: "
                 f"{actual}); set {other}: {needed} as well, or leave {key} out"
             )
+
+
+CONFIG_TYPES = (bool, int, float, str, type(None))  # what a configuration file holds for one argument
+
+
+def args_problem(obj) -> str | None:
+    """What is wrong with a method class's `Args` for recx to fill and check it from a configuration, or None: it
+    must be a dataclass whose every field has a default of a type a configuration holds (a number, a boolean, a
+    string or null), and `Args()` must build."""
+    args_class = getattr(obj, "Args", None)
+    if args_class is None:
+        return (
+            "it has no Args: declare a dataclass of its arguments as the class attribute Args (an empty "
+            "`@dataclass class Args: pass` when it takes none)"
+        )
+    if not (isinstance(args_class, type) and dataclasses.is_dataclass(args_class)):
+        return f"its Args ({args_class!r}) is not a dataclass: decorate the class of its arguments with @dataclass"
+    for spec in dataclasses.fields(args_class):
+        default = field_default(spec)
+        if default is MISSING:
+            return (
+                f"its Args field {spec.name!r} has no default: every argument needs one (a configuration may leave "
+                "any out), e.g. arg(1.0, above=0)"
+            )
+        if not isinstance(default, CONFIG_TYPES):
+            return (
+                f"its Args field {spec.name!r} defaults to a {type(default).__name__} ({default!r}): an argument is "
+                "a number, a boolean, a string or null, as a configuration file holds it"
+            )
+    try:
+        args_class()
+    except Exception as exc:  # an Args' own checks (__post_init__) refuse its defaults
+        return f"its Args() with the defaults raises {type(exc).__name__}: {exc}"
+    return None
+
+
+def class_problem(obj, base: type, methods: tuple[str, ...], with_args: bool = True) -> str | None:
+    """What is wrong with a class registered as a method of kind `base`, or None: a subclass of `base` that
+    implements `methods`, with a well-formed `Args` (`args_problem`) when `with_args`."""
+    if not (isinstance(obj, type) and issubclass(obj, base)):
+        return f"it is not a subclass of recx's {base.__name__} ({obj!r})"
+    missing = [name for name in methods if getattr(obj, name, None) is getattr(base, name, None)]
+    if missing:
+        return f"it does not implement {', '.join(missing)} (the {base.__name__} contract)"
+    return args_problem(obj) if with_args else None

@@ -9,8 +9,14 @@ Where they come from, loaded once, before any name is looked up (the first read 
 A local file is imported as the module `recx_plugin_<its stem>`, a package folder (one with `__init__.py`) as the
 package of its folder's name, so the classes a checkpoint pickles are found again when the same plugin is loaded. A plugin that fails to import is one RecxError naming it and the import error; a
 name that clashes with a built-in or another plugin's is refused by the registry with both owners named. Each run
-records the plugins loaded (`recorded()`: name, source, version, sha256 of a local file) in its environment.json,
-and a sweep's workers load the same ones (`worker_specs()`).
+records the plugins loaded (`recorded()`: name, source, module, version, the sha256 of its code and the names it
+registered) in its environment.json, and a sweep's workers load the same ones (`worker_specs()`).
+
+A plugin's code (`code_hash`): the sha256 of the module files of the top-level package a registered class comes from
+(its folder's `.py` files, their relative paths and contents in order: `content_hash`), or of its module's file when
+that is a single module. The same package gives the same hash whether it is loaded with `--plugin FOLDER` or
+installed (entry point, module name), so a run's identity (RunConfig.plugin_code) follows the code, not how it was
+loaded; a single `.py` file and a package holding a copy of it are other code.
 """
 
 from __future__ import annotations
@@ -35,10 +41,11 @@ ENV = "RECX_PLUGINS"
 @dataclass(frozen=True)
 class Plugin:
     name: str  # the entry point's name, the module's name or the file's path
-    source: str  # "entry point", "module" or "file"
+    source: str  # "entry point", "module", "file" or "folder"
     module: str  # the module it was imported as
     version: str | None = None  # its distribution's version (entry points and installed modules)
-    sha256: str | None = None  # the content of a local file
+    sha256: str | None = None  # its code: a local file's content, else its package's module files (code_hash)
+    names: tuple[str, ...] = ()  # what it registered: "sampler mixture", "metric map", ...
 
     def describe(self) -> str:
         detail = self.version and f" {self.version}" or self.sha256 and f" sha256 {self.sha256[:12]}" or ""
@@ -48,12 +55,47 @@ class Plugin:
 _requested: list[str] = []
 _loaded: list[Plugin] = []
 _current: list[str] = []  # the plugin being imported (a stack: a plugin may request another)
+_registered: dict[str, list[str]] = {}  # plugin label -> "kind name" it registered while being imported
 _started = False
+_hashes: dict[str, str | None] = {}  # a module's file or package folders -> code_hash (its code is loaded once)
 
 
 def loading_now() -> str | None:
     """`plugin <name>` while a plugin's module is being imported, else None (the registries' owner of a name)."""
     return f"plugin {_current[-1]}" if _current else None
+
+
+def note_registered(kind: str, name: str) -> None:
+    """A registry registered `name` of `kind` for the plugin being imported (recorded in its `names`)."""
+    if _current:
+        _registered.setdefault(_current[-1], []).append(f"{kind} {name}")
+
+
+def code_hash(module_name: str) -> str | None:
+    """The sha256 of the code a class of module `module_name` comes from: its top-level package's `.py` files
+    (`content_hash` of the package folder), or its module's file; None when the module has no source file."""
+    module = sys.modules.get(module_name.split(".")[0])
+    folders = sorted(getattr(module, "__path__", None) or [])
+    source = getattr(module, "__file__", None)
+    key = "\0".join(folders) if folders else str(source)
+    if key not in _hashes:
+        if folders:
+            digests = [content_hash(Path(folder)) for folder in folders]
+            _hashes[key] = digests[0] if len(digests) == 1 else hashlib.sha256("".join(digests).encode()).hexdigest()
+        elif source and Path(source).is_file():
+            _hashes[key] = content_hash(Path(source))
+        else:
+            _hashes[key] = None
+    return _hashes[key]
+
+
+def plugin_of(module_name: str) -> Plugin | None:
+    """The loaded plugin whose module (or package) holds `module_name`, if any."""
+    for plugin in _loaded:
+        if module_name == plugin.module or module_name.startswith(plugin.module + "."):
+            return plugin
+    top = module_name.split(".")[0]
+    return next((plugin for plugin in _loaded if plugin.module.split(".")[0] == top), None)
 
 
 def _environment_specs() -> list[str]:
@@ -198,7 +240,9 @@ def _import(label: str, source: str, module: str, do_import, version=None, sha25
         ) from None
     finally:
         _current.pop()
-    _loaded.append(Plugin(label, source, getattr(imported, "__name__", module), version, sha256))
+    name = getattr(imported, "__name__", module)
+    names = tuple(_registered.pop(label, []))
+    _loaded.append(Plugin(label, source, name, version, sha256 or code_hash(name), names))
 
 
 def loaded() -> list[Plugin]:
@@ -229,3 +273,21 @@ def fingerprint() -> str | None:
         if _is_file(spec) and Path(spec).exists():
             digest.update(content_hash(Path(spec)).encode())
     return digest.hexdigest()[:16]
+
+
+def blame(error: BaseException) -> str | None:
+    """`plugin P: Class.method (file, line N) raised Type: message` for the innermost frame of the error's
+    traceback in a loaded plugin's code; None when no plugin code is in it."""
+    found = None
+    trace = error.__traceback__
+    while trace is not None:
+        module = trace.tb_frame.f_globals.get("__name__", "")
+        plugin = plugin_of(module) if module else None
+        if plugin is not None:
+            found = (plugin, trace.tb_frame.f_code, trace.tb_lineno)
+        trace = trace.tb_next
+    if found is None:
+        return None
+    plugin, code, line = found
+    method = getattr(code, "co_qualname", code.co_name)
+    return f"{plugin.describe()}: {method} ({code.co_filename}, line {line}) raised {type(error).__name__}: {error}"

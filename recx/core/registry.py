@@ -44,9 +44,11 @@ def _owner_of(obj) -> str:
 class Registry(Generic[T]):
     """A named registry; `get` names the valid choices (and the closest one) when a name is unknown."""
 
-    def __init__(self, kind: str, *packages: str):
+    def __init__(self, kind: str, *packages: str, check: Callable[[T], str | None] | None = None):
+        """`check(obj)`: what is wrong with a member (its class and Args), refused when it registers; None: fine."""
         self.kind = kind
         self.packages = packages
+        self.check = check
         self._entries: dict[str, T] = {}
         self._owners: dict[str, str] = {}
         self._default: str | None = None
@@ -70,8 +72,12 @@ class Registry(Generic[T]):
                     f"{self.kind} {name!r} is registered twice: by {self._owners[name]} and by {owner}; "
                     "rename one of them"
                 )
+            problem = self.check(obj) if self.check is not None else None
+            if problem:
+                raise RecxError(f"{self.kind} {name!r} of {owner} is refused: {problem}")
             self._entries[name] = obj
             self._owners[name] = owner
+            plugins.note_registered(self.kind, name)
             if default:
                 self._default = name
             return obj
@@ -112,6 +118,15 @@ class Registry(Generic[T]):
         """Who registered `name`: `recx (module)` or `plugin <name> (module)`."""
         self.get(name)
         return self._owners[name]
+
+    def code_hash(self, name: str) -> str | None:
+        """None for a name recx registers; else the sha256 of the code its class comes from (plugins.code_hash), or
+        "unhashed <module>" when that module has no source file."""
+        obj = self.get(name)
+        if _builtin(obj):
+            return None
+        module = getattr(obj, "__module__", "?")
+        return plugins.code_hash(module) or f"unhashed {module}"
 
     @property
     def default(self) -> str:

@@ -6,6 +6,7 @@ computed row by row and averaged in float64 at the end in user order, so results
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Callable
 
@@ -14,8 +15,9 @@ import torch
 from recx.core.errors import RecxError
 from recx.data.csr import CSR
 from recx.data.dataset import Dataset
-from recx.eval.metrics.registry import METRICS, per_user_metrics
-from recx.eval.strata import popularity_strata
+from recx.eval.catalogue import HELD_OUT_SHARE, Catalogue, catalogue_of
+from recx.eval.metrics.registry import METRICS, catalogue_metrics, list_counts, per_user_metrics
+from recx.eval.strata import STRATA
 
 # Top-K lists are scored by the metrics in groups of at least this many users (a few kernels per metric for the
 # group, instead of per evaluation batch: on a GPU the per-batch launches were 5.6x the bare matmul + top-k).
@@ -24,14 +26,18 @@ METRIC_ROWS = 1 << 16
 
 @dataclass
 class Evaluation:
-    """Averages over evaluated users, keyed by (metric, k, stratum); when asked, the evaluated users (ascending id)
-    with their top-K lists and/or their per-user values (float64 on the CPU, same keys, same user order)."""
+    """Averages over evaluated users, keyed by (metric, k, stratum), and the catalogue-level metrics' values (key
+    "all" or a stratum for the stratum), with the held-out interactions' share per stratum (`heldout_share`, repeated
+    at each k beside the exposure shares);
+    when asked, the evaluated users (ascending id) with their top-K lists and/or their per-user values (float64 on
+    the CPU, same keys, same user order; the per-user metrics only); `catalogue` the facts the metrics read."""
 
     values: dict[tuple[str, int, str], float]
     n_users: int
     users: torch.Tensor | None = None
     topk: torch.Tensor | None = None
     per_user: dict[tuple[str, int, str], torch.Tensor] | None = None
+    catalogue: Catalogue | None = None
 
     def listed(self) -> tuple[torch.Tensor, torch.Tensor]:
         """(users [U], top-K lists [U, K]) of an evaluation asked for them."""
@@ -44,6 +50,46 @@ class Evaluation:
         if self.users is None or self.per_user is None:
             raise ValueError("this evaluation was not asked for its per-user values")
         return self.users, self.per_user
+
+
+def held_out_rows(csr: CSR, users: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(indptr [U + 1], indices): the users' rows of `csr`, in their order (one host read: the entries' count)."""
+    lengths = csr.row_lengths()[users]
+    indptr = torch.zeros(users.numel() + 1, dtype=torch.long, device=users.device)
+    indptr[1:] = torch.cumsum(lengths, 0)
+    count = int(indptr[-1])
+    starts = torch.repeat_interleave(csr.indptr[users], lengths, output_size=count)
+    within = torch.arange(count, device=users.device) - torch.repeat_interleave(indptr[:-1], lengths, output_size=count)
+    return indptr, csr.indices[starts + within].to(torch.long)
+
+
+def catalogue_values(
+    counts: dict[int, torch.Tensor], n_lists: int, catalogue: Catalogue
+) -> dict[tuple[str, int, str], torch.Tensor]:
+    """The catalogue-level metrics of counts {k: [n_items]} over n_lists lists, and the held-out share per stratum
+    (`heldout_share`, the same at each k): scalar float64 tensors on the evaluation's device."""
+    lists = torch.tensor(float(n_lists), dtype=torch.float64, device=catalogue.popularity.device)
+    values = {key: value[0] for key, value in catalogue_metrics(counts, lists, catalogue).items()}
+    if catalogue.held_out_share is not None:  # at each cut-off, beside the exposure shares (it does not depend on k)
+        for k in counts:
+            values.update({(HELD_OUT_SHARE, k, name): catalogue.held_out_share[i] for i, name in enumerate(STRATA)})
+    return values
+
+
+def score_lists(dataset: Dataset, split: str, users: torch.Tensor, items: torch.Tensor, ks: list[int]) -> Evaluation:
+    """Every cut-off metric of given top-K lists: items [U, K] (-1 where a list ends) of `users` [U] (ascending, each
+    with a held-out item), with per-user values, as `evaluate` computes them from a model's lists."""
+    target = dataset.split(split)
+    catalogue = catalogue_of(dataset.train, target)
+    listed = items >= 0
+    hits = target.contains(users[:, None].expand_as(items), items.clamp_min(0)) & listed
+    strata = torch.where(listed, catalogue.strata[items.clamp_min(0)], -1)
+    held_out = functools.partial(held_out_rows, target, users)
+    per_user = per_user_metrics(hits, target.row_lengths()[users], ks, strata, items, catalogue, held_out)
+    whole = catalogue_values(list_counts(items, ks, dataset.n_items), users.numel(), catalogue)
+    means = torch.stack([values.mean() for values in per_user.values()] + list(whole.values())).tolist()
+    averages = dict(zip([*per_user, *whole], means, strict=True))
+    return Evaluation(averages, users.numel(), users, items, {key: v.cpu() for key, v in per_user.items()}, catalogue)
 
 
 def excluded_splits(dataset: Dataset, split: str) -> list[CSR]:
@@ -107,7 +153,8 @@ def evaluate(
         raise RecxError(f"K={max_k} is larger than the number of items ({dataset.n_items})")
     model.eval()
     seen = excluded_splits(dataset, split)
-    stratum_of = popularity_strata(dataset.item_popularity)
+    catalogue = catalogue_of(dataset.train, target)
+    stratum_of = catalogue.strata
     item_table = model.item_table()
     users_all = torch.nonzero(target.row_lengths() > 0).flatten()
     if users_all.numel() == 0:
@@ -115,19 +162,22 @@ def evaluate(
     parts: dict = {}  # cut-off metrics' per-user values, then (auc_beta) the full score row's
     row_parts: dict = {}
     tops = []
-    lists: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []  # (hits, n_relevant, strata) not yet scored
-    counts = list(zip(*(batch_counts(users_all, csr, batch_size) for csr in seen), strict=True))
+    lists: list[tuple[torch.Tensor, ...]] = []  # (hits, n_relevant, strata, items, users) not yet scored
+    counts = {k: torch.zeros(dataset.n_items, dtype=torch.float64, device=users_all.device) for k in ks}
+    seen_counts = list(zip(*(batch_counts(users_all, csr, batch_size) for csr in seen), strict=True))
     for batch, start in enumerate(range(0, users_all.numel(), batch_size)):
         users = users_all[start : start + batch_size]
-        scores = masked_scores(model.query(users), item_table, users, seen, list(counts[batch]))
+        scores = masked_scores(model.query(users), item_table, users, seen, list(seen_counts[batch]))
         topk = scores.topk(max_k, dim=1, sorted=True).indices
-        lists.append(
-            (target.contains(users[:, None].expand_as(topk), topk), target.row_lengths()[users], stratum_of[topk])
-        )
-        if sum(hits.shape[0] for hits, _, _ in lists) >= METRIC_ROWS or start + batch_size >= users_all.numel():
-            hits, n_relevant, strata = (torch.cat(part) for part in zip(*lists, strict=True))
-            for key, value in per_user_metrics(hits, n_relevant, ks, strata).items():
+        hits = target.contains(users[:, None].expand_as(topk), topk)
+        lists.append((hits, target.row_lengths()[users], stratum_of[topk], topk, users))
+        if sum(part[0].shape[0] for part in lists) >= METRIC_ROWS or start + batch_size >= users_all.numel():
+            hits, n_relevant, strata, items, group = (torch.cat(part) for part in zip(*lists, strict=True))
+            held_out = functools.partial(held_out_rows, target, group)
+            for key, value in per_user_metrics(hits, n_relevant, ks, strata, items, catalogue, held_out).items():
                 parts.setdefault(key, []).append(value)
+            for k, at_k in list_counts(items, ks, dataset.n_items).items():
+                counts[k] += at_k
             lists = []
         if auc_beta is not None:
             relevant = target.dense_rows(users)
@@ -141,12 +191,14 @@ def evaluate(
         if after_batch is not None:
             after_batch(start + users.numel(), users_all.numel())
     per_user = {key: torch.cat(chunks) for key, chunks in {**parts, **row_parts}.items()}
-    means = torch.stack([values.mean() for values in per_user.values()]).tolist()  # one host read
-    averages = dict(zip(per_user, means, strict=True))
+    whole = catalogue_values(counts, users_all.numel(), catalogue)
+    means = torch.stack([values.mean() for values in per_user.values()] + list(whole.values())).tolist()  # one read
+    averages = dict(zip([*per_user, *whole], means, strict=True))
     return Evaluation(
         averages,
         int(users_all.numel()),
         users_all if keep_topk or keep_per_user else None,
         torch.cat(tops) if keep_topk else None,
         {key: values.cpu() for key, values in per_user.items()} if keep_per_user else None,
+        catalogue,
     )

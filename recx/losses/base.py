@@ -70,6 +70,7 @@ class Loss:
     `row_gradients(user_table, item_table, users, ids) -> (loss, user row gradients, candidate row gradients)`, the
     loss and its gradients on dot scores of per-query candidates in one compiled CPU pass (the step uses it for
     models scored by a dot product of two tables, with a row-sparse optimizer: recx.training.step).
+    `check_model(model, model_args, args)`: refuse a model or scoring the loss is not defined for, at plan time.
     """
 
     summary: ClassVar[str] = ""
@@ -83,6 +84,13 @@ class Loss:
 
     def __init__(self, args, dataset=None):
         self.args = args
+
+    @classmethod
+    def check_model(cls, model: str, model_args: dict, args) -> None:
+        """A plan-time check of the model this loss trains (`resolve` runs it before any run starts, as a model's
+        `check_args`): refuse, with a RecxError naming the key (`model_args.scoring`), a model or scoring the loss is
+        not defined for (e.g. a loss of cosine scores). `model_args`: the model's resolved arguments; `args`: this
+        loss's Args."""
 
     def parameters(self) -> list[torch.nn.Parameter]:
         return []

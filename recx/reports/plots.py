@@ -6,7 +6,9 @@
 - strata: bars of a metric per item-popularity stratum, one bar per method, ± std over seeds (no error bar from
   one seed);
 - swept parameter: a metric versus the parameter a set of methods varies (batch size, M, rho, negatives...), one
-  line per family of methods, ± std over seeds.
+  line per family of methods, ± std over seeds;
+- trade-off: an accuracy metric against beyond-accuracy metrics (ARP, coverage), one point per method, one panel
+  per metric.
 """
 
 from __future__ import annotations
@@ -90,6 +92,39 @@ def swept(points: pd.DataFrame, parameter: str, ylabel: str, title: str) -> Figu
     axes.set_title(title)
     axes.legend(fontsize="small")
     return figure
+
+
+def tradeoff(panels: list[tuple[str, pd.DataFrame, pd.DataFrame]], ylabel: str, title: str) -> Figure:
+    """panels: (x label, x cells, y cells), cells indexed by method with columns mean, std, ci_low, ci_high (an
+    interval where given, else ± std)."""
+    figure = Figure(figsize=(6.4 * len(panels), 4.6), layout="constrained")
+    for index, (xlabel, x, y) in enumerate(panels):
+        axes = figure.add_subplot(1, len(panels), index + 1)
+        for position, method in enumerate(x.index):
+            axes.errorbar(
+                x.at[method, "mean"],
+                y.at[method, "mean"],
+                xerr=_error(x.loc[method]),
+                yerr=_error(y.loc[method]),
+                marker="o",
+                capsize=2,
+                color=f"C{position % 10}",
+                label=method,
+            )
+        axes.set_xlabel(xlabel)
+        axes.set_ylabel(ylabel)
+        axes.legend(fontsize="small")
+    figure.suptitle(title)
+    return figure
+
+
+def _error(cell: pd.Series) -> list[list[float]] | None:
+    """[[below], [above]] for one point: its interval when given, else ± its std (none when neither)."""
+    if pd.notna(cell.get("ci_low")):
+        return [[max(0.0, cell["mean"] - cell["ci_low"])], [max(0.0, cell["ci_high"] - cell["mean"])]]
+    if pd.notna(cell.get("std")):
+        return [[cell["std"]], [cell["std"]]]
+    return None
 
 
 def save(figure: Figure, path: Path) -> None:

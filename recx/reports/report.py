@@ -3,7 +3,8 @@ tests of every method against a baseline (or of every pair, `pairs="all"`), and 
 together and states the popularity strata.
 
 Files written to the output folder: table.md/.csv/.tex, significance.md/.csv (significance_pairs.md/.csv with
-`pairs="all"`), plots/*.png, report.md.
+`pairs="all"`), popularity.md/.csv (the popularity and coverage section: recx.reports.popularity), plots/*.png,
+report.md.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from recx.core.errors import RecxError
 from recx.core.folders import write_failed, write_text_atomic
 from recx.eval.metrics.registry import stratified_metrics, table_metrics
 from recx.eval.strata import STRATA
-from recx.reports import budget, paper, plots, significance, stats, tables
+from recx.reports import budget, paper, plots, popularity, significance, stats, tables
+from recx.reports.resampled import DEFAULT_RESAMPLES, Resampled
 from recx.reports.tables import column_name, summary
 from recx.runs.collection import epochs, flat_config
 from recx.runs.convergence import FILE as CONVERGENCE
@@ -42,6 +44,7 @@ class ReportOptions:
     title: str = "recx report"
     sources: list = field(default_factory=list)
     pairs: str = "baseline"  # "all": also every pair of methods (significance_pairs.md/.csv)
+    bootstrap: int = DEFAULT_RESAMPLES  # resamples of the catalogue-level metrics' bootstrap over users
 
     @property
     def cutoffs(self) -> tuple:
@@ -87,6 +90,7 @@ class ReportOptions:
             self.title,
             list(self.sources),
             self.pairs,
+            self.bootstrap,
         )
 
 
@@ -192,6 +196,8 @@ REPORT_FILES = (
     "significance_pairs.csv",
     "budget.csv",
     "paper.csv",
+    "popularity.md",
+    "popularity.csv",
     "plots",
 )
 STRATA_DEFINITION = (
@@ -230,6 +236,7 @@ def write_report(
     except OSError as exc:
         raise write_failed(out / REPORT_MARKER, exc, "nothing was written") from None
     table = summary(results, options.split, options.metrics, options.cutoffs, options.stratified)
+    resampled = Resampled(folders, options.split, options.bootstrap)
     tested, notes = significance.compare(
         results,
         folders,
@@ -239,6 +246,7 @@ def write_report(
         options.correction,
         options.resamples,
         options.alpha,
+        resampled=resampled,
     )
     marks = {(r.dataset, r.method, r.column): True for r in tested.itertuples() if r.significant}
     record = experiment_record(options.sources)
@@ -275,6 +283,7 @@ def write_report(
             options.correction,
             options.resamples,
             options.alpha,
+            resampled=resampled,
         )
         write_atomic(out / "significance_pairs.csv", pairs.to_csv(index=False))
         write_atomic(out / "significance_pairs.md", significance.to_markdown(pairs))
@@ -287,10 +296,41 @@ def write_report(
             "",
             significance.pairs_matrix_markdown(pairs) if not pairs.empty else "(no test: per-user results missing)\n",
         ]
+    reference = (options.metrics[0], options.cutoffs[0])
+    popular_cells, popular_tests, popular_notes = popularity.section(
+        results,
+        folders,
+        reference,
+        options.split,
+        options.baseline_method,
+        options.correction,
+        options.resamples,
+        options.alpha,
+        resampled,
+    )
+    popular_notes = popularity.unregistered(results, folders) + popular_notes
+    popular_table = popularity.to_markdown(
+        popular_cells, popular_tests, popularity.held_out(results, options.split), options.cutoffs[0]
+    )
+    write_atomic(out / "popularity.md", popular_table)
+    write_atomic(out / "popularity.csv", popular_cells.to_csv(index=False))
     drawn = []
-    for name, description, figure in figures(results, folders, options):
+    for name, description, figure in [
+        *figures(results, folders, options),
+        *popularity.figures(popular_cells, reference),
+    ]:
         plots.save(figure, out / "plots" / name)
         drawn.append((name, description))
+    popular_text = [
+        "## Popularity and coverage",
+        "",
+        popularity.intro(options.cutoffs[0], options.bootstrap, options.correction, options.alpha),
+        "",
+        popular_table or "(no beyond-accuracy metric in the results)\n",
+        *([significance.to_markdown(popular_tests), ""] if not popular_tests.empty else []),
+        *[f"- {note}" for note in popular_notes],
+        "",
+    ]
     seeds = results.groupby(["dataset", "method"])["run_id"].nunique()
     counts = f"{seeds.min()}" if seeds.min() == seeds.max() else f"{seeds.min()}–{seeds.max()}"
     text = [
@@ -326,6 +366,7 @@ def write_report(
         *[f"- {note}" for note in notes],
         "",
         *pairs_text,
+        *popular_text,
         "## Plots",
         "",
     ]
@@ -378,9 +419,13 @@ def report_sweep(outcome: SweepOutcome | None, console) -> None:
         force=True,
     )
     console.print((out / "table.md").read_text(), soft_wrap=True, markup=False, highlight=False)
+    beyond = (out / "popularity.md").read_text()
+    if beyond:
+        console.print("popularity and coverage:", soft_wrap=True, highlight=False)
+        console.print(beyond, soft_wrap=True, markup=False, highlight=False)
     console.print(
         f"results: {out / 'results.parquet'}; report: {out / 'report.md'} (tables table.md/.csv/.tex, "
-        f"significance.md/.csv, plots/); per-epoch curves: {out / CONVERGENCE}"
+        f"significance.md/.csv, popularity.md/.csv, plots/); per-epoch curves: {out / CONVERGENCE}"
     )
 
 

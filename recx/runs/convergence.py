@@ -17,10 +17,13 @@ FILE = "convergence.parquet"
 
 
 def convergence_frame(runs, runs_dir: Path) -> pd.DataFrame:
-    """`runs`: the sweep's planned runs (method, config); their folders under `runs_dir`."""
+    """`runs`: the sweep's planned runs (method, config); their folders under `runs_dir`. A run without epochs
+    (MostPop: nothing to train) has no rows."""
     frames = []
     for run in runs:
         records = pd.DataFrame(store.read_epochs(runs_dir / run.config.run_id()))
+        if records.empty:
+            continue
         valid = f"valid_{run.config.valid_metric}"
         frames.append(
             pd.DataFrame(
@@ -39,4 +42,6 @@ def convergence_frame(runs, runs_dir: Path) -> pd.DataFrame:
                 }
             )
         )
-    return pd.concat(frames, ignore_index=True)
+    columns = ["run_id", "method", "dataset", "model", "seed", "epoch", "seconds", "cumulative_seconds", "loss"]
+    empty = pd.DataFrame(columns=[*columns, "valid_metric", "valid_value"])
+    return pd.concat(frames, ignore_index=True) if frames else empty

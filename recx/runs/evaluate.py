@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pyarrow as pa
@@ -16,6 +17,7 @@ from recx.data.dataset import load_dataset
 from recx.data.dataset_folder import read_ids
 from recx.eval.diagnostics import diagnostics
 from recx.eval.evaluator import evaluate
+from recx.models.registry import MODELS
 from recx.runs import store
 from recx.training.build import build_model
 
@@ -66,10 +68,31 @@ def write_topk(path: Path, users: torch.Tensor, topk: torch.Tensor, folder: Path
         pq.write_table(table, partial)
 
 
+def check_model_code(folder: Path, config) -> None:
+    """The run's model must be registered (its plugin loaded: the message names the plugin environment.json
+    records); a plugin model whose loaded code differs from the run's gets a note. The loss and sampler are not
+    needed to evaluate saved weights."""
+    if config.model not in MODELS:
+        raise RecxError(
+            f"run {folder.name}: model {config.model!r} is not registered now, and evaluating the run's weights needs "
+            f"it; {store.recorded_plugin(folder, 'model', config.model)}. Load that plugin (install it, or pass "
+            "--plugin with its file or folder) and run the command again"
+        )
+    recorded, loaded = config.plugin_code.get("model"), MODELS.code_hash(config.model)
+    if recorded is not None and recorded != loaded:
+        print(
+            f"note: run {folder.name}: model {config.model!r} was trained with code sha256 {recorded[:12]} "
+            f"({store.recorded_plugin(folder, 'model', config.model)}); the loaded code is sha256 "
+            f"{str(loaded)[:12]}: evaluating with the loaded code",
+            file=sys.stderr,
+        )
+
+
 def open_saved_run(folder: Path, device: torch.device, data_root: Path | None = None):
     """(config, dataset on `device`, model with the saved weights) of a trained run; the dataset is the one recorded
     in environment.json (or `data_root`'s of the same name) and must have the recorded data hash."""
     config = store.open_trained_run(folder)
+    check_model_code(folder, config)
     environment = store.read_environment(folder)
     if data_root is not None:
         dataset = load_dataset(data_root, config.dataset)

@@ -44,11 +44,9 @@ from recx.core.names import check_name
 from recx.core.words import counted
 from recx.data.dataset import Dataset
 from recx.data.dataset_folder import IDENTITY, read_ids, sha256_of
-from recx.eval.evaluator import Evaluation, excluded_splits
-from recx.eval.metrics.registry import per_user_metrics
-from recx.eval.strata import popularity_strata
+from recx.eval.evaluator import Evaluation, excluded_splits, score_lists
 from recx.runs import store
-from recx.runs.per_user import write_per_user
+from recx.runs.per_user import CATALOGUE, lists_name, write_lists, write_per_user
 
 EXAMPLES = 3
 ARTICLES = {"user": "a", "item": "an"}
@@ -295,11 +293,7 @@ def lists_evaluation(
     excluded = _excluded_note(dataset, split, users, items)
     if excluded:
         notes.append(excluded)
-    listed = items >= 0
-    hits = target.contains(users[:, None].expand_as(items), items.clamp_min(0)) & listed
-    strata = torch.where(listed, popularity_strata(dataset.item_popularity)[items.clamp_min(0)], -1)
-    per_user = per_user_metrics(hits, target.row_lengths()[users], ks, strata)
-    evaluation = Evaluation({key: float(v.mean()) for key, v in per_user.items()}, users.numel(), users, None, per_user)
+    evaluation = score_lists(dataset, split, users, items, ks)
     digest = sha256_of(path)
     run_id = hashlib.sha256(f"{digest} {dataset.data_hash} {split} {ks}".encode()).hexdigest()[:12]
     label = name or path.stem
@@ -337,6 +331,7 @@ def _write(folder: Path, current: str, record: dict, evaluation: Evaluation, res
         target.mkdir(parents=True, exist_ok=True)
         write_text_atomic(target / store.LISTS_FILE, json.dumps(record, indent=2) + "\n", kept)
         write_per_user(target, split, evaluation)
+        write_lists(target, split, evaluation)
         store.write_results(target, results, kept=kept)
         store.mark_complete(target)
         if replacing:
@@ -355,7 +350,8 @@ def _remove(target: Path, whole: bool, folder: Path) -> None:
     if whole:
         shutil.rmtree(target, ignore_errors=True)
         return
-    for name in (store.LISTS_FILE, "results.parquet", "per_user_valid.parquet", "per_user_test.parquet"):
+    names = (store.LISTS_FILE, "results.parquet", "per_user_valid.parquet", "per_user_test.parquet", CATALOGUE)
+    for name in (*names, lists_name("valid"), lists_name("test")):
         (folder / name).unlink(missing_ok=True)
     for name in (store.CHECKSUMS, store.COMPLETE):
         (folder / name).unlink(missing_ok=True)

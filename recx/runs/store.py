@@ -9,6 +9,8 @@
     model.pt          the weights of the selected epoch
     TRAINED           written after model.pt: {"best_epoch": n}; evaluation may still be missing
     results.parquet   long format: run_id, dataset, model, loss, sampler, seed, split, metric, k, stratum, value
+    per_user_<split>.parquet, topk_<split>.parquet, catalogue.parquet
+                      per-user values, the top-K lists and the catalogue they were scored on (recx.runs.per_user)
     diagnostics.json  embedding diagnostics (only with --diagnostics)
     checksums.json    the sha256 of each artifact above (weights, results, per-user results, diagnostics, eval_*),
                       recorded when the artifact is complete and checked on every read
@@ -34,6 +36,7 @@ import pickle
 import platform
 import sys
 import zipfile
+from dataclasses import fields
 from importlib import metadata
 from pathlib import Path
 from typing import Callable
@@ -42,7 +45,7 @@ import pandas as pd
 import torch
 import yaml
 
-from recx.config.run_config import RunConfig, resolve
+from recx.config.run_config import RunConfig
 from recx.core.errors import RecxError
 from recx.core.folders import atomic_file, write_failed, write_text_atomic
 from recx.data.dataset import Dataset
@@ -63,6 +66,9 @@ RUN_FILES = (
     "results.parquet",
     "per_user_valid.parquet",
     "per_user_test.parquet",
+    "topk_valid.parquet",
+    "topk_test.parquet",
+    "catalogue.parquet",
     "diagnostics.json",
     "error.log",
     CHECKPOINT,
@@ -363,7 +369,9 @@ def read_config(folder: Path, required: bool = True) -> dict:
 
 
 def open_trained_run(folder: Path) -> RunConfig:
-    """The config of a complete or trained run (weights saved); errors name the folder or file at fault."""
+    """The config of a complete or trained run (weights saved), as recorded: evaluating its saved model needs its
+    model's name and arguments, not its loss or sampler (a plugin's may not be loaded); errors name the folder or
+    file at fault."""
     if not folder.is_dir():
         raise RecxError(f"{folder}: no such run folder")
     if state(folder) not in ("complete", "trained"):
@@ -373,4 +381,42 @@ def open_trained_run(folder: Path) -> RunConfig:
             f"{folder} holds evaluated lists (recx eval --lists), not a trained run: it has no model to evaluate; "
             "its results are results.parquet (recx report reads them)"
         )
-    return resolve(read_config(folder), where=str(folder / "config.yaml"))
+    return recorded_config(folder)
+
+
+def recorded_config(folder: Path) -> RunConfig:
+    """config.yaml as a RunConfig without resolving its names against the registries (it was resolved when the run
+    was written): keys RunConfig does not know are refused."""
+    raw = read_config(folder)
+    known = {field.name for field in fields(RunConfig)}
+    unknown = sorted(set(raw) - known)
+    if unknown:
+        raise RecxError(
+            f"{folder / 'config.yaml'}: unknown key {unknown[0]!r} (written by another recx?); valid keys: "
+            f"{', '.join(sorted(known))}"
+        )
+    return RunConfig(**raw)
+
+
+def recorded_plugin(folder: Path, kind: str, name: str) -> str:
+    """Which plugin environment.json records as registering `kind` `name` (`plugin P, version V, source S, code
+    sha256 H`), else the plugins it records, else that it records none."""
+    try:
+        recorded = json.loads((folder / "environment.json").read_text()).get("plugins") or []
+    except (OSError, ValueError, AttributeError):
+        return f"{folder / 'environment.json'} records no plugin"
+
+    def describe(plugin: dict) -> str:
+        parts = [f"plugin {plugin.get('name')}", f"source {plugin.get('source')}", f"module {plugin.get('module')}"]
+        if plugin.get("version"):
+            parts.insert(1, f"version {plugin['version']}")
+        if plugin.get("sha256"):
+            parts.append(f"code sha256 {str(plugin['sha256'])[:12]}")
+        return ", ".join(parts)
+
+    owners = [plugin for plugin in recorded if f"{kind} {name}" in (plugin.get("names") or [])]
+    if owners:
+        return f"recorded in environment.json: {describe(owners[0])}"
+    if recorded:
+        return "environment.json records the plugins " + "; ".join(describe(plugin) for plugin in recorded)
+    return f"{folder / 'environment.json'} records no plugin"

@@ -14,7 +14,13 @@ import pandas as pd
 import torch
 from rich.progress import Progress
 
-from recx.config.run_config import RunConfig, bundle_note, check_against_dataset, non_default_settings
+from recx.config.run_config import (
+    RunConfig,
+    bundle_note,
+    check_against_dataset,
+    describe_code,
+    non_default_settings,
+)
 from recx.core import plugins
 from recx.core.device import resolve_device
 from recx.core.errors import Interrupted, RecxError, attach_log
@@ -27,7 +33,7 @@ from recx.data.dataset_folder import IDENTITY
 from recx.eval.evaluator import evaluate
 from recx.runs import store
 from recx.runs.diagnostics import write_diagnostics
-from recx.runs.per_user import write_per_user
+from recx.runs.per_user import write_lists, write_per_user
 from recx.training import checkpoint
 from recx.training.build import build_model
 from recx.training.fit import FitHooks, fit
@@ -74,12 +80,64 @@ def _check_folder(config: RunConfig, folder: Path, force: bool) -> str:
         raise RecxError(f"{folder} exists and is not a run folder recx wrote (no run marker); choose another --run-dir")
     if current == "complete" and not force:
         raise RecxError(f"run {folder.name} is already complete in {folder}; pass --force to train it again")
-    if current in ("incomplete", "trained") and not force and store.read_config(folder) != config.to_dict():
+    recorded = store.read_config(folder) if current in ("incomplete", "trained") and not force else None
+    if recorded is not None and recorded != config.to_dict():
+        if _without_code(recorded) == _without_code(config.to_dict()):
+            raise RecxError(
+                f"{folder} holds an unfinished run of these settings trained with other plugin code: "
+                f"{_code_change(folder, recorded, config)}. Load the plugin the run was trained with to finish it, "
+                "or pass --force to train it again with the loaded code"
+            )
         raise RecxError(
             f"{folder} holds an unfinished run of another configuration; pass --force to replace it "
             "or choose another --run-dir"
         )
     return current
+
+
+def _without_code(settings: dict) -> dict:
+    return {key: value for key, value in settings.items() if key != "plugin_code"}
+
+
+def _code_change(folder: Path, recorded: dict, config: RunConfig) -> str:
+    """Per role whose plugin code differs: what the run recorded (environment.json's plugin) and what is loaded."""
+    before, now = recorded.get("plugin_code") or {}, config.plugin_code
+    parts = []
+    for role in sorted(set(before) | set(now)):
+        if before.get(role) == now.get(role):
+            continue
+        name = {"model": config.model, "loss": config.loss, "sampler": config.sampler}.get(
+            role, config.valid_metric_name[0]
+        )
+        trained = f"sha256 {str(before.get(role))[:12]}" if role in before else "recx's own"
+        loaded = describe_code(config, role) if role in now else f"{role} {name!r} (recx's own)"
+        parts.append(
+            f"{role} {name!r} was trained with code {trained} ({store.recorded_plugin(folder, role, name)}); "
+            f"loaded now: {loaded}"
+        )
+    return "; ".join(parts)
+
+
+def _note_runs_of_other_code(config: RunConfig, folder: Path, shown) -> None:
+    """A new run of a plugin's names: say which unfinished runs beside it hold the same settings trained with other
+    plugin code (a plugin edited, or loaded from another source: a file instead of its package)."""
+    if not config.plugin_code or not folder.parent.is_dir():
+        return
+    mine = _without_code(config.to_dict())
+    for other in sorted(folder.parent.iterdir()):
+        if other == folder or not (other / "config.yaml").is_file() or store.state(other) == "complete":
+            continue
+        try:
+            settings = store.read_config(other)
+        except RecxError:
+            continue
+        if _without_code(settings) == mine and settings.get("plugin_code") != config.plugin_code:
+            shown.console.print(
+                f"note: {other} holds an unfinished run of these settings trained with other plugin code "
+                f"({_code_change(other, settings, config)}); run {folder.name} trains the loaded code from the start",
+                highlight=False,
+                soft_wrap=True,
+            )
 
 
 def _train_locked(config, dataset, folder, progress, ks, force, with_diagnostics, checkpoint_every) -> RunOutcome:
@@ -109,6 +167,8 @@ def _train_locked(config, dataset, folder, progress, ks, force, with_diagnostics
                         f"{dataset.folder} changed since); pass --force to train it again"
                     )
                 if replacing or not store.resumable(folder):
+                    if current == "absent":
+                        _note_runs_of_other_code(config, folder, shown)
                     store.start_run(
                         target,
                         config,
@@ -155,8 +215,13 @@ def _train_locked(config, dataset, folder, progress, ks, force, with_diagnostics
     except Exception as exc:
         if replacing:
             shutil.rmtree(target, ignore_errors=True)
-        if folder.is_dir():
-            attach_log(exc, _save_traceback(folder))
+        log = _save_traceback(folder) if folder.is_dir() else None
+        if log is not None:
+            attach_log(exc, log)
+        blamed = plugins.blame(exc)
+        if blamed is not None:  # a plugin's bug, not recx's: named, with what the run folder kept
+            where = f"; the traceback is in {log}" if log is not None else ""
+            raise RecxError(f"{blamed}; stopped the {_interrupted(folder, phase, replacing)}{where}") from None
         raise
     return RunOutcome(folder, best_epoch, results)
 
@@ -202,9 +267,17 @@ def _evaluate_splits(
     for split in splits:
         with shown_task(progress, f"evaluating {split}") as advance:
             evaluation = evaluate(
-                model, dataset, split, ks, config.eval_batch_size, keep_per_user=True, after_batch=advance
+                model,
+                dataset,
+                split,
+                ks,
+                config.eval_batch_size,
+                keep_topk=True,
+                keep_per_user=True,
+                after_batch=advance,
             )
         write_per_user(folder, split, evaluation)
+        write_lists(folder, split, evaluation)
         frames.append(store.results_frame(config, split, evaluation.values))
     return pd.concat(frames, ignore_index=True)
 

@@ -62,6 +62,8 @@ def resampling_weights(
 @SAMPLERS.register("bir")
 class BatchImportanceResampler(Sampler):
     summary = "BIR: in-batch importance resampling of the batch's items by softmax(s/τ - log p), as the official code"
+    adaptive = True
+    unchecked_law = "the official BIR: a multiset resampled from the batch, log q = -log of each draw's multiplicity"
     Args = BIRArgs
 
     def __init__(self, dataset, n_negatives, args: BIRArgs, generator, kernels: str = "auto"):

@@ -23,6 +23,7 @@ class ImportanceWeightedBatchResampler(BatchImportanceResampler):
     """BIR's draws (same arguments and weights), returned with the appendix's importance weights."""
 
     summary = "BIR's draws with the importance weights of the BIR appendix's proof (an estimator study, not BIR)"
+    unchecked_law = "BIR's resampled multiset with importance weights: log q carries log(m w / c), not a proposal"
 
     def sample(self, batch: Batch) -> Negatives:
         m = self.args.n_resampled or batch.positives.numel()

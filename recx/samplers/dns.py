@@ -37,6 +37,8 @@ class DNSArgs:
 @SAMPLERS.register("dns")
 class DynamicNegativeSampler(Sampler):
     summary = "DNS(M, N): the M highest-scored of N uniform candidates (hard negatives)"
+    adaptive = True
+    unchecked_law = "the M highest-scored of N uniform candidates are kept: log q is the uniform proposal's constant"
     Args = DNSArgs
 
     def __init__(self, dataset, n_negatives, args: DNSArgs, generator, kernels: str = "auto"):

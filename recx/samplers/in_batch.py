@@ -42,6 +42,7 @@ def log_popularity(dataset, device: torch.device) -> torch.Tensor:
 @SAMPLERS.register("in_batch")
 class InBatchSampler(Sampler):
     summary = "SSL: the batch's positives are every query's candidates, no logQ correction"
+    unchecked_law = "SSL: log q is 0 (no correction, on purpose) while a batch's positives follow the items' popularity"
     Args = InBatchArgs
 
     def sample(self, batch: Batch) -> Negatives:

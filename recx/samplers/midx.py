@@ -81,6 +81,7 @@ class Proposal:
 
 class InvertedMultiIndexSampler(Sampler):
     rebuild_every = "epoch"
+    adaptive = True  # codebooks re-clustered from the item vectors before each epoch
     Args = MidxArgs
 
     def __init__(self, dataset, n_negatives, args: MidxArgs, generator, kernels: str = "auto"):

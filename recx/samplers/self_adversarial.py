@@ -27,6 +27,7 @@ class SelfAdversarialArgs:
 @SAMPLERS.register("self_adversarial")
 class SelfAdversarialSampler(Sampler):
     summary = "self-adversarial: uniform candidates weighted by a detached softmax of their scores (RotatE)"
+    adaptive = True  # the weights come from the model's scores (the candidates are uniform: their law is checked)
     Args = SelfAdversarialArgs
 
     def __init__(self, dataset, n_negatives, args: SelfAdversarialArgs, generator, kernels: str = "auto"):

@@ -50,6 +50,7 @@ def softmax_v_weights(pairwise_losses: torch.Tensor, rho: float) -> torch.Tensor
 @SAMPLERS.register("softmax_v")
 class SoftmaxVSampler(Sampler):
     summary = "Softmax-v(ρ, N): N uniform candidates weighted by a softmax of their losses (KL-DRO)"
+    adaptive = True  # the weights come from the model's scores (the candidates are uniform: their law is checked)
     Args = SoftmaxVArgs
 
     def __init__(self, dataset, n_negatives, args: SoftmaxVArgs, generator, kernels: str = "auto"):

@@ -51,6 +51,8 @@ def next_cache(occurrence: torch.Tensor, drawn: torch.Tensor, size: int, generat
 @SAMPLERS.register("xir")
 class CachedImportanceResampler(Sampler):
     summary = "XIR: BIR plus a cache of often-resampled items, two softmax losses mixed by λ, as the official code"
+    adaptive = True
+    unchecked_law = "the official XIR: multisets resampled from the cache and the batch, log q = -log multiplicity"
     Args = XIRArgs
 
     def __init__(self, dataset, n_negatives, args: XIRArgs, generator, kernels: str = "auto"):

@@ -15,9 +15,18 @@ from recx.training.build import build_loss, build_model
 from recx.training.step import step_scores
 
 
-def _value(name: str, args: dict, sampler: str, n_negatives: int) -> tuple[torch.Tensor, list[torch.Tensor]]:
+def label(name: str, args: dict | None, sampler: str, n_negatives: int, run: dict | None = None) -> str:
+    """`loss 'x' (loss_args {...}, sampler uniform, n_negatives 8)`: the loss and what a check ran it with."""
+    extra = "".join(f", {key} {value}" for key, value in (run or {}).items())
+    return f"loss {name!r} (loss_args {args or {}}, sampler {sampler}, n_negatives {n_negatives}{extra})"
+
+
+def _value(
+    name: str, args: dict, sampler: str, n_negatives: int, run: dict | None = None
+) -> tuple[torch.Tensor, list[torch.Tensor]]:
     dataset = random_dataset(n_users=40, n_items=60, density=0.15)
-    config = resolve({"loss": name, "sampler": sampler, "n_negatives": n_negatives, "loss_args": args, "dim": 8})
+    settings = {"loss": name, "sampler": sampler, "n_negatives": n_negatives, "loss_args": args, "dim": 8}
+    config = resolve({**settings, **(run or {})})
     model = build_model(config, dataset, torch.device("cpu"))
     loss = build_loss(config, dataset, torch.device("cpu"))
     users, positives = dataset.train.row_ids()[:32], dataset.train.indices[:32]
@@ -42,16 +51,20 @@ def _value(name: str, args: dict, sampler: str, n_negatives: int) -> tuple[torch
     return value.detach(), [p.grad.to_dense() for p in model.parameters() if p.grad is not None]
 
 
-def check_loss_value(name: str, args: dict | None = None, sampler: str = "uniform", n_negatives: int = 8) -> None:
+def check_loss_value(
+    name: str, args: dict | None = None, sampler: str = "uniform", n_negatives: int = 8, run: dict | None = None
+) -> None:
     """On MF's scores of 32 queries and their candidates: a finite scalar, the same twice, whose gradients reach
-    the model's parameters, finite and not all zero."""
-    value, grads = _value(name, args or {}, sampler, n_negatives)
+    the model's parameters, finite and not all zero. `run`: other settings of the run (the model and its
+    arguments a loss's `check_model` requires)."""
+    shown = label(name, args, sampler, n_negatives, run)
+    value, grads = _value(name, args or {}, sampler, n_negatives, run)
     if value.shape != () or not torch.isfinite(value):
-        raise AssertionError(f"loss {name!r}: {value} is not a finite scalar")
+        raise AssertionError(f"{shown}: {value} is not a finite scalar")
     if not grads or not all(torch.isfinite(g).all() for g in grads) or not any(g.abs().sum() > 0 for g in grads):
-        raise AssertionError(f"loss {name!r}: its gradients are missing, non-finite or all zero")
-    if not torch.equal(value, _value(name, args or {}, sampler, n_negatives)[0]):
-        raise AssertionError(f"loss {name!r}: two evaluations of the same step differ")
+        raise AssertionError(f"{shown}: its gradients are missing, non-finite or all zero")
+    if not torch.equal(value, _value(name, args or {}, sampler, n_negatives, run)[0]):
+        raise AssertionError(f"{shown}: two evaluations of the same step differ")
 
 
 def check_loss(
@@ -61,7 +74,10 @@ def check_loss(
     sampler: str = "uniform",
     n_negatives: int = 8,
     workdir: Path | None = None,
+    run: dict | None = None,
 ) -> None:
-    """`check_loss_value`, then two epochs of MF with the loss over `sampler`'s draws (training lowers the loss)."""
-    check_loss_value(name, args, sampler, n_negatives)
-    check_trains({"loss": name, "sampler": sampler, "n_negatives": n_negatives, "loss_args": args or {}}, workdir)
+    """`check_loss_value`, then two epochs of MF with the loss over `sampler`'s draws (training lowers the loss);
+    `run`: other settings of both (e.g. {"model_args": {"scoring": "cosine"}} for a loss of cosine scores)."""
+    check_loss_value(name, args, sampler, n_negatives, run)
+    settings = {"loss": name, "sampler": sampler, "n_negatives": n_negatives, "loss_args": args or {}}
+    check_trains({**settings, **(run or {})}, workdir)

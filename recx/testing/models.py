@@ -25,25 +25,26 @@ def check_model_api(name: str, args: dict | None = None) -> None:
     tables."""
     dataset = random_dataset(n_users=40, n_items=60, density=0.15)
     model = _model(name, args or {}, dataset, 0)
+    shown = f"model {name!r} (model_args {args or {}})"
     users = torch.tensor([0, 3, 3, dataset.n_users - 1])
     query, items = model.representations(users)
     if query.shape[0] != users.numel() or items.shape[0] != dataset.n_items or query.shape[1] != items.shape[1]:
-        raise AssertionError(f"model {name!r}: representations {tuple(query.shape)}, {tuple(items.shape)}")
+        raise AssertionError(f"{shown}: representations {tuple(query.shape)}, {tuple(items.shape)}")
     if not query.device == items.device == model.device:
-        raise AssertionError(f"model {name!r}: representations off the model's device")
+        raise AssertionError(f"{shown}: representations off the model's device")
     table, detached = model.item_table(), model.query(users)
     if table.requires_grad or detached.requires_grad:
-        raise AssertionError(f"model {name!r}: item_table() and query() must be detached")
+        raise AssertionError(f"{shown}: item_table() and query() must be detached")
     if not torch.allclose(table, items.detach()) or not torch.allclose(detached, query.detach()):
-        raise AssertionError(f"model {name!r}: item_table() or query() differ from representations()")
+        raise AssertionError(f"{shown}: item_table() or query() differ from representations()")
     if not torch.allclose(detached[1], detached[2]):
-        raise AssertionError(f"model {name!r}: a repeated user gets another query")
+        raise AssertionError(f"{shown}: a repeated user gets another query")
     everyone = torch.arange(dataset.n_users)
     first, second = _model(name, args or {}, dataset, 5), _model(name, args or {}, dataset, 5)
     if not torch.equal(first.query(everyone), second.query(everyone)) or not torch.equal(
         first.item_table(), second.item_table()
     ):
-        raise AssertionError(f"model {name!r}: the same seed gives other tables")
+        raise AssertionError(f"{shown}: the same seed gives other tables")
 
 
 def check_model(name: str, args: dict | None = None, *, run: dict | None = None, workdir: Path | None = None) -> None:

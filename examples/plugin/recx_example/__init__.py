@@ -1,6 +1,7 @@
-"""An example recx plugin: the sampler `mixture`, the loss `hinge` and the metric `map`. Importing this package
-registers them (recx imports it through the `recx.plugins` entry point, or `--plugin`)."""
+"""An example recx plugin: the sampler `mixture`, the loss `hinge`, the per-user metric `map` and the
+catalogue-level metric `tail_coverage`. Importing this package registers them (recx imports it through the
+`recx.plugins` entry point, or `--plugin`)."""
 
-from recx_example import average_precision, hinge, mixture  # noqa: F401  (registration)
+from recx_example import average_precision, hinge, mixture, tail_coverage  # noqa: F401  (registration)
 
 __version__ = "0.1.0"

@@ -51,3 +51,21 @@ def test_map_by_hand():
     top = TopK(torch.tensor([[True, False, True, False]]), torch.tensor([3]))
     assert math.isclose(float(AveragePrecision().per_user(top, 4)[0]), (1 / 1 + 2 / 3) / 3)
     assert math.isclose(float(AveragePrecision().per_user(top, 2)[0]), 1 / 2)
+
+
+def test_tail_coverage_keeps_the_metric_contract():
+    check_metric("tail_coverage")  # a catalogue-level metric: one value per weighting of the users
+
+
+def test_tail_coverage_by_hand():
+    from recx_example.tail_coverage import TailCoverage
+
+    from recx import Catalogue, Exposure
+
+    # 10 items: the long tail (recx's unpopular stratum) is the 8 least popular, items 2..9
+    popularity = torch.tensor([9.0, 8, 7, 6, 5, 4, 3, 2, 1, 0])
+    strata = torch.tensor([0, 1, 2, 2, 2, 2, 2, 2, 2, 2])
+    catalogue = Catalogue(popularity, strata, n_users=20)
+    counts = torch.tensor([[3.0, 2, 1, 0, 0, 4, 0, 0, 0, 0], [3.0, 2, 0, 0, 0, 0, 0, 0, 0, 0]])  # two weightings
+    got = TailCoverage().from_exposure(Exposure(counts, torch.tensor([3.0, 3.0]), catalogue), k=2)["all"]
+    assert got.tolist() == [2 / 8, 0.0]  # items 2 and 5 of the tail reached; none in the second weighting

@@ -1,0 +1,22 @@
+"""ARP@K, average recommendation popularity (per user, averaged over users):
+
+    ARP@K(u) = Σ_{i ∈ L_u@K} φ(i) / |L_u@K|,
+
+φ(i) the item's training interactions and L_u@K the user's top-K list (a user whose list is empty: 0). Elliot's
+`ARP` and RecBole's `AveragePopularity` (the same formula; lower means less popular recommendations).
+"""
+
+import torch
+
+from recx.eval.metrics.registry import METRICS, Metric, TopK
+
+
+@METRICS.register("arp")
+class AverageRecommendationPopularity(Metric):
+    summary = "mean training popularity of the items in each top K (Elliot ARP, RecBole AveragePopularity)"
+    heading = "ARP"
+    accuracy = False
+
+    def per_user(self, top: TopK, k: int) -> torch.Tensor:
+        total = top.per_place(top.catalogue.popularity, k).sum(1)
+        return total / top.list_lengths(k).clamp_min(1)
