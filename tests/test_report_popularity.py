@@ -121,3 +121,16 @@ def test_valid_metric_must_be_a_per_user_accuracy_metric():
         with pytest.raises(RecxError, match=f"valid_metric '{metric}' .* is a {kind} metric that does not reward hits"):
             api.run_config({"valid_metric": metric})
     assert api.run_config({"valid_metric": "recall@10"}).valid_metric == "recall@10"
+
+
+def test_a_method_without_the_metrics_is_named_not_shown_short(swept, tmp_path):
+    """Results of runs evaluated before the popularity metrics existed: the section names the method that has none
+    of them, rather than a table that silently lacks its values."""
+    results = pd.read_parquet(swept / "results.parquet")
+    accuracy = {"ndcg", "recall", "precision", "mrr", "hit", "hitrate"}
+    older = results[(results.method != "bpr") | results.metric.isin(accuracy)]
+    older.to_parquet(tmp_path / "older.parquet")
+    api.report([tmp_path / "older.parquet"], out=tmp_path / "report", runs=swept / "runs")
+    report = (tmp_path / "report" / "report.md").read_text()
+    assert "no popularity or coverage metric in the results of tiny bpr:" in report
+    assert "results of tiny bpr-pop" not in report and "tiny mostpop" not in report.split("no popularity")[1]

@@ -66,6 +66,24 @@ def unregistered(results: pd.DataFrame, folders: dict[str, Path]) -> list[str]:
     return notes
 
 
+def missing(rows: pd.DataFrame, keys: list[tuple[str, int, str]]) -> list[str]:
+    """A note naming the methods whose results hold none of the popularity and coverage metrics (runs evaluated
+    before recx computed them), so that a short table is never read as their values."""
+    names = {key[0] for key in keys}
+    without = [
+        f"{dataset} {method}"
+        for (dataset, method), group in rows.groupby(["dataset", "method"], sort=False)
+        if not names & set(group.metric)
+    ]
+    if not without:
+        return []
+    return [
+        f"no popularity or coverage metric in the results of {', '.join(without)}: their runs were evaluated before "
+        "recx computed them (ARP, APLT, EPC, coverage, Gini, entropy, exposure); `recx eval RUN` prints them for a "
+        "trained run"
+    ]
+
+
 def _recorded_owner(folder: Path | None, metric: str) -> list[str]:
     """The plugins environment.json records as registering `metric` (all its plugins when it names none)."""
     if folder is None or not (folder / "environment.json").is_file():
@@ -100,6 +118,7 @@ def section(
     tested, notes = significance.compare(
         rows, folders, baseline, keys, split, correction, resamples, alpha, resampled=resampled
     )
+    notes += missing(rows, keys)
     cells = []
     for dataset, runs in rows.groupby("dataset", sort=False):
         for method, group in runs.groupby("method", sort=False):
