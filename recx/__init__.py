@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-__version__ = "0.1.0"
+from recx.core.versions import RECX_VERSION as __version__
 
 if TYPE_CHECKING:  # the types of the lazily loaded names, for type checkers and editors
     from recx.api import (

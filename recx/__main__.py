@@ -13,9 +13,9 @@ import sys
 
 def main() -> None:
     if sys.argv[1:] == ["--version"]:
-        from recx import __version__
+        from recx.core.versions import RECX_VERSION
 
-        print(f"recx {__version__}")
+        print(f"recx {RECX_VERSION}")
         return
     from recx.core import plugins
     from recx.core.errors import RecxError

@@ -30,9 +30,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from recx import __version__
 from recx.core import arguments, yaml_values
 from recx.core.errors import RecxError, attached_log
+from recx.core.folders import write_text_atomic
+from recx.core.versions import RECX_VERSION
 from recx.shell import catalog, completion
 
 # Plain (click) help, not Typer's rich panels: rich's help renderer and the Markdown parser it loads cost ~0.15 s of
@@ -183,7 +184,7 @@ def options(
             with _loading():
                 _print_versions()
         else:
-            console.print(f"recx {__version__}", highlight=False)
+            console.print(f"recx {RECX_VERSION}", highlight=False)
         raise typer.Exit()
     if ctx.invoked_subcommand is None:  # options but no command: as `recx` alone
         typer.echo(ctx.get_help())
@@ -709,8 +710,8 @@ def _internal_error(error: Exception) -> None:
     if log is None:
         log = Path(tempfile.gettempdir()) / f"recx-error-{os.getpid()}.log"
         try:
-            log.write_text("".join(traceback.format_exception(error)))
-        except OSError:
+            write_text_atomic(log, "".join(traceback.format_exception(error)))
+        except RecxError:
             log = None
     where = f"full traceback in {log}" if log else "the traceback could not be saved"
     if blamed is not None:  # a plugin's code raised it: name the plugin and its method, not recx

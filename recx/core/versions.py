@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 
-from recx import __version__
+RECX_VERSION = "0.1.0"  # recx.__version__; pyproject.toml's version (tests/test_layers_root.py checks both)
 
 
 def _module_version(name: str) -> str:
@@ -33,4 +33,4 @@ def _cuda() -> str:
 
 def versions() -> dict[str, str]:
     """recx, torch, CUDA (the version torch was built with, and the GPUs it sees) and CuPy."""
-    return {"recx": __version__, "torch": _module_version("torch"), "CUDA": _cuda(), "CuPy": _module_version("cupy")}
+    return {"recx": RECX_VERSION, "torch": _module_version("torch"), "CUDA": _cuda(), "CuPy": _module_version("cupy")}

@@ -22,10 +22,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from recx import __version__
 from recx.core.errors import RecxError
-from recx.core.folders import clean_stale, swap_in, temp_sibling, writable_folder, write_text_atomic
+from recx.core.folders import atomic_file, clean_stale, swap_in, temp_sibling, writable_folder, write_text_atomic
 from recx.core.names import check_name
+from recx.core.versions import RECX_VERSION
 
 SPLITS = ("train", "valid", "test")
 OWN_FILES = {f"{split}.parquet" for split in SPLITS} | {"users.parquet", "items.parquet", "card.json"}
@@ -88,7 +88,7 @@ class _HashingWriter(io.RawIOBase):
 def _write_parquet(table: pa.Table, path: Path) -> str:
     """Write `table` to `path`; returns the sha256 of the bytes written. Fixed writer options and no wall-clock
     metadata: the same input gives byte-identical files."""
-    with open(path, "wb") as handle:
+    with atomic_file(path, "the dataset folder being written is removed") as partial, open(partial, "wb") as handle:
         sink = _HashingWriter(handle)
         options = {"compression": "zstd", "use_dictionary": False, "write_statistics": True, "store_schema": False}
         pq.write_table(table, sink, **options)
@@ -162,12 +162,12 @@ def write_dataset(
             "counts": {split: len(inter) for split, inter in splits.items()},
             "n_interactions": total,
             "sparsity": 1.0 - total / max(n_users * n_items, 1),
-            "recx_version": __version__,
+            "recx_version": RECX_VERSION,
             "files": files,
             "content_hash": identity,
             "identity": IDENTITY,
         }
-        (tmp / "card.json").write_text(json.dumps(full_card, indent=2, sort_keys=True) + "\n")
+        write_text_atomic(tmp / "card.json", json.dumps(full_card, indent=2, sort_keys=True) + "\n")
         swap_in(tmp, final)
     except OSError as exc:
         shutil.rmtree(tmp, ignore_errors=True)

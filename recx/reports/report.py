@@ -232,7 +232,7 @@ def write_report(
     options = options.resolve(results)
     try:
         out.mkdir(parents=True, exist_ok=True)
-        (out / REPORT_MARKER).write_text("report files written by recx report (recx may replace them)\n")
+        write_text_atomic(out / REPORT_MARKER, "report files written by recx report (recx may replace them)\n")
     except OSError as exc:
         raise write_failed(out / REPORT_MARKER, exc, "nothing was written") from None
     table = summary(results, options.split, options.metrics, options.cutoffs, options.stratified)

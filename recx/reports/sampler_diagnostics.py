@@ -21,7 +21,9 @@ import torch
 
 from recx.core.errors import RecxError
 from recx.models.base import Model
+from recx.reports.plots import save
 from recx.runs.evaluate import open_saved_run
+from recx.runs.store import write_artifact
 from recx.samplers.base import Batch
 from recx.samplers.registry import SAMPLERS
 from recx.training.build import build_model
@@ -157,8 +159,7 @@ def plot_figure2(panels: list[tuple[str, dict[str, torch.Tensor]]], path: Path) 
         axis.set(title=title, xlabel="items sorted by popularity", ylabel="cumulative probability")
         axis.legend(fontsize=8)
     figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=120)
+    save(figure, path)
     plt.close(figure)
 
 
@@ -212,7 +213,8 @@ def diagnose_run(
     users = sample_users(dataset, n_users, seed, device)
     views = views_of(models, users)
     table = divergence_table(views, dataset, users, sampler_names, n_codewords, draws, seed)
-    table.to_csv(folder / "sampler_diagnostics.csv", index=False)
+    text = table.to_csv(index=False)
+    write_artifact(folder, "sampler_diagnostics.csv", lambda path: path.write_text(text))
     if figure is not None:
         panels = [
             (

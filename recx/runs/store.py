@@ -114,7 +114,7 @@ def start_run(folder: Path, config: RunConfig, environment: dict) -> None:
     """Mark the folder incomplete, clear what an earlier attempt left, write config and environment."""
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / INCOMPLETE).write_text("training started; not finished\n")
+        write_text_atomic(folder / INCOMPLETE, "training started; not finished\n")
         for name in RUN_FILES:
             (folder / name).unlink(missing_ok=True)
     except OSError as exc:

@@ -24,7 +24,7 @@ from recx.config.run_config import (
 from recx.core import plugins
 from recx.core.device import resolve_device
 from recx.core.errors import Interrupted, RecxError, attach_log
-from recx.core.folders import clean_stale, swap_in, temp_sibling, writable_folder
+from recx.core.folders import clean_stale, swap_in, temp_sibling, writable_folder, write_text_atomic
 from recx.core.lock import exclusive
 from recx.core.names import check_name
 from recx.core.progress import make_progress, shown_task
@@ -316,7 +316,7 @@ def _save_traceback(folder: Path) -> Path | None:
     """The full traceback of the exception being handled, in the run folder's error.log."""
     log = folder / "error.log"
     try:
-        log.write_text("".join(traceback.format_exception(*sys.exc_info())))
-    except OSError:
+        write_text_atomic(log, "".join(traceback.format_exception(*sys.exc_info())))
+    except RecxError:
         return None
     return log

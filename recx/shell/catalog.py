@@ -22,6 +22,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from recx.core.errors import RecxError
+from recx.core.folders import write_text_atomic
+
 KINDS = ("samplers", "losses", "models", "metrics", "formats", "experiments")
 STORED_KINDS = KINDS[:-1]  # experiments come from the user's experiments file, not from the code
 STORED = Path(__file__).with_name("catalog.json")
@@ -170,10 +173,8 @@ def remember_plugins() -> None:
     found = {kind: [dataclasses.asdict(e) for e in entries(kind) if not is_builtin(e)] for kind in STORED_KINDS}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_name(f".{path.name}.{os.getpid()}")
-        partial.write_text(json.dumps(found, sort_keys=True))
-        partial.replace(path)
-    except OSError:
+        write_text_atomic(path, json.dumps(found, sort_keys=True))
+    except (OSError, RecxError):
         return
 
 
@@ -214,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--write", action="store_true", help="rewrite catalog.json from the live registries")
     wanted = render(build())
     if parser.parse_args(argv).write:
-        STORED.write_text(wanted)
+        write_text_atomic(STORED, wanted)
         print(f"wrote {STORED}")
         return 0
     if STORED.read_text() != wanted:
