@@ -58,7 +58,7 @@ def _log_popularity64(dataset, smoothing: float = 0.0, transform=lambda c: c) ->
 
 
 def _popularity_gap(dataset, batch, negatives, sampler) -> torch.Tensor:
-    from recx.samplers.popularity import TRANSFORMS
+    from recx.samplers.shared import TRANSFORMS
 
     log_q = _log_popularity64(dataset, sampler.args.smoothing, TRANSFORMS[sampler.args.variant])
     return log_q[negatives.items].expand(batch.positives.numel(), -1) - log_q[batch.positives][:, None]

@@ -22,7 +22,7 @@ from recx.data.csr import CSR
 from recx.data.dataset import Dataset
 from recx.samplers import bir as bir_module
 from recx.samplers import xir as xir_module
-from recx.samplers.in_batch import log_popularity
+from recx.samplers.shared import log_popularity
 from recx.sweeps.experiments import experiment_spec, load_experiments, plan
 from recx.training.build import build_loss, build_model, build_sampler
 from recx.training.step import training_loss

@@ -28,8 +28,8 @@ import torch
 from recx.core.args import arg
 from recx.samplers.base import Batch, Negatives, Sampler
 from recx.samplers.candidates import draw_counts, draw_shares, multiset_log_q
-from recx.samplers.in_batch import log_popularity
 from recx.samplers.registry import SAMPLERS
+from recx.samplers.shared import log_popularity, resampling_weights, training_item_mask
 
 
 @dataclass
@@ -37,26 +37,6 @@ class BIRArgs:
     n_resampled: int = arg(0, at_least=0, at_most=10_000_000, help="m draws per query; 0: the batch size")
     temperature: float = arg(1.0, above=0, help="τ: scores are divided by it")
     exclude_train: bool = arg(False, help="draw only items the user has not trained on")
-
-
-def training_item_mask(sampler: Sampler, users: torch.Tensor, items: torch.Tensor) -> torch.Tensor | None:
-    """[B, K] True where the shared candidate items[k] is a training item of users[b]; None (nothing excluded)
-    unless the sampler's `exclude_train` is on."""
-    if not sampler.args.exclude_train:
-        return None
-    return sampler.is_training_item(users, items[None, :].expand(users.numel(), -1))
-
-
-def resampling_weights(
-    sampler: Sampler, batch: Batch, items: torch.Tensor, log_p: torch.Tensor, excluded: torch.Tensor | None
-) -> torch.Tensor:
-    """[B, K] softmax(s(u, j)/τ - log p(j)) over the shared candidates `items` [K], zero where `excluded` (None:
-    nothing; a query with every candidate excluded keeps them all)."""
-    shift = -log_p[items][None, :].expand(batch.query.shape[0], -1)
-    logits = torch.addmm(shift, batch.query, batch.item_table[items].T, alpha=1 / sampler.args.temperature)
-    if excluded is not None:
-        logits = logits.masked_fill(excluded & ~excluded.all(dim=1, keepdim=True), float("-inf"))
-    return torch.softmax(logits, dim=1)
 
 
 @SAMPLERS.register("bir")

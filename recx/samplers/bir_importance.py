@@ -13,9 +13,10 @@ Kept to study the estimator, not as BIR.
 from __future__ import annotations
 
 from recx.samplers.base import Batch, Negatives
-from recx.samplers.bir import BatchImportanceResampler, resampling_weights, training_item_mask
+from recx.samplers.bir import BatchImportanceResampler
 from recx.samplers.candidates import importance_resampled_negatives
 from recx.samplers.registry import SAMPLERS
+from recx.samplers.shared import resampling_weights, training_item_mask
 
 
 @SAMPLERS.register("bir_iw")

@@ -12,7 +12,7 @@ from recx.core.device_paths import accelerator_branch
 from recx.models.scoring import per_query_scores
 from recx.samplers.base import Batch, Negatives, Sampler
 from recx.samplers.kernels.inverse_cdf import inverse_cdf_counts, negative_log_counts, shares_of_draws
-from recx.samplers.uniform import redraw_training_items
+from recx.samplers.shared import redraw_training_items
 
 
 def uniform_candidates(

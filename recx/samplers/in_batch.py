@@ -21,6 +21,7 @@ import torch
 from recx.core.args import arg
 from recx.samplers.base import Batch, Negatives, Sampler
 from recx.samplers.registry import SAMPLERS
+from recx.samplers.shared import log_popularity
 
 
 @dataclass
@@ -31,12 +32,6 @@ class InBatchArgs:
 @dataclass
 class InBatchPopArgs:
     keep_positive: bool = arg(False, help="the official XIR code's SSL-Pop: the query's positive stays a candidate")
-
-
-def log_popularity(dataset, device: torch.device) -> torch.Tensor:
-    """log p(j) = log(c_j / Σ c), c the training counts (-inf for items never trained on, which no batch holds)."""
-    counts = dataset.item_popularity.to(device=device, dtype=torch.float64)
-    return torch.log(counts / counts.sum()).to(torch.float32)
 
 
 @SAMPLERS.register("in_batch")

@@ -28,8 +28,8 @@ from recx.core.args import arg
 from recx.samplers.base import Batch, Negatives, Sampler
 from recx.samplers.codebooks import ProductCodebooks
 from recx.samplers.kernels.midx_draw import draw_cells_and_items
-from recx.samplers.popularity import TRANSFORMS
 from recx.samplers.registry import SAMPLERS
+from recx.samplers.shared import TRANSFORMS
 
 EXACT_CHUNK_ENTRIES = 1 << 23  # queries x items per chunk of the exact sampler's residual scores
 

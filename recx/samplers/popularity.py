@@ -10,13 +10,7 @@ from recx.core.args import arg
 from recx.samplers.base import Batch, Negatives, Sampler
 from recx.samplers.kernels.alias_table import AliasTable
 from recx.samplers.registry import SAMPLERS
-from recx.samplers.uniform import redraw_training_items
-
-TRANSFORMS = {
-    "count": lambda c: c,
-    "log": torch.log1p,
-    "pow0.75": lambda c: c.pow(0.75),
-}
+from recx.samplers.shared import TRANSFORMS, redraw_training_items
 
 
 @dataclass

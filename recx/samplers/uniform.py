@@ -15,9 +15,9 @@ from dataclasses import dataclass
 import torch
 
 from recx.core.args import arg
-from recx.core.device_paths import accelerator_branch
 from recx.samplers.base import Batch, Negatives, Sampler
 from recx.samplers.registry import SAMPLERS
+from recx.samplers.shared import redraw_training_items
 
 
 @dataclass
@@ -25,18 +25,6 @@ class UniformArgs:
     exclude_train: bool = arg(False, help="draw only items the user has not trained on")
     shared: bool = arg(False, help="one set of negatives for the whole batch (cheap sampled softmax)")
     max_redraws: int = arg(20, at_least=0, at_most=1_000, help="rounds of redrawing training items before giving up")
-
-
-def redraw_training_items(
-    sampler: Sampler, users: torch.Tensor, items: torch.Tensor, draw, max_redraws: int
-) -> torch.Tensor:
-    """Rejection: redraw the candidates that are the user's training items (vectorised, bounded rounds)."""
-    for _ in range(max_redraws):
-        hit = sampler.is_training_item(users, items)
-        if not accelerator_branch(hit) and not hit.any():  # free on the CPU; on CUDA every round runs (no host sync)
-            break
-        items = torch.where(hit, draw(items.shape), items)
-    return items
 
 
 @SAMPLERS.register("uniform", default=True)

@@ -26,10 +26,9 @@ import torch
 
 from recx.core.args import arg
 from recx.samplers.base import Batch, Negatives, Sampler
-from recx.samplers.bir import resampling_weights, training_item_mask
 from recx.samplers.candidates import draw_counts, multiset_log_q
-from recx.samplers.in_batch import log_popularity
 from recx.samplers.registry import SAMPLERS
+from recx.samplers.shared import log_popularity, resampling_weights, training_item_mask
 
 
 @dataclass

@@ -1,0 +1,54 @@
+"""What several samplers use, in one place that method files import (a method file never imports another's):
+popularity transforms, log p from the training counts, the rejection redraw of training items, and BIR's / XIR's
+importance-resampling weights over shared candidates."""
+
+from __future__ import annotations
+
+import torch
+
+from recx.core.device_paths import accelerator_branch
+from recx.samplers.base import Batch, Sampler
+
+TRANSFORMS = {
+    "count": lambda c: c,
+    "log": torch.log1p,
+    "pow0.75": lambda c: c.pow(0.75),
+}
+
+
+def log_popularity(dataset, device: torch.device) -> torch.Tensor:
+    """log p(j) = log(c_j / Σ c), c the training counts (-inf for items never trained on, which no batch holds)."""
+    counts = dataset.item_popularity.to(device=device, dtype=torch.float64)
+    return torch.log(counts / counts.sum()).to(torch.float32)
+
+
+def redraw_training_items(
+    sampler: Sampler, users: torch.Tensor, items: torch.Tensor, draw, max_redraws: int
+) -> torch.Tensor:
+    """Rejection: redraw the candidates that are the user's training items (vectorised, bounded rounds)."""
+    for _ in range(max_redraws):
+        hit = sampler.is_training_item(users, items)
+        if not accelerator_branch(hit) and not hit.any():  # free on the CPU; on CUDA every round runs (no host sync)
+            break
+        items = torch.where(hit, draw(items.shape), items)
+    return items
+
+
+def training_item_mask(sampler: Sampler, users: torch.Tensor, items: torch.Tensor) -> torch.Tensor | None:
+    """[B, K] True where the shared candidate items[k] is a training item of users[b]; None (nothing excluded)
+    unless the sampler's `exclude_train` is on."""
+    if not sampler.args.exclude_train:
+        return None
+    return sampler.is_training_item(users, items[None, :].expand(users.numel(), -1))
+
+
+def resampling_weights(
+    sampler: Sampler, batch: Batch, items: torch.Tensor, log_p: torch.Tensor, excluded: torch.Tensor | None
+) -> torch.Tensor:
+    """[B, K] softmax(s(u, j)/τ - log p(j)) over the shared candidates `items` [K], zero where `excluded` (None:
+    nothing; a query with every candidate excluded keeps them all)."""
+    shift = -log_p[items][None, :].expand(batch.query.shape[0], -1)
+    logits = torch.addmm(shift, batch.query, batch.item_table[items].T, alpha=1 / sampler.args.temperature)
+    if excluded is not None:
+        logits = logits.masked_fill(excluded & ~excluded.all(dim=1, keepdim=True), float("-inf"))
+    return torch.softmax(logits, dim=1)
