@@ -25,7 +25,7 @@ from recx.reports.plots import save
 from recx.runs.evaluate import open_saved_run
 from recx.runs.store import write_artifact
 from recx.samplers.base import Batch
-from recx.samplers.registry import SAMPLERS
+from recx.samplers.registry import SAMPLERS, new_sampler
 from recx.training.build import build_model
 
 FIGURE_SAMPLERS = ["uniform", "popularity", "kernel", "dns", "midx_uni", "midx_pop", "midx"]
@@ -56,9 +56,7 @@ def make_sampler(name: str, dataset, n_codewords: int, seed: int, device: torch.
         args["n_codewords"] = n_codewords
     if "exclude_train" in offered:
         args["exclude_train"] = False
-    return sampler_class(
-        dataset, DRAWS_PER_QUERY, sampler_class.Args(**args), torch.Generator(device=device).manual_seed(seed), "torch"
-    )
+    return new_sampler(name, dataset, DRAWS_PER_QUERY, args, torch.Generator(device=device).manual_seed(seed), "torch")
 
 
 def user_batch(users: torch.Tensor, query: torch.Tensor, items: torch.Tensor) -> Batch:

@@ -10,7 +10,7 @@ from recx.core.args import check_args
 from recx.data.csr import CSR
 from recx.data.dataset import Dataset
 from recx.samplers.base import Batch
-from recx.samplers.registry import SAMPLERS
+from recx.samplers.registry import SAMPLERS, new_sampler
 
 
 def random_dataset(n_users: int = 30, n_items: int = 50, density: float = 0.2, seed: int = 0) -> Dataset:
@@ -37,4 +37,4 @@ def make_sampler(name: str, dataset: Dataset, n_negatives: int = 8, seed: int = 
     """The sampler with `args` checked as `resolve` checks them (types, ranges, choices), then built."""
     sampler_class = SAMPLERS.get(name)
     check_args(sampler_class.Args, args, "sampler_args")
-    return sampler_class(dataset, n_negatives, sampler_class.Args(**args), torch.Generator().manual_seed(seed), "torch")
+    return new_sampler(name, dataset, n_negatives, args, torch.Generator().manual_seed(seed), "torch")

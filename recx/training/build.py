@@ -8,7 +8,7 @@ from recx.config.run_config import RunConfig
 from recx.data.dataset import Dataset
 from recx.losses.registry import LOSSES
 from recx.models.registry import MODELS
-from recx.samplers.registry import SAMPLERS
+from recx.samplers.registry import SAMPLERS, new_sampler
 
 
 def build_model(config: RunConfig, dataset: Dataset, device: torch.device):
@@ -20,10 +20,7 @@ def build_model(config: RunConfig, dataset: Dataset, device: torch.device):
 
 def build_sampler(config: RunConfig, dataset: Dataset, generator: torch.Generator):
     """The run's sampler; one a plugin registered has its first draw checked (recx.samplers.base.checked_draw)."""
-    sampler_class = SAMPLERS.get(config.sampler)
-    sampler = sampler_class(
-        dataset, config.n_negatives, sampler_class.Args(**config.sampler_args), generator, config.kernels
-    )
+    sampler = new_sampler(config.sampler, dataset, config.n_negatives, config.sampler_args, generator, config.kernels)
     owner = SAMPLERS.owner(config.sampler)
     if not owner.startswith("recx ("):
         sampler.output_check = f"sampler {config.sampler!r} of {owner}"
