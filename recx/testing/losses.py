@@ -7,12 +7,11 @@ from pathlib import Path
 import torch
 
 from recx.config.run_config import resolve
-from recx.losses.base import LossInput
 from recx.samplers.base import Batch
 from recx.testing.data import make_sampler, random_dataset
 from recx.testing.runs import check_trains
 from recx.training.build import build_loss, build_model
-from recx.training.step import step_scores
+from recx.training.step import loss_input
 
 
 def label(name: str, args: dict | None, sampler: str, n_negatives: int, run: dict | None = None) -> str:
@@ -32,21 +31,7 @@ def _value(
     users, positives = dataset.train.row_ids()[:32], dataset.train.indices[:32]
     drawn = make_sampler(config.sampler, dataset, n_negatives, 0, **config.sampler_args)
     negatives = drawn.sample(Batch(users, positives, lambda: model.query(users), model.item_table))
-    query, pos, neg, positive_repr = step_scores(model, users, positives, negatives)
-    value = loss(
-        LossInput(
-            pos,
-            neg,
-            negatives.positive_log_q,
-            negatives.log_q,
-            negatives.candidate_weights(),
-            users,
-            positives,
-            query,
-            positive_repr,
-            negatives.segments,
-        )
-    )
+    value = loss(loss_input(model, loss, users, positives, negatives))
     value.backward()
     return value.detach(), [p.grad.to_dense() for p in model.parameters() if p.grad is not None]
 

@@ -170,6 +170,28 @@ def training_loss(
     return loss_with(model, loss_fn, config, users, positives, negatives)
 
 
+def loss_input(model, loss_fn, users: torch.Tensor, positives: torch.Tensor, negatives: Negatives) -> LossInput:
+    """What a loss receives for a step (recx.losses.base.LossInput): the scores of the positives [B] and of the
+    candidates ([B, n], or [1, n] shared), the query's own positive masked among its candidates where the loss asks
+    and the sampler did not keep it, the sampler's log q and weights, the ids and representations; the one assembly
+    that training and the contract kit (recx.testing.losses) use."""
+    query, pos_scores, neg_scores, positive_repr = step_scores(model, users, positives, negatives)
+    if loss_fn.mask_positive and not negatives.keeps_positive:
+        neg_scores = mask_positives(neg_scores, negatives.items, positives)
+    return LossInput(
+        pos_scores,
+        neg_scores,
+        negatives.positive_log_q,
+        negatives.log_q,
+        negatives.candidate_weights(),
+        users,
+        positives,
+        query,
+        positive_repr,
+        negatives.segments,
+    )
+
+
 def loss_with(
     model, loss_fn, config: RunConfig, users: torch.Tensor, positives: torch.Tensor, negatives: Negatives
 ) -> torch.Tensor:
@@ -181,23 +203,7 @@ def loss_with(
     ):
         loss = fused_shared_loss(model, loss_fn, users, positives, negatives)
     else:
-        query, pos_scores, neg_scores, positive_repr = step_scores(model, users, positives, negatives)
-        if loss_fn.mask_positive and not negatives.keeps_positive:
-            neg_scores = mask_positives(neg_scores, negatives.items, positives)
-        loss = loss_fn(
-            LossInput(
-                pos_scores,
-                neg_scores,
-                negatives.positive_log_q,
-                negatives.log_q,
-                negatives.candidate_weights(),
-                users,
-                positives,
-                query,
-                positive_repr,
-                negatives.segments,
-            )
-        )
+        loss = loss_fn(loss_input(model, loss_fn, users, positives, negatives))
     if config.weight_decay_mode == "batch" and config.weight_decay > 0:
         used = torch.cat([positives, negatives.items.flatten()]) if loss_fn.uses_negatives else positives
         loss = loss + config.weight_decay * batched_decay(model, users, used)
