@@ -95,6 +95,13 @@ class Sampler:
     # they do not, by design (log q is a convention the loss relies on): the law check is skipped with this reason.
     unchecked_law: ClassVar[str] = ""
 
+    def reference_log_q_gap(self, batch: Batch, negatives: Negatives) -> torch.Tensor | None:
+        """[B, n] float64: what log_q - positive_log_q[:, None] of `negatives` (drawn for `batch`) must be, by an
+        independent formula of the method's law (its paper's), which the contract checks (recx.testing.
+        check_sampler_log_q). None (the default): no formula here; a sampler with a closed form is checked against
+        `log_probability` instead."""
+        return None
+
     @classmethod
     def has_closed_form(cls) -> bool:
         """Whether the sampler gives the normalised log q of any item (`log_probability`)."""
@@ -183,6 +190,12 @@ def output_problem(negatives, n_queries: int, n_items: int, device: torch.device
     ):
         return f"returned weights of shape {list(weights.shape)}, or not finite; expected finite [B, n] weights"
     return None
+
+
+def constant_log_q_gap(sampler: Sampler, batch: Batch, negatives: Negatives) -> torch.Tensor:
+    """The reference of a proposal constant over a query's candidates and its positive (uniform, in-batch without
+    correction, the candidates of hard-negative selection): log_q - positive_log_q = 0."""
+    return torch.zeros(batch.positives.numel(), negatives.items.shape[1], dtype=torch.float64)
 
 
 def checked_draw(sampler: Sampler, negatives, n_queries: int, device: torch.device):

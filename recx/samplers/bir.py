@@ -29,7 +29,7 @@ from recx.core.args import arg
 from recx.samplers.base import Batch, Negatives, Sampler
 from recx.samplers.candidates import draw_counts, draw_shares, multiset_log_q
 from recx.samplers.registry import SAMPLERS
-from recx.samplers.shared import log_popularity, resampling_weights, training_item_mask
+from recx.samplers.shared import log_popularity, multiset_log_q_gap, resampling_weights, training_item_mask
 
 
 @dataclass
@@ -45,6 +45,7 @@ class BatchImportanceResampler(Sampler):
     adaptive = True
     unchecked_law = "the official BIR: a multiset resampled from the batch, log q = -log of each draw's multiplicity"
     Args = BIRArgs
+    reference_log_q_gap = multiset_log_q_gap
 
     def __init__(self, dataset, n_negatives, args: BIRArgs, generator, kernels: str = "auto"):
         super().__init__(dataset, n_negatives, args, generator, kernels)

@@ -12,11 +12,15 @@ Kept to study the estimator, not as BIR.
 
 from __future__ import annotations
 
+import math
+
+import torch
+
 from recx.samplers.base import Batch, Negatives
 from recx.samplers.bir import BatchImportanceResampler
 from recx.samplers.candidates import importance_resampled_negatives
 from recx.samplers.registry import SAMPLERS
-from recx.samplers.shared import resampling_weights, training_item_mask
+from recx.samplers.shared import log_popularity64, resampling_weights, training_item_mask
 
 
 @SAMPLERS.register("bir_iw")
@@ -25,6 +29,19 @@ class ImportanceWeightedBatchResampler(BatchImportanceResampler):
 
     summary = "BIR's draws with the importance weights of the BIR appendix's proof (an estimator study, not BIR)"
     unchecked_law = "BIR's resampled multiset with importance weights: log q carries log(m w / c), not a proposal"
+
+    def reference_log_q_gap(self, batch: Batch, negatives: Negatives) -> torch.Tensor:
+        """log_q - positive_log_q = log(m w / c): w ∝ exp(s/τ - log p) over the allowed positions (the query's own
+        positive and, with exclude_train, its training items excluded), c each draw's multiplicity (float64)."""
+        m = self.args.n_resampled or batch.positives.numel()
+        items = batch.positives.cpu()
+        query, table = batch.query.detach().double().cpu(), batch.item_table.detach().double().cpu()
+        logits = query @ table[items].T / self.args.temperature - log_popularity64(self.dataset)[items][None, :]
+        excluded = items[None, :] == items[:, None]
+        if self.args.exclude_train:
+            excluded |= self.is_training_item(batch.users, batch.positives[None, :].expand(excluded.shape)).cpu()
+        w = torch.softmax(logits.masked_fill(excluded, -math.inf), dim=1)
+        return torch.log(m * w / (negatives.candidate_weights().double().cpu() * m).round())
 
     def sample(self, batch: Batch) -> Negatives:
         m = self.args.n_resampled or batch.positives.numel()

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from recx.core.args import arg
 from recx.core.errors import RecxError
-from recx.samplers.base import Batch, Negatives, Sampler
+from recx.samplers.base import Batch, Negatives, Sampler, constant_log_q_gap
 from recx.samplers.candidates import candidate_scores, uniform_candidates, uniform_log_q
 from recx.samplers.registry import SAMPLERS
 
@@ -40,6 +40,7 @@ class DynamicNegativeSampler(Sampler):
     adaptive = True
     unchecked_law = "the M highest-scored of N uniform candidates are kept: log q is the uniform proposal's constant"
     Args = DNSArgs
+    reference_log_q_gap = constant_log_q_gap
 
     def __init__(self, dataset, n_negatives, args: DNSArgs, generator, kernels: str = "auto"):
         super().__init__(dataset, n_negatives, args, generator, kernels)

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import torch
 
-from recx.samplers.base import Batch, Negatives, Sampler
+from recx.samplers.base import Batch, Negatives, Sampler, constant_log_q_gap
 from recx.samplers.registry import SAMPLERS
 
 
@@ -19,6 +19,7 @@ class FullArgs:
 class AllItems(Sampler):
     summary = "every item as the candidate set (exact full softmax)"
     Args = FullArgs
+    reference_log_q_gap = constant_log_q_gap
 
     def sample(self, batch: Batch) -> Negatives:
         device = batch.users.device

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 import torch
 
 from recx.core.args import arg
-from recx.samplers.base import Batch, Negatives, Sampler
+from recx.samplers.base import Batch, Negatives, Sampler, constant_log_q_gap
 from recx.samplers.registry import SAMPLERS
-from recx.samplers.shared import log_popularity
+from recx.samplers.shared import log_popularity, log_popularity64
 
 
 @dataclass
@@ -39,6 +39,7 @@ class InBatchSampler(Sampler):
     summary = "SSL: the batch's positives are every query's candidates, no logQ correction"
     unchecked_law = "SSL: log q is 0 (no correction, on purpose) while a batch's positives follow the items' popularity"
     Args = InBatchArgs
+    reference_log_q_gap = constant_log_q_gap
 
     def sample(self, batch: Batch) -> Negatives:
         items = batch.positives[None, :]
@@ -53,6 +54,12 @@ class InBatchSampler(Sampler):
 class InBatchPopularitySampler(Sampler):
     summary = "SSL-Pop: the batch's positives as candidates, logQ-corrected by their training popularity"
     Args = InBatchPopArgs
+
+    def reference_log_q_gap(self, batch: Batch, negatives: Negatives) -> torch.Tensor:
+        """log p(j) - log p(i), p the training counts' share (float64)."""
+        log_p = log_popularity64(self.dataset)
+        items = negatives.items.cpu().expand(batch.positives.numel(), -1)
+        return log_p[items] - log_p[batch.positives.cpu()][:, None]
 
     def __init__(self, dataset, n_negatives, args: InBatchPopArgs, generator, kernels: str = "auto"):
         super().__init__(dataset, n_negatives, args, generator, kernels)

@@ -230,6 +230,15 @@ class MidxExact(InvertedMultiIndexSampler):
 
     summary = "MIDX: the inverted multi-index with the residual softmax, an exact draw from the model's softmax"
 
+    def reference_log_q_gap(self, batch: Batch, negatives: Negatives) -> torch.Tensor:
+        """The law is the model's softmax: log q(j) - log q(i) = s(u, j) - s(u, i) (float64)."""
+        query, table = batch.query.detach().double().cpu(), batch.item_table.detach().double().cpu()
+        items = negatives.items.cpu()
+        scores = (
+            query @ table[items].transpose(-1, -2) if negatives.shared else (query[:, None, :] * table[items]).sum(-1)
+        )
+        return scores.reshape(batch.positives.numel(), -1) - (query * table[batch.positives.cpu()]).sum(-1)[:, None]
+
     def _chunks(self, tensor: torch.Tensor) -> tuple[torch.Tensor, ...]:
         size = max(1, EXACT_CHUNK_ENTRIES // self.dataset.n_items)
         return torch.split(tensor, size)

@@ -10,7 +10,7 @@ from recx.core.args import arg
 from recx.samplers.base import Batch, Negatives, Sampler
 from recx.samplers.kernels.alias_table import AliasTable
 from recx.samplers.registry import SAMPLERS
-from recx.samplers.shared import TRANSFORMS, redraw_training_items
+from recx.samplers.shared import TRANSFORMS, log_popularity64, redraw_training_items
 
 
 @dataclass
@@ -30,6 +30,12 @@ class PopularitySampler(Sampler):
     summary = "popularity negatives, q(j) ∝ f(training count of j)"
 
     Args = PopularityArgs
+
+    def reference_log_q_gap(self, batch: Batch, negatives: Negatives) -> torch.Tensor:
+        """log q(j) - log q(i), q ∝ f(c + smoothing) (float64)."""
+        log_q = log_popularity64(self.dataset, self.args.smoothing, TRANSFORMS[self.args.variant])
+        items = negatives.items.cpu().expand(batch.positives.numel(), -1)
+        return log_q[items] - log_q[batch.positives.cpu()][:, None]
 
     def __init__(self, dataset, n_negatives, args: PopularityArgs, generator, kernels: str = "auto"):
         super().__init__(dataset, n_negatives, args, generator, kernels)

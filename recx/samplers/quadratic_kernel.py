@@ -41,6 +41,14 @@ class QuadraticKernelSampler(Sampler):
     Args = KernelArgs
     rebuild_every = "epoch"
 
+    def reference_log_q_gap(self, batch: Batch, negatives: Negatives) -> torch.Tensor:
+        """Blanc & Rendle's kernel: log q(j) - log q(i) = log(α (u·j)² + 1) - log(α (u·i)² + 1) (float64)."""
+        query, table = batch.query.detach().double().cpu(), batch.item_table.detach().double().cpu()
+        items = negatives.items.cpu().expand(batch.positives.numel(), -1)
+        scores = (query[:, None, :] * table[items]).sum(-1)
+        positive = (query * table[batch.positives.cpu()]).sum(-1)
+        return torch.log1p(self.args.alpha * scores.pow(2)) - torch.log1p(self.args.alpha * positive.pow(2))[:, None]
+
     def __init__(self, dataset, n_negatives, args: KernelArgs, generator, kernels: str = "auto"):
         super().__init__(dataset, n_negatives, args, generator, kernels)
         self.built = False

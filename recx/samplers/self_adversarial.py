@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import torch
 
 from recx.core.args import arg
-from recx.samplers.base import Batch, Negatives, Sampler
+from recx.samplers.base import Batch, Negatives, Sampler, constant_log_q_gap
 from recx.samplers.candidates import candidate_scores, uniform_candidates, uniform_log_q
 from recx.samplers.registry import SAMPLERS
 
@@ -29,6 +29,7 @@ class SelfAdversarialSampler(Sampler):
     summary = "self-adversarial: uniform candidates weighted by a detached softmax of their scores (RotatE)"
     adaptive = True  # the weights come from the model's scores (the candidates are uniform: their law is checked)
     Args = SelfAdversarialArgs
+    reference_log_q_gap = constant_log_q_gap
 
     def __init__(self, dataset, n_negatives, args: SelfAdversarialArgs, generator, kernels: str = "auto"):
         super().__init__(dataset, n_negatives, args, generator, kernels)

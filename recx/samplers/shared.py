@@ -7,7 +7,7 @@ from __future__ import annotations
 import torch
 
 from recx.core.device_paths import accelerator_branch
-from recx.samplers.base import Batch, Sampler
+from recx.samplers.base import Batch, Negatives, Sampler
 
 TRANSFORMS = {
     "count": lambda c: c,
@@ -20,6 +20,27 @@ def log_popularity(dataset, device: torch.device) -> torch.Tensor:
     """log p(j) = log(c_j / Σ c), c the training counts (-inf for items never trained on, which no batch holds)."""
     counts = dataset.item_popularity.to(device=device, dtype=torch.float64)
     return torch.log(counts / counts.sum()).to(torch.float32)
+
+
+def log_popularity64(dataset, smoothing: float = 0.0, transform=lambda c: c) -> torch.Tensor:
+    """The references' log p(j) = log(f(c_j + smoothing) / Σ f(c + smoothing)) in float64, on the CPU."""
+    counts = transform(dataset.item_popularity.double().cpu() + smoothing)
+    return torch.log(counts / counts.sum())
+
+
+def multiset_log_q_gap(sampler: Sampler, batch: Batch, negatives: Negatives) -> torch.Tensor:
+    """The reference of the official BIR / XIR: every draw and the positive share one constant, so log_q -
+    positive_log_q = -log c, c a candidate's multiplicity among the m draws, recovered from its weight c / m (XIR:
+    from each group's weight and its half of m) (float64)."""
+    m = sampler.args.n_resampled or batch.positives.numel()
+    weights = negatives.candidate_weights().double().cpu()
+    counts = weights * m
+    if negatives.segments is not None:
+        counts, start = weights.clone(), 0
+        for size, weight in negatives.segments:
+            counts[:, start : start + size] *= (m // 2) / weight
+            start += size
+    return -torch.log(counts.round())
 
 
 def redraw_training_items(

@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 
 from recx.core.args import arg
-from recx.samplers.base import Batch, Negatives, Sampler
+from recx.samplers.base import Batch, Negatives, Sampler, constant_log_q_gap
 from recx.samplers.candidates import candidate_scores, positive_scores, uniform_candidates, uniform_log_q
 from recx.samplers.registry import SAMPLERS
 
@@ -52,6 +52,7 @@ class SoftmaxVSampler(Sampler):
     summary = "Softmax-v(ρ, N): N uniform candidates weighted by a softmax of their losses (KL-DRO)"
     adaptive = True  # the weights come from the model's scores (the candidates are uniform: their law is checked)
     Args = SoftmaxVArgs
+    reference_log_q_gap = constant_log_q_gap
 
     def __init__(self, dataset, n_negatives, args: SoftmaxVArgs, generator, kernels: str = "auto"):
         super().__init__(dataset, n_negatives, args, generator, kernels)

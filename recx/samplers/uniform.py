@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import torch
 
 from recx.core.args import arg
-from recx.samplers.base import Batch, Negatives, Sampler
+from recx.samplers.base import Batch, Negatives, Sampler, constant_log_q_gap
 from recx.samplers.registry import SAMPLERS
 from recx.samplers.shared import redraw_training_items
 
@@ -31,6 +31,7 @@ class UniformArgs:
 class UniformSampler(Sampler):
     summary = "uniform negatives, q(j) = 1 / n_items (optionally excluding the user's training items)"
     Args = UniformArgs
+    reference_log_q_gap = constant_log_q_gap
 
     def _draw(self, shape) -> torch.Tensor:
         return torch.randint(0, self.dataset.n_items, shape, generator=self.generator, device=self.generator.device)

@@ -28,7 +28,7 @@ from recx.core.args import arg
 from recx.samplers.base import Batch, Negatives, Sampler
 from recx.samplers.candidates import draw_counts, multiset_log_q
 from recx.samplers.registry import SAMPLERS
-from recx.samplers.shared import log_popularity, resampling_weights, training_item_mask
+from recx.samplers.shared import log_popularity, multiset_log_q_gap, resampling_weights, training_item_mask
 
 
 @dataclass
@@ -53,6 +53,7 @@ class CachedImportanceResampler(Sampler):
     adaptive = True
     unchecked_law = "the official XIR: multisets resampled from the cache and the batch, log q = -log multiplicity"
     Args = XIRArgs
+    reference_log_q_gap = multiset_log_q_gap
 
     def __init__(self, dataset, n_negatives, args: XIRArgs, generator, kernels: str = "auto"):
         super().__init__(dataset, n_negatives, args, generator, kernels)

@@ -106,17 +106,25 @@ def check_sampler_log_q(
     name: str, args: dict | None = None, log_q_gap: LogQGap | None = None, n_negatives: int = 8
 ) -> None:
     """One normaliser for a query's positive and its candidates: log_q - positive_log_q equals `log_q_gap` (a
-    formula of the caller's), else the gap of the sampler's closed form (`log_probability`, which must then sum to
-    one over the catalogue for every query). A sampler with neither is not checked here."""
+    formula of the caller's), else the sampler's own reference formula (`reference_log_q_gap`), else the gap of its
+    closed form (`log_probability`, which must then sum to one over the catalogue for every query). A sampler with
+    none of them is not checked here, and says so."""
     settings = [False, True] if offers_exclude_train(name) else [False]
     closed = SAMPLERS.get(name).has_closed_form()
-    if log_q_gap is None and not closed:
-        return
     for exclude in settings:
         given = {**(args or {}), **({"exclude_train": True} if exclude else {})}
         dataset, batch, sampler, negatives = _sample(name, given, n_negatives)
         gap = (negatives.log_q.double() - negatives.positive_log_q.double()[:, None]).expand(batch.users.numel(), -1)
-        expected = (log_q_gap or _closed_form_gap)(dataset, batch, negatives, sampler).expand_as(gap)
+        if log_q_gap is not None:
+            formula = log_q_gap(dataset, batch, negatives, sampler)
+        else:
+            formula = sampler.reference_log_q_gap(batch, negatives)
+            if formula is None and closed:
+                formula = _closed_form_gap(dataset, batch, negatives, sampler)
+        if formula is None:
+            print(f"{label(name, given, n_negatives)}: log q not checked (no reference_log_q_gap and no closed form)")
+            return
+        expected = formula.expand_as(gap)
         finite = torch.isfinite(gap)
         if not torch.equal(finite, torch.isfinite(expected)):
             _fail(f"{label(name, given, n_negatives)}: log_q is infinite where the formula is not (or the reverse)")
