@@ -684,10 +684,10 @@ def diagnose_sampler(
     """KL(proposal || softmax) and total variation per user, for the run's random initialisation and trained model."""
     with _loading():
         from recx.core.device import resolve_device
-        from recx.reports.sampler_diagnostics import FIGURE_SAMPLERS, diagnose_run
+        from recx.reports.sampler_diagnostics import diagnose_run, figure_samplers
 
     table = diagnose_run(
-        run_dir, sampler or FIGURE_SAMPLERS, users, draws, codewords, seed, resolve_device(device), plot
+        run_dir, sampler or figure_samplers(), users, draws, codewords, seed, resolve_device(device), plot
     )
     summary = (
         table.groupby(["model", "sampler"], sort=False)

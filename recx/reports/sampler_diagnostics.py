@@ -28,11 +28,6 @@ from recx.samplers.base import Batch
 from recx.samplers.registry import SAMPLERS, new_sampler
 from recx.training.build import build_model
 
-FIGURE_SAMPLERS = ["uniform", "popularity", "kernel", "dns", "midx_uni", "midx_pop", "midx"]
-PAPER_ARGS: dict[str, dict[str, Any]] = {
-    "popularity": {"variant": "log"},
-    "midx_pop": {"variant": "log"},
-}  # pop = log(1 + count), §7.1.4
 DRAWS_PER_QUERY = 1000
 MAX_REPLICAS = 8192  # queries per sampling call when a user's law is estimated from draws
 
@@ -46,12 +41,18 @@ class ModelView:
     items: torch.Tensor  # [M, d]
 
 
+def figure_samplers() -> list[str]:
+    """The samplers of FastVAE's Figure 2 in its order: those whose class sets `figure`."""
+    placed = {name: SAMPLERS.get(name).figure for name in SAMPLERS.names()}
+    return sorted((name for name, figure in placed.items() if figure is not None), key=lambda name: placed[name][0])
+
+
 def make_sampler(name: str, dataset, n_codewords: int, seed: int, device: torch.device):
     """The sampler with the figure's arguments: its law over all items (`exclude_train` off where offered) and
     `n_codewords` codewords where it has codebooks."""
     sampler_class = SAMPLERS.get(name)
     offered = {spec.name for spec in fields(sampler_class.Args)}
-    args: dict[str, Any] = dict(PAPER_ARGS.get(name, {}))
+    args: dict[str, Any] = dict(sampler_class.figure[1]) if sampler_class.figure else {}
     if "n_codewords" in offered:
         args["n_codewords"] = n_codewords
     if "exclude_train" in offered:

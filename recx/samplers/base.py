@@ -94,6 +94,9 @@ class Sampler:
     # Empty: the draws follow exp(log q) (up to a query's normaliser), which the contract checks by drawing. Else why
     # they do not, by design (log q is a convention the loss relies on): the law check is skipped with this reason.
     unchecked_law: ClassVar[str] = ""
+    # Its place in FastVAE's Figure 2 (the samplers `recx diagnose` compares by default, in this order) and the
+    # arguments the figure draws it with; None: not in the figure.
+    figure: ClassVar[tuple[int, dict] | None] = None
 
     def reference_log_q_gap(self, batch: Batch, negatives: Negatives) -> torch.Tensor | None:
         """[B, n] float64: what log_q - positive_log_q[:, None] of `negatives` (drawn for `batch`) must be, by an

@@ -41,7 +41,10 @@ class ImportanceWeightedBatchResampler(BatchImportanceResampler):
         if self.args.exclude_train:
             excluded |= self.is_training_item(batch.users, batch.positives[None, :].expand(excluded.shape)).cpu()
         w = torch.softmax(logits.masked_fill(excluded, -math.inf), dim=1)
-        return torch.log(m * w / (negatives.candidate_weights().double().cpu() * m).round())
+        drawn = negatives.candidate_weights()
+        if drawn is None:
+            raise ValueError("bir_iw's draws carry their multiplicities as candidate weights; these have none")
+        return torch.log(m * w / (drawn.double().cpu() * m).round())
 
     def sample(self, batch: Batch) -> Negatives:
         m = self.args.n_resampled or batch.positives.numel()

@@ -37,6 +37,7 @@ class DNSArgs:
 @SAMPLERS.register("dns")
 class DynamicNegativeSampler(Sampler):
     summary = "DNS(M, N): the M highest-scored of N uniform candidates (hard negatives)"
+    figure = (3, {})
     adaptive = True
     unchecked_law = "the M highest-scored of N uniform candidates are kept: log q is the uniform proposal's constant"
     Args = DNSArgs

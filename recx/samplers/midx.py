@@ -206,6 +206,7 @@ class StaticCellSampler(InvertedMultiIndexSampler):
 @SAMPLERS.register("midx_uni")
 class MidxUniform(StaticCellSampler):
     summary = "MIDX_Uni: the inverted multi-index proposal q(i) ∝ exp(z·(q_i - q̃_i)) (Eq. 4)"
+    figure = (4, {})
     equal_weights = True
 
     def item_weights(self) -> torch.Tensor:
@@ -215,6 +216,7 @@ class MidxUniform(StaticCellSampler):
 @SAMPLERS.register("midx_pop")
 class MidxPopularity(StaticCellSampler):
     summary = "MIDX_Pop: the inverted multi-index proposal weighted by popularity, ∝ exp(z·(q_i - q̃_i)) pop(i) (Eq. 5)"
+    figure = (5, {"variant": "log"})
     Args = MidxPopArgs
 
     def item_weights(self) -> torch.Tensor:
@@ -229,6 +231,7 @@ class MidxExact(InvertedMultiIndexSampler):
     O(MD) per query (all residual scores), processed in chunks of queries to bound memory."""
 
     summary = "MIDX: the inverted multi-index with the residual softmax, an exact draw from the model's softmax"
+    figure = (6, {})
 
     def reference_log_q_gap(self, batch: Batch, negatives: Negatives) -> torch.Tensor:
         """The law is the model's softmax: log q(j) - log q(i) = s(u, j) - s(u, i) (float64)."""

@@ -28,6 +28,7 @@ class PopularitySampler(Sampler):
     as the proposal's log-probability up to the per-user normaliser, which cancels within a query)."""
 
     summary = "popularity negatives, q(j) ∝ f(training count of j)"
+    figure = (1, {"variant": "log"})  # pop = log(1 + count), FastVAE §7.1.4
 
     Args = PopularityArgs
 

@@ -37,6 +37,7 @@ class KernelArgs:
 @SAMPLERS.register("kernel")
 class QuadraticKernelSampler(Sampler):
     summary = "quadratic kernel (Blanc & Rendle): q(i | z) ∝ α (z·q_i)² + 1, drawn through a tree of leaves"
+    figure = (2, {})
     adaptive = True  # the kernel of the item vectors of each epoch's start
     Args = KernelArgs
     rebuild_every = "epoch"

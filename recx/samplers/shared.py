@@ -33,7 +33,10 @@ def multiset_log_q_gap(sampler: Sampler, batch: Batch, negatives: Negatives) -> 
     positive_log_q = -log c, c a candidate's multiplicity among the m draws, recovered from its weight c / m (XIR:
     from each group's weight and its half of m) (float64)."""
     m = sampler.args.n_resampled or batch.positives.numel()
-    weights = negatives.candidate_weights().double().cpu()
+    drawn = negatives.candidate_weights()
+    if drawn is None:
+        raise ValueError("resampled draws carry their multiplicities as candidate weights; these have none")
+    weights = drawn.double().cpu()
     counts = weights * m
     if negatives.segments is not None:
         counts, start = weights.clone(), 0

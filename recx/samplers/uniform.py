@@ -30,6 +30,7 @@ class UniformArgs:
 @SAMPLERS.register("uniform", default=True)
 class UniformSampler(Sampler):
     summary = "uniform negatives, q(j) = 1 / n_items (optionally excluding the user's training items)"
+    figure = (0, {})
     Args = UniformArgs
     reference_log_q_gap = constant_log_q_gap
 
