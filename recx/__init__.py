@@ -2,7 +2,8 @@
 recommendation.
 
 The front door (recx.api; importing recx loads nothing heavy until one of these is used):
-    prepare, train, evaluate, evaluate_lists, sweep, report, load_run, run_config, use_plugins, Run, RecxError
+    prepare, train, evaluate, evaluate_lists, diagnose_samplers, sweep, report, load_run, run_config, use_plugins, Run,
+    RecxError
 Your own methods, registered as the built-ins are (a plugin module calls these when it is imported):
     register_sampler, register_loss, register_model, register_format, register_metric
     Sampler, Negatives, Batch, Loss, LossInput, Bundle, Model, Metric, TopK, Exposure, Catalogue, arg
@@ -19,6 +20,7 @@ from recx.core.versions import RECX_VERSION as __version__
 if TYPE_CHECKING:  # the types of the lazily loaded names, for type checkers and editors
     from recx.api import (
         Run,
+        diagnose_samplers,
         evaluate,
         evaluate_lists,
         load_run,
@@ -41,6 +43,7 @@ _EXPORTS = {
     "prepare": "recx.api",
     "train": "recx.api",
     "evaluate": "recx.api",
+    "diagnose_samplers": "recx.api",
     "evaluate_lists": "recx.api",
     "sweep": "recx.api",
     "report": "recx.api",
@@ -73,6 +76,7 @@ __all__ = [
     "prepare",
     "train",
     "evaluate",
+    "diagnose_samplers",
     "evaluate_lists",
     "sweep",
     "report",

@@ -399,6 +399,40 @@ def evaluate_lists(
     return Run(outcome.folder)
 
 
+def diagnose_samplers(
+    run: Run | PathLike,
+    samplers: Sequence[str] | None = None,
+    *,
+    users: int = 100,
+    draws: int = 100_000,
+    codewords: int = 64,
+    seed: int = 0,
+    device: str = "auto",
+    plot: PathLike | None = None,
+) -> pd.DataFrame:
+    """KL(proposal || softmax) and total variation per sampled user of a trained run, for its random initialisation
+    and its trained model (FastVAE's Table 2 / Figure 2 measure; `samplers` default: the figure's, each sampler's
+    `figure`). Writes sampler_diagnostics.csv into the run folder and, with `plot`, the figure as PNG.
+
+        recx.diagnose_samplers("runs/3f2a9c1e0b7d", ["uniform", "midx_uni"], users=50)
+    """
+    from recx.core.device import resolve_device
+    from recx.reports.sampler_diagnostics import diagnose_run, figure_samplers
+
+    folder = _folder_of(run)
+    names = figure_samplers() if not samplers else arguments.texts(list(samplers), "samplers", "--sampler")
+    return diagnose_run(
+        folder,
+        names,
+        arguments.integer(users, "users", minimum=1),
+        arguments.integer(draws, "draws", minimum=1),
+        arguments.integer(codewords, "codewords", minimum=1),
+        arguments.integer(seed, "seed", minimum=0),
+        resolve_device(arguments.device(device)),
+        arguments.optional_path(plot, "plot"),
+    )
+
+
 def sweep(
     file: PathLike,
     experiment: str,

@@ -683,11 +683,10 @@ def diagnose_sampler(
 ):
     """KL(proposal || softmax) and total variation per user, for the run's random initialisation and trained model."""
     with _loading():
-        from recx.core.device import resolve_device
-        from recx.reports.sampler_diagnostics import diagnose_run, figure_samplers
+        from recx import api
 
-    table = diagnose_run(
-        run_dir, sampler or figure_samplers(), users, draws, codewords, seed, resolve_device(device), plot
+    table = api.diagnose_samplers(
+        run_dir, sampler, users=users, draws=draws, codewords=codewords, seed=seed, device=device, plot=plot
     )
     summary = (
         table.groupby(["model", "sampler"], sort=False)
