@@ -417,7 +417,7 @@ def diagnose_samplers(
         recx.diagnose_samplers("runs/3f2a9c1e0b7d", ["uniform", "midx_uni"], users=50)
     """
     from recx.core.device import resolve_device
-    from recx.reports.sampler_diagnostics import diagnose_run, figure_samplers
+    from recx.reports.sampler_divergence import diagnose_run, figure_samplers
 
     folder = _folder_of(run)
     names = figure_samplers() if not samplers else arguments.texts(list(samplers), "samplers", "--sampler")

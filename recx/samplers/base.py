@@ -134,7 +134,7 @@ class Sampler:
         """[B, L] normalised log proposal probability of items[b, l] for query b (the law `sample` draws from, before
         any exclusion of training items; uniform with `exclude_train` gives the per-user normaliser -log(n - |I_u|)
         that `sample` gives its candidates, so that a user's positives and candidates share it). User-batch models (FastVAE) need it for a user's many positives, the
-        sampler diagnostics for whole distributions; samplers without a closed form do not implement it."""
+        sampler divergence report for whole distributions; samplers without a closed form do not implement it."""
         raise RecxError(f"sampler {type(self).__name__} has no closed-form proposal probability")
 
     def pair_log_probability(self, batch: Batch, rows: torch.Tensor, items: torch.Tensor) -> torch.Tensor:

@@ -17,6 +17,6 @@ SAMPLERS: Registry = Registry("sampler", "recx.samplers", check=_problem)
 
 def new_sampler(name: str, dataset, n_negatives: int, args: dict, generator, kernels: str = "auto"):
     """The sampler registered as `name`, built from its arguments as a configuration holds them (`args`: a mapping of
-    its Args' fields): the one way training, the kit and the diagnostics construct a sampler."""
+    its Args' fields): the one way training, the kit and the sampler divergence report construct a sampler."""
     sampler_class = SAMPLERS.get(name)
     return sampler_class(dataset, n_negatives, sampler_class.Args(**args), generator, kernels)

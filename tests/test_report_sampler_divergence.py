@@ -6,7 +6,7 @@ import pandas as pd
 import torch
 from sampler_helpers import random_dataset
 
-from recx.reports.sampler_diagnostics import ModelView, divergence_table, divergences
+from recx.reports.sampler_divergence import ModelView, divergence_table, divergences
 
 
 def test_divergences_match_their_definitions():
