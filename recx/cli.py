@@ -676,17 +676,23 @@ def diagnose_sampler(
     ),
     users: int = typer.Option(100, help="Users sampled for the KL / TV table."),
     draws: int = typer.Option(100_000, help="Draws per user where a law is estimated (Figure 2, DNS)."),
-    codewords: int = typer.Option(64, help="Codewords per MIDX codebook (the paper's Figure 2: 64)."),
+    n_codewords: int = typer.Option(64, help="Codewords per MIDX codebook (MIDX's n_codewords; Figure 2: 64)."),
+    codewords: Optional[int] = typer.Option(
+        None, "--codewords", hidden=True, help="The old spelling of --n-codewords."
+    ),
     seed: int = typer.Option(0, help="Seed of the user sample and of the draws."),
     plot: Optional[Path] = typer.Option(None, help="Write the paper's Figure 2 (cumulative probability) as PNG."),
     device: str = typer.Option("auto", help="auto, cpu or cuda."),
 ):
     """KL(proposal || softmax) and total variation per user, for the run's random initialisation and trained model."""
+    if codewords is not None:
+        console.print("note: --codewords is now --n-codewords (the MIDX samplers' n_codewords); the old spelling goes")
+        n_codewords = codewords
     with _loading():
         from recx import api
 
     table = api.diagnose_samplers(
-        run_dir, sampler, users=users, draws=draws, codewords=codewords, seed=seed, device=device, plot=plot
+        run_dir, sampler, users=users, draws=draws, n_codewords=n_codewords, seed=seed, device=device, plot=plot
     )
     summary = (
         table.groupby(["model", "sampler"], sort=False)
