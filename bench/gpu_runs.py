@@ -63,7 +63,7 @@ HEADLINE = PackedRun(
         "patience": 10,
         "valid_metric": "ndcg@20",
     },
-    train_args=("--k", "20"),
+    train_args=("--ks", "20"),
     epochs=1000,
     cpu_epochs=2,
     dry_epochs=2,

@@ -47,7 +47,7 @@ import json, resource, sys
 sys.path.insert(0, {root!r})
 from recx.cli import main
 sys.argv = ["recx", "--threads", {threads!r}, "train", "--dataset", "netflix-bench", "--epochs", "1", "--data-root",
-            {data!r}, "--run-dir", {run!r}, "--quiet", "--checkpoint-every", "0", "--k", "10"]
+            {data!r}, "--run-dir", {run!r}, "--quiet", "--checkpoint-every", "0", "--ks", "10"]
 try:
     main()
 except SystemExit as done:

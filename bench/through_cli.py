@@ -38,7 +38,7 @@ def cli_run(config, data_root: Path, threads: int) -> CliRun:
         config_file, run_dir = Path(folder) / "config.yaml", Path(folder) / "run"
         config_file.write_text(yaml.safe_dump(config.to_dict()))
         command = [sys.executable, "-m", "recx", "--threads", str(threads), "train", "--config", str(config_file)]
-        command += ["--data-root", str(data_root), "--run-dir", str(run_dir), "--quiet", "--k", "20"]
+        command += ["--data-root", str(data_root), "--run-dir", str(run_dir), "--quiet", "--ks", "20"]
         environment = {**os.environ, "PYTHONPATH": str(ROOT)}
         subprocess.run(command, check=True, cwd=ROOT, env=environment, capture_output=True, text=True)
         recorded, ours = yaml.safe_load((run_dir / "config.yaml").read_text()), config.to_dict()

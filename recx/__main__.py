@@ -3,7 +3,7 @@
 process (recx.core.memory), then the command line of recx.cli.
 
 recx.cli is cheap to import: `--help` and shell completion answer without torch; a command that needs torch loads it
-behind a spinner on a terminal (recx.cli._loading). `recx --version` alone answers before the command line is even
+behind a spinner on a terminal (recx.shell.terminal.loading). `recx --version` alone answers before the command line is even
 built (no Typer, no rich)."""
 
 from __future__ import annotations

@@ -175,14 +175,12 @@ def prepare(
     """
     check_name(name, "dataset name")
     if arguments.flag(refresh_checksums, "refresh_checksums"):
-        given = [key for key, value in options.items() if value not in (None, False, 0)]
-        if format is not None or source is not None or force or given:
-            extra = ", ".join(["format"] * (format is not None) + ["source"] * (source is not None) + given)
-            raise arguments.refuse(
-                "refresh_checksums",
-                True,
-                "records the checksums of an existing dataset's files; give it no other option"
-                + (f" ({extra})" if extra else " (force)"),
+        given = {"format": format, "source": source, "force": force, **options}
+        extra = [arguments.label(key) for key, value in given.items() if value not in (None, False, 0)]
+        if extra:
+            raise RecxError(
+                f"{arguments.label('refresh_checksums')} records the checksums of an existing dataset's files; "
+                f"not with {', '.join(extra)}"
             )
         return refresh_dataset(name, _root(data_root))
     settings = _prepare_options(
@@ -268,7 +266,7 @@ def train(
     *,
     data_root: PathLike | None = None,
     run_dir: PathLike | None = None,
-    ks: list[int] | tuple[int, ...] = tuple(DEFAULT_KS),
+    ks: Sequence[int] | str = tuple(DEFAULT_KS),
     force: bool = False,
     diagnostics: bool = False,
     checkpoint_every: int | None = None,
@@ -324,7 +322,7 @@ class Evaluated:
 def evaluate(
     run: Run | PathLike,
     split: str = "test",
-    ks: list[int] | tuple[int, ...] = tuple(DEFAULT_KS),
+    ks: Sequence[int] | str = tuple(DEFAULT_KS),
     *,
     batch_size: int = 1024,
     device: str = "auto",
@@ -370,7 +368,7 @@ def evaluate_lists(
     lists: PathLike,
     dataset: str,
     split: str = "test",
-    ks: list[int] | tuple[int, ...] = tuple(DEFAULT_KS),
+    ks: Sequence[int] | str = tuple(DEFAULT_KS),
     *,
     data_root: PathLike | None = None,
     run_dir: PathLike | None = None,
@@ -441,8 +439,8 @@ def sweep(
     data_root: PathLike | None = None,
     dry_run: bool = False,
     datasets: list[str] | None = None,
-    seeds: list[int] | None = None,
-    methods: list[str] | None = None,
+    seeds: Sequence[int] | str | None = None,
+    methods: Sequence[str] | str | None = None,
     settings: dict | None = None,
     max_runs: int | None = None,
     backend: str = "local",
@@ -500,9 +498,9 @@ def report(
     *,
     runs: PathLike | None = None,
     baseline: str | None = None,
-    metrics: Sequence[str] | None = None,
-    ks: Sequence[int] | None = None,
-    stratified: Sequence[str] | None = None,
+    metrics: Sequence[str] | str | None = None,
+    ks: Sequence[int] | str | None = None,
+    stratified: Sequence[str] | str | None = None,
     split: str = "test",
     correction: str = "holm",
     resamples: int = 10_000,
@@ -529,7 +527,7 @@ def report(
     alpha = arguments.fraction(alpha, "alpha", closed=False)
     options = ReportOptions(
         baseline=arguments.optional_text(baseline, "baseline"),
-        ks=None if ks is None else tuple(arguments.cutoffs(ks, "ks", "--k")),
+        ks=None if ks is None else tuple(arguments.cutoffs(ks, "ks")),
         split=arguments.split(split),
         correction=arguments.choice(correction, "correction", CORRECTIONS),
         resamples=resamples,

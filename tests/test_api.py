@@ -13,7 +13,7 @@ import recx
 from recx import RecxError
 
 FAST = {"dim": 8, "epochs": 2, "batch_size": 256, "n_negatives": 20, "device": "cpu"}
-FAST_CLI = ["--dim", "8", "--epochs", "2", "--batch-size", "256", "--negatives", "20", "--quiet", "--device", "cpu"]
+FAST_CLI = ["--dim", "8", "--epochs", "2", "--batch-size", "256", "--n-negatives", "20", "--quiet", "--device", "cpu"]
 
 
 def test_importing_recx_loads_nothing_heavy():
@@ -41,7 +41,7 @@ def test_train_evaluate_and_load_run_equal_the_command_line(tiny_root, tmp_path,
     assert run.config == same.config and run.best_epoch == same.best_epoch and len(run.epochs) == 2
     evaluated = recx.evaluate(run, "valid", [5])
     assert set(evaluated.results.split) == {"valid"} and set(evaluated.results.k) == {5}
-    assert recx_cli("eval", tmp_path / "cli", "--split", "valid", "--k", "5").code == 0
+    assert recx_cli("eval", tmp_path / "cli", "--split", "valid", "--ks", "5").code == 0
     pd.testing.assert_frame_equal(evaluated.results, pd.read_parquet(tmp_path / "cli" / "eval_valid.parquet"))
 
 

@@ -130,7 +130,7 @@ def test_sweep_report_lists_and_plugins_name_the_argument_at_fault(tmp_path, mon
 
 def test_the_command_line_gets_the_same_checks_naming_its_options(run, recx_cli, tmp_path):
     assert_user_error(recx_cli("eval", run.path, "--batch-size", "0"), "--batch-size 0: expected an integer >= 1")
-    assert_user_error(recx_cli("eval", run.path, "--k", "0"), "--k '0': cut-offs must be positive integers")
+    assert_user_error(recx_cli("eval", run.path, "--ks", "0"), "--ks '0': cut-offs must be positive integers")
     assert_user_error(recx_cli("eval", run.path, "--split", "x"), "--split 'x': expected valid or test")
     assert_user_error(recx_cli("eval", run.path, "--device", "gpu"), "--device 'gpu': expected auto, cpu, cuda")
     assert_user_error(recx_cli("eval", run.path, "--auc", "--opauc-beta", "2"), "--opauc-beta 2.0: expected a fraction")

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 import yaml
 
-FAST = ["--dim", "8", "--epochs", "2", "--batch-size", "256", "--negatives", "20", "--quiet", "--device", "cpu"]
+FAST = ["--dim", "8", "--epochs", "2", "--batch-size", "256", "--n-negatives", "20", "--quiet", "--device", "cpu"]
 
 
 def test_prepare_train_eval_dump_topk_recomputes_the_metrics(tiny_root, tmp_path, recx_cli):
@@ -18,7 +18,7 @@ def test_prepare_train_eval_dump_topk_recomputes_the_metrics(tiny_root, tmp_path
     environment = json.loads((run / "environment.json").read_text())
     assert environment["seed"] == 0 and len(environment["data_hash"]) == 64 and "torch" in environment["packages"]
     topk_file = tmp_path / "top.parquet"
-    result = recx_cli("eval", run, "--k", "5,10", "--dump-topk", topk_file, "--batch-size", "13")
+    result = recx_cli("eval", run, "--ks", "5,10", "--dump-topk", topk_file, "--batch-size", "13")
     assert result.code == 0, result.err
     reported = pd.read_parquet(run / "eval_test.parquet")
     top = pd.read_parquet(topk_file)
@@ -143,7 +143,7 @@ def test_eval_rejects_incomplete_runs_and_large_k(tiny_root, tmp_path, recx_cli)
     assert result.code == 1 and "not a completed run" in result.err
     run = tmp_path / "run"
     assert recx_cli("train", "--dataset", "tiny", "--data-root", tiny_root, "--run-dir", run, *FAST).code == 0
-    result = recx_cli("eval", run, "--k", "10,5000")
+    result = recx_cli("eval", run, "--ks", "10,5000")
     assert result.code == 1 and "larger than the number of items" in result.err.replace("\n", " ")
 
 

@@ -10,7 +10,7 @@ from recx.runs import tracking
 
 mlflow = pytest.importorskip("mlflow")
 
-FAST = ["--dim", "8", "--epochs", "2", "--batch-size", "256", "--negatives", "5", "--device", "cpu", "--quiet"]
+FAST = ["--dim", "8", "--epochs", "2", "--batch-size", "256", "--n-negatives", "5", "--device", "cpu", "--quiet"]
 EXPERIMENT = {
     "datasets": {
         "tiny": {

@@ -48,10 +48,22 @@ def test_ids_beyond_the_card_are_refused_without_id_maps(tiny_root):
 
 def test_eval_names_the_card_not_the_weights(tiny_root, tmp_path, recx_cli):
     run = tmp_path / "run"
-    fast = ("--dim", "8", "--epochs", "1", "--device", "cpu", "--quiet", "--k", "5,10", "--set", "valid_metric=ndcg@10")
+    fast = (
+        "--dim",
+        "8",
+        "--epochs",
+        "1",
+        "--device",
+        "cpu",
+        "--quiet",
+        "--ks",
+        "5,10",
+        "--set",
+        "valid_metric=ndcg@10",
+    )
     assert recx_cli("train", "--dataset", "tiny", "--data-root", tiny_root, "--run-dir", run, *fast).code == 0
     edit_card(tiny_root, lambda c: c.update(n_items=c["n_items"] + 10))
-    result = recx_cli("eval", run, "--data-root", tiny_root, "--k", "5", "--quiet")
+    result = recx_cli("eval", run, "--data-root", tiny_root, "--ks", "5", "--quiet")
     assert result.code == 1 and "card.json: n_items = 110, but items.parquet holds 100 items" in result.err
     assert "model.pt" not in result.err
     train = recx_cli("train", "--dataset", "tiny", "--data-root", tiny_root, "--run-dir", tmp_path / "r2", *fast)

@@ -104,7 +104,7 @@ def test_a_split_saved_again_with_the_same_content_is_accepted_with_a_note(tiny_
     refused = recx_cli("prepare", "tiny", "--data-root", tiny_root, "--refresh-checksums", "--format", "synthetic")
     assert (
         refused.code == 1
-        and "--refresh-checksums records the checksums of an existing dataset; not with --format" in refused.err
+        and "--refresh-checksums records the checksums of an existing dataset's files; not with --format" in refused.err
     )
 
 

@@ -128,3 +128,45 @@ def test_the_version_is_one():
     """pyproject.toml's version is recx.__version__ (recx.core.versions.RECX_VERSION)."""
     version = re.search(r'^version = "([^"]+)"', (ROOT / "pyproject.toml").read_text(), re.MULTILINE)
     assert version is not None and version.group(1) == recx.__version__
+
+
+def recx_imports(tree: ast.AST) -> set[str]:
+    """The recx modules a module imports (at any depth: lazy imports inside functions count)."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("recx"):
+            found.update(
+                f"{node.module}.{alias.name}" if node.module == "recx" else node.module for alias in node.names
+            )
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names if alias.name.startswith("recx"))
+    return found
+
+
+def test_the_command_line_goes_through_the_front_door():
+    """recx/cli.py imports only recx.api (the front door every command calls) and recx.shell (what the command line
+    shows and its options): it builds nothing itself."""
+    tree = ast.parse((PACKAGE / "cli.py").read_text())
+    outside = sorted(m for m in recx_imports(tree) if m != "recx.api" and not m.startswith("recx.shell"))
+    assert not outside, outside
+    assert "recx.api" in recx_imports(tree)
+
+
+def function_lengths(path: Path) -> dict[str, int]:
+    tree = ast.parse(path.read_text())
+    return {
+        f"{path.relative_to(ROOT)}:{node.name}": node.end_lineno - node.lineno + 1
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+    }
+
+
+def test_the_command_line_is_small_and_its_paths_short():
+    """recx/cli.py under 350 lines (its options are generated from the configuration, recx.shell.run_options, or
+    declared once, recx.shell.options), and no function over 60 lines in the command line, the front door, the
+    reports, the training loop, a run's training and the sweeps (issue 47 §2: split by what they do)."""
+    assert len((PACKAGE / "cli.py").read_text().splitlines()) < 350
+    paths = [PACKAGE / "cli.py", PACKAGE / "api.py", PACKAGE / "training" / "fit.py", PACKAGE / "runs" / "train_run.py"]
+    paths += sorted((PACKAGE / "reports").glob("*.py")) + sorted((PACKAGE / "sweeps").glob("*.py"))
+    long = {name: n for path in paths for name, n in function_lengths(path).items() if n > 60}
+    assert not long, long

@@ -50,7 +50,7 @@ def test_run_writes_diagnostics_and_eval_reports_auc(tiny_root, tmp_path, recx_c
         "8",
         "--epochs",
         "1",
-        "--negatives",
+        "--n-negatives",
         "10",
         "--quiet",
         "--device",
@@ -60,7 +60,7 @@ def test_run_writes_diagnostics_and_eval_reports_auc(tiny_root, tmp_path, recx_c
     assert result.code == 0, result.err
     written = json.loads((run / "diagnostics.json").read_text())
     assert set(written["ndcg"]) == {"valid", "test"} and -1 <= written["item_norm_popularity_spearman"] <= 1
-    result = recx_cli("eval", run, "--k", "10", "--auc", "--opauc-beta", "0.2", "--diagnostics")
+    result = recx_cli("eval", run, "--ks", "10", "--auc", "--opauc-beta", "0.2", "--diagnostics")
     assert result.code == 0, result.err
     assert "opauc(0.2)" in result.out and "item_norm_popularity_spearman" in result.out
     reported = pd.read_parquet(run / "eval_test.parquet")

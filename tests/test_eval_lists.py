@@ -14,7 +14,7 @@ import recx
 from recx import RecxError
 from tests.safety_helpers import assert_user_error, snapshot
 
-FAST = ["--dim", "8", "--epochs", "2", "--batch-size", "256", "--negatives", "20", "--quiet", "--device", "cpu"]
+FAST = ["--dim", "8", "--epochs", "2", "--batch-size", "256", "--n-negatives", "20", "--quiet", "--device", "cpu"]
 
 
 @pytest.fixture
@@ -31,7 +31,7 @@ def ids(tiny_root, which: str) -> pd.Series:
 
 def test_a_runs_own_dump_gives_that_runs_metrics_exactly(run, tiny_root, tmp_path, recx_cli):
     top = tmp_path / "top.parquet"
-    assert recx_cli("eval", run, "--k", "10,20,50", "--dump-topk", top).code == 0
+    assert recx_cli("eval", run, "--ks", "10,20,50", "--dump-topk", top).code == 0
     lists = tmp_path / "lists"
     result = recx_cli("eval", "--lists", top, "--dataset", "tiny", "--data-root", tiny_root, "--out", lists)
     assert result.code == 0, result.err
@@ -58,7 +58,7 @@ def test_scored_lists_in_original_ids_match_an_independent_computation(tiny_root
         path, sep="\t", index=False
     )
     result = recx_cli(
-        "eval", "--lists", path, "--dataset", "tiny", "--data-root", tiny_root, "--k", "5", "--out", tmp_path / "l"
+        "eval", "--lists", path, "--dataset", "tiny", "--data-root", tiny_root, "--ks", "5", "--out", tmp_path / "l"
     )
     assert result.code == 0, result.err
     got = (
@@ -89,7 +89,7 @@ def write(tmp_path, rows, columns=("user", "item", "rank"), name="l.tsv"):
 
 def test_what_it_would_misread_is_refused_with_a_count(tiny_root, tmp_path, recx_cli):
     users, items = ids(tiny_root, "users"), ids(tiny_root, "items")
-    lists = lambda path: recx_cli("eval", "--lists", path, "--dataset", "tiny", "--data-root", tiny_root, "--k", "5")  # noqa: E731
+    lists = lambda path: recx_cli("eval", "--lists", path, "--dataset", "tiny", "--data-root", tiny_root, "--ks", "5")  # noqa: E731
     path = write(tmp_path, [(users[0], items[1], 1), ("ghost", items[2], 1), ("ghost2", items[2], 1)])
     assert_user_error(lists(path), f"{path}: 2 users (2 rows) are not users of dataset 'tiny' (e.g. 'ghost', 'ghost2')")
     path = write(tmp_path, [(users[0], "nothing", 1)])
@@ -109,7 +109,7 @@ def test_short_and_missing_lists_are_noted_and_count_as_misses(tiny_root, tmp_pa
     first = int(test.user.min())
     path = write(tmp_path, [(users[first], items[i], r + 1) for r, i in enumerate([0, 1])])
     result = recx_cli(
-        "eval", "--lists", path, "--dataset", "tiny", "--data-root", tiny_root, "--k", "5", "--out", tmp_path / "o"
+        "eval", "--lists", path, "--dataset", "tiny", "--data-root", tiny_root, "--ks", "5", "--out", tmp_path / "o"
     )
     assert result.code == 0, result.err
     evaluated = test.user.nunique()
@@ -119,9 +119,9 @@ def test_short_and_missing_lists_are_noted_and_count_as_misses(tiny_root, tmp_pa
 
 def test_report_puts_lists_beside_a_run_with_paired_tests(run, tiny_root, tmp_path, recx_cli):
     top = tmp_path / "top.parquet"
-    assert recx_cli("eval", run, "--k", "10,20", "--dump-topk", top).code == 0
+    assert recx_cli("eval", run, "--ks", "10,20", "--dump-topk", top).code == 0
     lists = tmp_path / "lists"
-    flags = ("--dataset", "tiny", "--data-root", tiny_root, "--k", "10,20", "--name", "from-lists")
+    flags = ("--dataset", "tiny", "--data-root", tiny_root, "--ks", "10,20", "--name", "from-lists")
     assert recx_cli("eval", "--lists", top, *flags, "--out", lists).code == 0
     report = tmp_path / "report"
     result = recx_cli("report", run / "results.parquet", lists / "results.parquet", "--out", report)
@@ -143,7 +143,7 @@ def test_out_holding_evaluated_lists_is_refused_unless_force_which_swaps_in_whol
     rows = [(users[u], items[i], r + 1) for u in first_test_users(tiny_root, 20) for r, i in enumerate([3, 14, 15])]
     first, second = write(tmp_path, rows, name="first.tsv"), write(tmp_path, rows[::-1][:30], name="second.tsv")
     out = tmp_path / "lists"
-    flags = ("--dataset", "tiny", "--data-root", tiny_root, "--k", "5", "--out", out)
+    flags = ("--dataset", "tiny", "--data-root", tiny_root, "--ks", "5", "--out", out)
     assert recx_cli("eval", "--lists", first, *flags).code == 0
     before = snapshot(out, strict=True)
     assert_user_error(
@@ -171,7 +171,7 @@ def test_out_holding_evaluated_lists_is_refused_unless_force_which_swaps_in_whol
     assert replaced.code == 0, replaced.err
     assert json.loads((out / "lists.json").read_text())["name"] == "second" and (out / "COMPLETE").is_file()
     assert_user_error(
-        recx_cli("eval", out, "--k", "5"), f"{out} holds evaluated lists (recx eval --lists), not a trained"
+        recx_cli("eval", out, "--ks", "5"), f"{out} holds evaluated lists (recx eval --lists), not a trained"
     )
     assert not list(tmp_path.glob(".lists.*-*"))  # the old one was swapped out and removed
 
@@ -181,7 +181,7 @@ def test_equal_ranks_are_refused_and_equal_scores_ordered_by_a_stated_rule(tiny_
     user = users[first_test_users(tiny_root, 1)[0]]
     path = write(tmp_path, [(user, items[1], 1), (user, items[2], 2), (user, items[3], 2)])
     assert_user_error(
-        recx_cli("eval", "--lists", path, "--dataset", "tiny", "--data-root", tiny_root, "--k", "5"),
+        recx_cli("eval", "--lists", path, "--dataset", "tiny", "--data-root", tiny_root, "--ks", "5"),
         f"1 rank of a user's list is given to two items or more (e.g. user {user!r} rank 2: {items[2]!r}, "
         f"{items[3]!r}); ranks must differ within a user's list",
     )
@@ -201,7 +201,7 @@ def test_equal_ranks_are_refused_and_equal_scores_ordered_by_a_stated_rule(tiny_
             "tiny",
             "--data-root",
             tiny_root,
-            "--k",
+            "--ks",
             "5",
             "--out",
             tmp_path / str(seed),
@@ -242,7 +242,7 @@ def test_the_items_recx_excludes_are_named_training_or_validation_items(tiny_roo
     user = next(u for u in sorted(valid.user.unique()) if u in test_users)
     listed = [*valid[valid.user == user].item[:1], *train[train.user == user].item[:2]]
     path = write(tmp_path, [(users[user], items[i], r + 1) for r, i in enumerate(listed)])
-    flags = ("--dataset", "tiny", "--data-root", tiny_root, "--k", "5")
+    flags = ("--dataset", "tiny", "--data-root", tiny_root, "--ks", "5")
     result = recx_cli("eval", "--lists", path, *flags, "--out", tmp_path / "t")
     assert result.code == 0, result.err
     assert (
@@ -282,15 +282,15 @@ def test_one_of_a_count_is_singular(tiny_root, tmp_path, recx_cli):
     users, items = ids(tiny_root, "users"), ids(tiny_root, "items")
     path = write(tmp_path, [(users[0], items[1], 1), ("ghost", items[2], 1)])
     assert_user_error(
-        recx_cli("eval", "--lists", path, "--dataset", "tiny", "--data-root", tiny_root, "--k", "5"),
+        recx_cli("eval", "--lists", path, "--dataset", "tiny", "--data-root", tiny_root, "--ks", "5"),
         f"{path}: 1 user (1 row) is not a user of dataset 'tiny' (e.g. 'ghost')",
     )
     user = users[first_test_users(tiny_root, 1)[0]]
     path = write(tmp_path, [(user, items[1], 1.5)], ("user", "item", "score"))
     result = recx_cli(
-        "eval", "--lists", path, "--dataset", "tiny", "--data-root", tiny_root, "--k", "5", "--out", tmp_path / "o"
+        "eval", "--lists", path, "--dataset", "tiny", "--data-root", tiny_root, "--ks", "5", "--out", tmp_path / "o"
     )
     assert result.code == 0 and "1 list is shorter than K=5" in result.out, result.err
-    report = recx_cli("report", tmp_path / "o" / "results.parquet", "--out", tmp_path / "report", "--k", "5")
+    report = recx_cli("report", tmp_path / "o" / "results.parquet", "--out", tmp_path / "report", "--ks", "5")
     assert report.code == 0, report.err
     assert "mean ± std over 1 run (seed) per method" in (tmp_path / "report" / "report.md").read_text()

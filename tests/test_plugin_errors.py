@@ -97,7 +97,7 @@ def test_an_exception_inside_a_plugin_method_names_the_plugin_and_the_method(tin
     assert done.returncode == 0, done.stderr
     metric = tmp_path / "broken.py"
     metric.write_text(BROKEN_METRIC)
-    evaluated = recx("eval", trained, "--k", "5", "--plugin", metric)
+    evaluated = recx("eval", trained, "--ks", "5", "--plugin", metric)
     message = " ".join(evaluated.stderr.split())
     assert evaluated.returncode == 1 and "internal error" not in message, message
     assert f"error: plugin {metric}" in message and "Broken.per_user (" in message

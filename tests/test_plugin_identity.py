@@ -133,7 +133,7 @@ def test_eval_needs_the_model_only_and_names_a_missing_plugin(tiny_root, tmp_pat
     plugin = json.loads((run / "environment.json").read_text())["plugins"][0]
     assert {"sampler mixture", "loss hinge", "metric map", "metric tail_coverage"} <= set(plugin["names"])
     assert config["plugin_code"]["sampler"] == plugin["sha256"]  # the package folder's code, as recorded
-    evaluated = recx("eval", run, "--k", "5")  # no plugin: its loss and sampler are not needed to evaluate
+    evaluated = recx("eval", run, "--ks", "5")  # no plugin: its loss and sampler are not needed to evaluate
     assert evaluated.returncode == 0, evaluated.stderr
     assert "ndcg@5" in evaluated.stdout and "coverage@5" in evaluated.stdout
 
@@ -153,12 +153,12 @@ def test_eval_needs_the_model_only_and_names_a_missing_plugin(tiny_root, tmp_pat
         "--plugin", model,
     )  # fmt: skip
     assert trained.returncode == 0, trained.stderr
-    missing = recx("eval", own, "--k", "5")
+    missing = recx("eval", own, "--ks", "5")
     assert missing.returncode == 1 and "Traceback" not in missing.stderr
     assert "model 'mymf' is not registered now" in missing.stderr
     assert f"plugin {model}, source file, module recx_plugin_mymodel, code sha256" in missing.stderr
     model.write_text(MODEL + "\n# edited\n")
-    changed = recx("eval", own, "--k", "5", "--plugin", model)
+    changed = recx("eval", own, "--ks", "5", "--plugin", model)
     assert changed.returncode == 0 and "was trained with code sha256" in changed.stderr
 
 

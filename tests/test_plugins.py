@@ -52,7 +52,7 @@ def test_a_plugin_folder_lists_and_trains_and_is_recorded(tiny_root, tmp_path):
         (str(EXAMPLE_PLUGIN), "folder", "recx_example")
     ]
     assert len(recorded[0]["sha256"]) == 64
-    evaluated = recx("eval", run, "--k", "5", "--plugin", EXAMPLE_PLUGIN)
+    evaluated = recx("eval", run, "--ks", "5", "--plugin", EXAMPLE_PLUGIN)
     assert evaluated.returncode == 0, evaluated.stderr
     assert "map@5" in evaluated.stdout  # the plugin's metric is evaluated beside the built-in ones
 

@@ -52,7 +52,7 @@ def test_a_plugin_samplers_bad_draw_is_refused_at_the_first_step_naming_it(
     run = tmp_path / "run"
     result = recx_cli(
         "--plugin", plugin, "train", "--dataset", "tiny", "--data-root", tiny_root, "--run-dir", run, *FAST,
-        "--loss", "bce", "--sampler", "bad", "--negatives", "5",
+        "--loss", "bce", "--sampler", "bad", "--n-negatives", "5",
     )  # fmt: skip
     assert result.code == 1, result.err
     message = " ".join(result.err.split())
@@ -67,7 +67,7 @@ def test_a_plugin_sampler_that_keeps_the_contract_trains(tiny_root, tmp_path, re
     plugin.write_text(BAD_SAMPLER.replace("{change}", "pass"))
     result = recx_cli(
         "--plugin", plugin, "train", "--dataset", "tiny", "--data-root", tiny_root, "--run-dir", tmp_path / "run",
-        *FAST, "--loss", "bce", "--sampler", "bad", "--negatives", "5",
+        *FAST, "--loss", "bce", "--sampler", "bad", "--n-negatives", "5",
     )  # fmt: skip
     assert result.code == 0, result.err
 

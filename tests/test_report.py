@@ -145,7 +145,7 @@ def test_report_command_and_its_errors(swept, tmp_path, recx_cli):
         "bonferroni",
         "--resamples",
         "500",
-        "--k",
+        "--ks",
         "5",
         "--param",
         "n_negatives",
@@ -156,7 +156,7 @@ def test_report_command_and_its_errors(swept, tmp_path, recx_cli):
     assert (tmp_path / "r" / "plots" / "swept_n_negatives_tiny.png").is_file()
     for args, message in [
         (["--baseline", "nope"], "--baseline 'nope' is not a method"),
-        (["--k", "7"], "cut-off 7 is not in the results"),
+        (["--ks", "7"], "cut-off 7 is not in the results"),
         (["--correction", "sidak"], "--correction 'sidak'"),
         (["--param", "nope"], "--param 'nope' is not a config key"),
     ]:

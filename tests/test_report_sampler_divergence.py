@@ -50,7 +50,7 @@ def test_diagnose_command_writes_the_table_and_figure(recx_cli, tiny_root, tmp_p
         "softmax",
         "--sampler",
         "midx_pop",
-        "--negatives",
+        "--n-negatives",
         "10",
         "--epochs",
         "1",

@@ -10,7 +10,7 @@ from recx.losses.registry import LOSSES
 from recx.models.registry import MODELS
 from recx.samplers.registry import SAMPLERS
 
-FAST = ["--dim", "8", "--epochs", "2", "--batch-size", "256", "--negatives", "5", "--device", "cpu"]
+FAST = ["--dim", "8", "--epochs", "2", "--batch-size", "256", "--n-negatives", "5", "--device", "cpu"]
 
 
 def test_piped_training_prints_one_line_per_epoch_and_unwrapped_tables(tiny_root, tmp_path, recx_cli):
@@ -26,7 +26,7 @@ def test_piped_training_prints_one_line_per_epoch_and_unwrapped_tables(tiny_root
     assert len(re.findall(r"\d\.\d{4}", row)) == 4
     assert any(str(run) in line and len(line) > 80 for line in result.out.splitlines())
     topk = tmp_path / "top.parquet"
-    result = recx_cli("eval", run, "--k", "5", "--dump-topk", topk)
+    result = recx_cli("eval", run, "--ks", "5", "--dump-topk", topk)
     assert result.code == 0 and f"top-5 lists (user, item, rank) of every user with a test item: {topk}" in result.out
     assert str(run / "eval_test.parquet") in result.out
 

@@ -3,7 +3,7 @@
 import pytest
 from safety_helpers import assert_user_error, snapshot
 
-FAST = ["--dim", "8", "--epochs", "1", "--batch-size", "256", "--negatives", "5", "--quiet", "--device", "cpu"]
+FAST = ["--dim", "8", "--epochs", "1", "--batch-size", "256", "--n-negatives", "5", "--quiet", "--device", "cpu"]
 BAD_NAMES = ["..", ".", "", "a/b", "../x", "x/..", "a b", "~"]
 
 

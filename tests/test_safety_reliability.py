@@ -15,7 +15,7 @@ from recx.core.errors import Interrupted, RecxError
 from recx.data.prepare import PrepareOptions, prepare
 from recx.runs import store
 
-FAST = ["--dim", "8", "--epochs", "2", "--batch-size", "256", "--negatives", "5", "--quiet", "--device", "cpu"]
+FAST = ["--dim", "8", "--epochs", "2", "--batch-size", "256", "--n-negatives", "5", "--quiet", "--device", "cpu"]
 
 
 def train(recx_cli, root, run, *extra, dataset="tiny"):
@@ -72,7 +72,7 @@ def test_dump_topk_never_replaces_a_file_recx_did_not_write(run, tmp_path, recx_
     assert_user_error(recx_cli("eval", run, "--dump-topk", tmp_path), f"--dump-topk {tmp_path}: a folder")
     topk = tmp_path / "topk.parquet"
     assert recx_cli("eval", run, "--dump-topk", topk).code == 0
-    assert recx_cli("eval", run, "--dump-topk", topk, "--k", "5").code == 0  # its own file: replaced
+    assert recx_cli("eval", run, "--dump-topk", topk, "--ks", "5").code == 0  # its own file: replaced
     assert pd.read_parquet(topk)["rank"].max() == 5
     assert recx_cli("eval", run, "--dump-topk", notes, "--force").code == 0
     assert len(pd.read_parquet(notes)) > 0
@@ -304,8 +304,8 @@ def test_train_chooses_its_cut_offs_for_a_small_catalogue(tmp_path, recx_cli):
         root,
     )
     assert_user_error(
-        train(recx_cli, root, tmp_path / "a", dataset="small"), "K=50 is larger than the number of items (40)", "--k"
+        train(recx_cli, root, tmp_path / "a", dataset="small"), "K=50 is larger than the number of items (40)", "--ks"
     )
-    assert train(recx_cli, root, tmp_path / "b", "--k", "10,20", dataset="small").code == 0
+    assert train(recx_cli, root, tmp_path / "b", "--ks", "10,20", dataset="small").code == 0
     results = pd.read_parquet(tmp_path / "b" / "results.parquet")
     assert sorted(results.k.unique()) == [10, 20]

@@ -13,7 +13,7 @@ from safety_helpers import assert_user_error, snapshot
 
 from recx.runs import store
 
-FAST = ["--dim", "8", "--epochs", "2", "--batch-size", "256", "--negatives", "5", "--quiet", "--device", "cpu"]
+FAST = ["--dim", "8", "--epochs", "2", "--batch-size", "256", "--n-negatives", "5", "--quiet", "--device", "cpu"]
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -168,7 +168,7 @@ def test_ctrl_c_in_evaluation_keeps_the_weights(tiny_root, tmp_path, recx_cli, m
     )
     assert store.state(run) == "trained" and (run / "model.pt").is_file()
     weights = (run / "model.pt").read_bytes()
-    assert recx_cli("eval", run, "--k", "10").code == 0
+    assert recx_cli("eval", run, "--ks", "10").code == 0
     assert train(recx_cli, tiny_root, run).code == 0  # finishes the evaluation from the saved weights
     assert store.state(run) == "complete" and (run / "model.pt").read_bytes() == weights
     assert store.epochs_recorded(run) == 2

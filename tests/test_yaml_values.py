@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from recx.cli import _parse_assignments
 from recx.config.run_config import read_yaml_mapping
 from recx.core import yaml_values
 from recx.core.errors import RecxError
+from recx.shell.run_options import assignments as _parse_assignments
 
 
 def test_exponents_without_a_dot_are_floats():

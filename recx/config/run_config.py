@@ -29,6 +29,12 @@ from recx.samplers.registry import SAMPLERS
 
 WEIGHT_DECAY_MODES = ("none", "full", "batch")
 DEVICES = ("auto", "cpu", "cuda")
+CHOICES = {
+    "optimizer": ("auto",) + OPTIMIZERS,
+    "weight_decay_mode": WEIGHT_DECAY_MODES,
+    "device": DEVICES,
+    "kernels": KERNELS,
+}
 
 
 NO_LOSS_DEFAULTS: dict[str, Any] = {}
@@ -473,7 +479,7 @@ def check_against_dataset(config, n_items: int, ks: list[int], default_negatives
     if max(ks) > n_items:
         raise RecxError(
             f"{where}: K={max(ks)} is larger than the number of items ({n_items}); choose cut-offs of "
-            f"at most {n_items} (recx train --k 5,10 and --set valid_metric=ndcg@10; an experiment's ks)"
+            f"at most {n_items} (recx train --ks 5,10 --valid-metric ndcg@10; an experiment's ks)"
         )
     explicit = config.n_negatives not in (default_negatives, loss_default(config.loss, "n_negatives"))
     if config.n_negatives > n_items and explicit:

@@ -1,4 +1,5 @@
-"""The ranges of a run's own settings, checked before any work starts; errors name the source, key, value and range.
+"""The run's own settings declared: each one's help (the command line's `--key` options are generated from it,
+recx.shell.run_options) and range, checked before any work starts; errors name the source, key, value and range.
 
 A table of `Range`s keyed by RunConfig field name rather than pydantic: RunConfig stays the plain dataclass every
 module (and the run id hash) already uses, no dependency is added, and a key without a range (a new string option)
@@ -12,6 +13,38 @@ from __future__ import annotations
 from recx.core.args import Range
 from recx.core.errors import RecxError
 from recx.core.names import check_name
+
+# Every RunConfig setting a user chooses, in the order `--help` shows them (plugin_code is recorded, not chosen);
+# tests/test_cli_options.py checks this list against RunConfig's fields.
+HELP: dict[str, str] = {
+    "dataset": "Prepared dataset name (a folder under the data root).",
+    "model": "Model (`recx list models`).",
+    "loss": "Loss (`recx list losses`).",
+    "sampler": "Negative sampler (`recx list samplers`).",
+    "dim": "Embedding dimension.",
+    "epochs": "Maximum number of epochs.",
+    "batch_size": "Training interactions per step.",
+    "n_negatives": "Negatives per query (or shared per batch).",
+    "lr": "Learning rate.",
+    "lr_step_epochs": "Multiply the learning rate by lr_step_gamma every N epochs (0: a constant rate).",
+    "lr_step_gamma": "The factor of each learning-rate step.",
+    "half_steps": "Alternating solvers: an epoch is one half-step, validated after each.",
+    "optimizer": "Optimizer; auto: the model's and sampler's pairing.",
+    "weight_decay": "Weight decay strength.",
+    "weight_decay_mode": "Where weight decay applies: full (every row, every step), batch (the rows a step touches) or none.",
+    "weight_decay_loss": "full decay also reaches the loss's own parameters (PRISM's Adam on MAWU's margins).",
+    "seed": "Seed of initialisation, shuffling and sampling.",
+    "device": "Where to train.",
+    "kernels": "Sampler kernels: auto (CuPy on CUDA when installed), torch or cupy.",
+    "patience": "Validations without improvement before stopping.",
+    "valid_metric": "Validation metric, name@k: early stopping and the best epoch.",
+    "eval_every": "Validate every N epochs.",
+    "eval_batch_size": "Users per evaluation batch (results do not depend on it).",
+    "model_args": "The model's arguments, a YAML mapping such as '{dropout: 0.5}' (`recx list models`).",
+    "loss_args": "The loss's arguments, a YAML mapping such as '{temperature: 0.1}' (`recx list losses`).",
+    "sampler_args": "The sampler's arguments, a YAML mapping such as '{variant: log}' (`recx list samplers`).",
+}
+REGISTERED = {"model": "models", "loss": "losses", "sampler": "samplers"}  # settings that name a registered class
 
 RANGES: dict[str, Range] = {
     "dim": Range(int, 1, 65_536),

@@ -129,7 +129,7 @@ def _parts(value: str) -> list[str]:
     return [part.strip() for part in value.split(",") if part.strip()]
 
 
-def cutoffs(value: Any, name: str = "ks", option: str | None = "--k") -> list[int]:
+def cutoffs(value: Any, name: str = "ks", option: str | None = None) -> list[int]:
     """Cut-offs K: positive integers, sorted and without repeats; a list, a single int, or the command line's text
     "10,20,50"."""
     if isinstance(value, str):

@@ -250,52 +250,116 @@ def write_report(
     )
     marks = {(r.dataset, r.method, r.column): True for r in tested.itertuples() if r.significant}
     record = experiment_record(options.sources)
-    chosen = results[results.split == options.split]
-    ran = budget.budget_rows(chosen, folders, record)
+    ran = budget.budget_rows(results[results.split == options.split], folders, record)
     row_marks = {(row.dataset, row.method): row.mark for row in ran.itertuples() if row.mark}
     markdown = tables.to_markdown(table, marks, row_marks)
     write_atomic(out / "table.md", markdown)
     write_atomic(out / "table.csv", tables.to_csv(table))
     write_atomic(out / "table.tex", tables.to_latex(table, marks, row_marks))
     write_atomic(out / "budget.csv", ran.to_csv(index=False))
-    paper_text: list[str] = []
-    if record and record.get("paper") and record["paper"]["values"]:
-        published = paper.paper_rows(results, options.split, record["paper"], row_marks)
-        write_atomic(out / "paper.csv", published.to_csv(index=False))
-        reproduced = int(published.within.eq(True).sum())
-        paper_text = [
-            "## The paper beside recx",
-            "",
-            f"{record['paper']['source']}. recx: mean ± std over seeds on the {options.split} split; Δ = (recx − "
-            f"paper) / paper; {reproduced} of {len(published)} figures within ±{record['paper']['tolerance']:.0%}.",
-            "",
-            paper.to_markdown(published, record["paper"]["tolerance"]),
-        ]
+    paper_text = _paper_section(results, options, record, row_marks, out)
     write_atomic(out / "significance.csv", tested.to_csv(index=False))
     write_atomic(out / "significance.md", significance.to_markdown(tested))
-    pairs_text: list[str] = []
-    if options.pairs == "all":
-        pairs = significance.compare_pairs(
-            results,
-            folders,
-            tested_keys(table, options),
-            options.split,
-            options.correction,
-            options.resamples,
-            options.alpha,
-            resampled=resampled,
-        )
-        write_atomic(out / "significance_pairs.csv", pairs.to_csv(index=False))
-        write_atomic(out / "significance_pairs.md", significance.to_markdown(pairs))
-        pairs_text = [
-            "## Every pair of methods",
-            "",
-            f"Adjusted p of the paired randomisation test ({options.correction.capitalize()} over all pairs in each "
-            "dataset and column; the sign: the row's method against the column's; † p < "
-            f"{options.alpha}); every column's tests: `significance_pairs.md`.",
-            "",
-            significance.pairs_matrix_markdown(pairs) if not pairs.empty else "(no test: per-user results missing)\n",
-        ]
+    pairs_text = _pairs_section(results, folders, tested_keys(table, options), options, resampled, out)
+    popular_text, drawn = _popularity_section(results, folders, options, resampled, out)
+    text = [
+        *_header(results, options),
+        markdown,
+        budget.legend(ran),
+        STRATA_DEFINITION if options.stratified else "",
+        "",
+        *paper_text,
+        *_runs_and_tests(ran, tested, notes, options),
+        *pairs_text,
+        *popular_text,
+        "## Plots",
+        "",
+    ]
+    text += [f"- `plots/{name}`: {description}\n\n  ![{name}](plots/{name})" for name, description in drawn]
+    report = "\n".join(text) + "\n"
+    write_atomic(out / "report.md", report)
+    return report
+
+
+def _runs_and_tests(ran: pd.DataFrame, tested: pd.DataFrame, notes: list[str], options: ReportOptions) -> list[str]:
+    """What each row ran (budget.csv's table), then the paired tests against the baseline."""
+    return [
+        "## What each row ran",
+        "",
+        "Per method: the runs (seeds) and grid points it covers against its experiment's plan, the epochs its runs "
+        "ran and why they stopped, their device and mean training seconds (validation excluded); `budget.csv`.",
+        "",
+        budget.to_markdown(ran),
+        f"## Paired tests against {options.baseline}",
+        "",
+        "Per-user values averaged over seeds; difference = method − baseline; p (t): paired t-test "
+        "(scipy.stats.ttest_rel); p (rand.): sign-flip randomisation test (recx.reports.stats, checked against "
+        "scipy.stats.permutation_test); "
+        f"adjusted: {options.correction.capitalize()} over the methods compared in each dataset and column.",
+        "",
+        significance.to_markdown(tested) if not tested.empty else "(no test: per-user results missing)\n",
+        *[f"- {note}" for note in notes],
+        "",
+    ]
+
+
+def _header(results: pd.DataFrame, options: ReportOptions) -> list[str]:
+    """The title and what the table's cells are: the sources, split, seeds per method, bold and † marks."""
+    seeds = results.groupby(["dataset", "method"])["run_id"].nunique()
+    counts = f"{seeds.min()}" if seeds.min() == seeds.max() else f"{seeds.min()}–{seeds.max()}"
+    return [
+        f"# {options.title}",
+        "",
+        f"Results: {', '.join(map(str, options.sources)) or 'in memory'}; split {options.split}; mean ± std over "
+        f"{counts} {'run (seed)' if seeds.max() == 1 else 'runs (seeds)'} per method. **Bold**: best mean of its "
+        "column in its dataset. "
+        f"†: differs from the baseline **{options.baseline}** by a paired randomisation test over the "
+        f"{options.split} users, {options.correction.capitalize()}-corrected p < {options.alpha} "
+        f"({options.resamples} resamples, so no p below {1 / (options.resamples + 1):.1g}; t-tests by "
+        f"scipy {scipy.__version__}).",
+        "",
+    ]
+
+
+def _paper_section(results, options: ReportOptions, record: dict | None, row_marks: dict, out: Path) -> list[str]:
+    """The paper's printed figures beside recx's (paper.csv), when the experiment records them."""
+    if not (record and record.get("paper") and record["paper"]["values"]):
+        return []
+    published = paper.paper_rows(results, options.split, record["paper"], row_marks)
+    write_atomic(out / "paper.csv", published.to_csv(index=False))
+    reproduced = int(published.within.eq(True).sum())
+    return [
+        "## The paper beside recx",
+        "",
+        f"{record['paper']['source']}. recx: mean ± std over seeds on the {options.split} split; Δ = (recx − "
+        f"paper) / paper; {reproduced} of {len(published)} figures within ±{record['paper']['tolerance']:.0%}.",
+        "",
+        paper.to_markdown(published, record["paper"]["tolerance"]),
+    ]
+
+
+def _pairs_section(results, folders, keys, options: ReportOptions, resampled, out: Path) -> list[str]:
+    """With pairs = all: every pair of methods tested (significance_pairs.md/.csv) and its matrix of adjusted p."""
+    if options.pairs != "all":
+        return []
+    pairs = significance.compare_pairs(
+        results, folders, keys, options.split, options.correction, options.resamples, options.alpha, resampled=resampled
+    )
+    write_atomic(out / "significance_pairs.csv", pairs.to_csv(index=False))
+    write_atomic(out / "significance_pairs.md", significance.to_markdown(pairs))
+    return [
+        "## Every pair of methods",
+        "",
+        f"Adjusted p of the paired randomisation test ({options.correction.capitalize()} over all pairs in each "
+        "dataset and column; the sign: the row's method against the column's; † p < "
+        f"{options.alpha}); every column's tests: `significance_pairs.md`.",
+        "",
+        significance.pairs_matrix_markdown(pairs) if not pairs.empty else "(no test: per-user results missing)\n",
+    ]
+
+
+def _popularity_section(results, folders, options: ReportOptions, resampled, out: Path) -> tuple[list[str], list]:
+    """Popularity and coverage (popularity.md/.csv) and every plot drawn, as (section lines, [(file, description)])."""
     reference = (options.metrics[0], options.cutoffs[0])
     popular_cells, popular_tests, popular_notes = popularity.section(
         results,
@@ -321,7 +385,7 @@ def write_report(
     ]:
         plots.save(figure, out / "plots" / name)
         drawn.append((name, description))
-    popular_text = [
+    return [
         "## Popularity and coverage",
         "",
         popularity.intro(options.cutoffs[0], options.bootstrap, options.correction, options.alpha),
@@ -330,50 +394,7 @@ def write_report(
         *([significance.to_markdown(popular_tests), ""] if not popular_tests.empty else []),
         *[f"- {note}" for note in popular_notes],
         "",
-    ]
-    seeds = results.groupby(["dataset", "method"])["run_id"].nunique()
-    counts = f"{seeds.min()}" if seeds.min() == seeds.max() else f"{seeds.min()}–{seeds.max()}"
-    text = [
-        f"# {options.title}",
-        "",
-        f"Results: {', '.join(map(str, options.sources)) or 'in memory'}; split {options.split}; mean ± std over "
-        f"{counts} {'run (seed)' if seeds.max() == 1 else 'runs (seeds)'} per method. **Bold**: best mean of its "
-        "column in its dataset. "
-        f"†: differs from the baseline **{options.baseline}** by a paired randomisation test over the "
-        f"{options.split} users, {options.correction.capitalize()}-corrected p < {options.alpha} "
-        f"({options.resamples} resamples, so no p below {1 / (options.resamples + 1):.1g}; t-tests by "
-        f"scipy {scipy.__version__}).",
-        "",
-        markdown,
-        budget.legend(ran),
-        STRATA_DEFINITION if options.stratified else "",
-        "",
-        *paper_text,
-        "## What each row ran",
-        "",
-        "Per method: the runs (seeds) and grid points it covers against its experiment's plan, the epochs its runs "
-        "ran and why they stopped, their device and mean training seconds (validation excluded); `budget.csv`.",
-        "",
-        budget.to_markdown(ran),
-        f"## Paired tests against {options.baseline}",
-        "",
-        "Per-user values averaged over seeds; difference = method − baseline; p (t): paired t-test "
-        "(scipy.stats.ttest_rel); p (rand.): sign-flip randomisation test (recx.reports.stats, checked against "
-        "scipy.stats.permutation_test); "
-        f"adjusted: {options.correction.capitalize()} over the methods compared in each dataset and column.",
-        "",
-        significance.to_markdown(tested) if not tested.empty else "(no test: per-user results missing)\n",
-        *[f"- {note}" for note in notes],
-        "",
-        *pairs_text,
-        *popular_text,
-        "## Plots",
-        "",
-    ]
-    text += [f"- `plots/{name}`: {description}\n\n  ![{name}](plots/{name})" for name, description in drawn]
-    report = "\n".join(text) + "\n"
-    write_atomic(out / "report.md", report)
-    return report
+    ], drawn
 
 
 def experiment_record(sources: list) -> dict | None:

@@ -157,33 +157,7 @@ def _train_locked(config, dataset, folder, progress, ks, force, with_diagnostics
                 store.load_weights(model, folder, device)
                 best_epoch = store.trained_epoch(folder)
             else:
-                shown.console.print(f"run {config.run_id()}: {non_default_settings(config)}", highlight=False)
-                note = bundle_note(config)
-                if note:
-                    shown.console.print(f"note: {note}", highlight=False, soft_wrap=True)
-                if not replacing and store.resumable(folder) and not store.trained_on(folder, dataset):
-                    raise RecxError(
-                        f"{folder} holds an unfinished run trained on other data (dataset "
-                        f"{dataset.folder} changed since); pass --force to train it again"
-                    )
-                if replacing or not store.resumable(folder):
-                    if current == "absent":
-                        _note_runs_of_other_code(config, folder, shown)
-                    store.start_run(
-                        target,
-                        config,
-                        {
-                            "seed": config.seed,
-                            "data_hash": dataset.data_hash,
-                            "data_identity": IDENTITY,
-                            "device": str(device),
-                            "threads": torch.get_num_threads(),
-                            "data_folder": str(dataset.folder),
-                            "dataset_card": dataset.card,
-                            "packages": store.package_versions(),
-                            "plugins": plugins.recorded(),
-                        },
-                    )
+                _open_run(config, dataset, folder, target, current, replacing, device, shown)
                 model = _built(config, dataset, device)
                 best_epoch = fit(config, dataset, model, shown, _hooks(config, dataset, target, checkpoint_every))
                 store.save_weights(model, target)
@@ -224,6 +198,39 @@ def _train_locked(config, dataset, folder, progress, ks, force, with_diagnostics
             raise RecxError(f"{blamed}; stopped the {_interrupted(folder, phase, replacing)}{where}") from None
         raise
     return RunOutcome(folder, best_epoch, results)
+
+
+def _open_run(config, dataset, folder: Path, target: Path, current: str, replacing: bool, device, shown) -> None:
+    """Say what the run trains, then write its folder's start (`target`: `folder`, or the sibling that replaces it)
+    unless it goes on from its checkpoint; a resumable run's data must be the data it trained on."""
+    shown.console.print(f"run {config.run_id()}: {non_default_settings(config)}", highlight=False)
+    note = bundle_note(config)
+    if note:
+        shown.console.print(f"note: {note}", highlight=False, soft_wrap=True)
+    if not replacing and store.resumable(folder) and not store.trained_on(folder, dataset):
+        raise RecxError(
+            f"{folder} holds an unfinished run trained on other data (dataset "
+            f"{dataset.folder} changed since); pass --force to train it again"
+        )
+    if replacing or not store.resumable(folder):
+        if current == "absent":
+            _note_runs_of_other_code(config, folder, shown)
+        store.start_run(target, config, _environment(config, dataset, device))
+
+
+def _environment(config: RunConfig, dataset: Dataset, device) -> dict:
+    """environment.json's run-specific part: seed, data identity, device, threads, packages and plugins."""
+    return {
+        "seed": config.seed,
+        "data_hash": dataset.data_hash,
+        "data_identity": IDENTITY,
+        "device": str(device),
+        "threads": torch.get_num_threads(),
+        "data_folder": str(dataset.folder),
+        "dataset_card": dataset.card,
+        "packages": store.package_versions(),
+        "plugins": plugins.recorded(),
+    }
 
 
 def _hooks(config: RunConfig, dataset: Dataset, folder: Path, checkpoint_every: int | None) -> FitHooks:

@@ -138,15 +138,16 @@ def _experiments(path: Path) -> list[Entry]:
 
 def build() -> dict:
     """The stored catalogue, from the live registries: the built-in entries of every kind but experiments, and the
-    run config's defaults."""
-    from recx.config.run_config import RunConfig
+    run config's defaults and the choices of its settings that take one of a few words."""
+    from recx.config.run_config import CHOICES, RunConfig
 
-    defaults = {key: value for key, value in RunConfig().to_dict().items() if not isinstance(value, dict)}
+    defaults = {key: value for key, value in dataclasses.asdict(RunConfig()).items() if not isinstance(value, dict)}
     return {
         "entries": {
             kind: [dataclasses.asdict(entry) for entry in entries(kind) if is_builtin(entry)] for kind in STORED_KINDS
         },
         "defaults": defaults,
+        "choices": {key: list(values) for key, values in CHOICES.items()},
     }
 
 
@@ -206,6 +207,11 @@ def stored_names(kind: str) -> list[str]:
 def stored_default(key: str):
     """The run config's default of `key` (no registry is imported)."""
     return stored()["defaults"][key]
+
+
+def stored_choices(key: str) -> list[str]:
+    """The words a run setting takes (optimizer, device, ...), empty for any other (no registry is imported)."""
+    return stored()["choices"].get(key, [])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -233,6 +233,40 @@ class SweepOutcome:
     layout: dict
 
 
+def _print_plan(runs: list, pending: list, content: dict, data_root: Path, path: Path, console) -> None:
+    """A dry run: each planned run (todo or done), the loss bundles methods leave out, the datasets not prepared."""
+    todo = {id(run) for run in pending}
+    for run in runs:
+        state = "todo" if id(run) in todo else "done"
+        console.print(
+            f"  {state}  {run.run_id}  {run.config.dataset}  {run.method}  seed={run.config.seed} {run.grid_point or ''}",
+            highlight=False,
+        )
+    for method, note in dict.fromkeys((run.method, bundle_note(run.config)) for run in runs):
+        if note:  # the loss's default bundle the method's runs leave out, and why (issue 46, item 6)
+            console.print(f"  note: method {method}: {note}", highlight=False, soft_wrap=True)
+    for dataset_name in dict.fromkeys(run.config.dataset for run in pending):
+        missing = dataset_state(content, dataset_name, data_root, path.parent)
+        if missing:
+            console.print(f"  dataset {dataset_name}: {missing}", highlight=False, soft_wrap=True)
+
+
+def _write_tables(whole: dict, name: str, path: Path, overrides: SweepOverrides, runs: list, out: Path):
+    """results.parquet (one grid point per method; the experiment's runs already complete in `out` too), the
+    sweep's record and convergence.parquet; returns the results."""
+    runs_dir = out / "runs"
+    shown = runs + complete_elsewhere(
+        plan_each_method(whole, name, path, overrides.settings, overrides.max_runs), runs, runs_dir
+    )
+    results = select_grid_points(collect(shown, runs_dir), shown)
+    write_sweep_results(results, out)
+    planned = plan_each_method(whole, name, path, None, overrides.max_runs)
+    write_record(out, name, path, paper_figures(whole, name, path), planned, shown)
+    with atomic_file(out / CONVERGENCE) as partial:
+        convergence_frame(shown, runs_dir).to_parquet(partial, index=False)
+    return results
+
+
 def run_sweep(
     path: Path,
     name: str,
@@ -266,21 +300,7 @@ def run_sweep(
         f"experiment [bold]{name}[/]: {counted(len(runs), 'run')}, {len(runs) - len(pending)} already complete"
     )
     if dry_run:
-        todo = {id(run) for run in pending}
-        for run in runs:
-            state = "todo" if id(run) in todo else "done"
-            console.print(
-                f"  {state}  {run.run_id}  {run.config.dataset}  {run.method}  "
-                f"seed={run.config.seed} {run.grid_point or ''}",
-                highlight=False,
-            )
-        for method, note in dict.fromkeys((run.method, bundle_note(run.config)) for run in runs):
-            if note:  # the loss's default bundle the method's runs leave out, and why (issue 46, item 6)
-                console.print(f"  note: method {method}: {note}", highlight=False, soft_wrap=True)
-        for dataset_name in dict.fromkeys(run.config.dataset for run in pending):
-            missing = dataset_state(content, dataset_name, data_root, path.parent)
-            if missing:
-                console.print(f"  dataset {dataset_name}: {missing}", highlight=False, soft_wrap=True)
+        _print_plan(runs, pending, content, data_root, path, console)
         return None
     for dataset_name in dict.fromkeys(run.config.dataset for run in pending):
         ensure_dataset(content, dataset_name, data_root, path.parent)
@@ -301,14 +321,6 @@ def run_sweep(
         f"trained {counted(len(report.done), 'run')}; {len(report.skipped)} "
         f"{'was' if len(report.skipped) == 1 else 'were'} completed by another process meanwhile"
     )
-    shown = runs + complete_elsewhere(
-        plan_each_method(whole, name, path, overrides.settings, overrides.max_runs), runs, runs_dir
-    )
-    results = select_grid_points(collect(shown, runs_dir), shown)
-    write_sweep_results(results, out)
-    planned = plan_each_method(whole, name, path, None, overrides.max_runs)
-    write_record(out, name, path, paper_figures(whole, name, path), planned, shown)
-    with atomic_file(out / CONVERGENCE) as partial:
-        convergence_frame(shown, runs_dir).to_parquet(partial, index=False)
+    results = _write_tables(whole, name, path, overrides, runs, out)
     track_runs(tracker, name, out, runs)
     return SweepOutcome(name, out, results, {run_id: runs_dir / run_id for run_id in results.run_id.unique()}, layout)

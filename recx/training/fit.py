@@ -135,63 +135,20 @@ def fit(config: RunConfig, dataset: Dataset, model, progress: Progress, hooks: F
     training goes on from it (recx.training.checkpoint), at the step it was taken, after `hooks.resumed(epochs done)`.
     Partial checkpoint files of a writer that died are removed first (the caller holds the run's lock).
     """
-    generator = torch.Generator(device=model.device).manual_seed(config.seed)
-    runner = RUNNERS.get(model.training_kind)(config, dataset, model, generator)
-    loop = checkpoint.LoopState()
-    saved = hooks.checkpoint
-    checkpoint.remove_partials(saved)
-    if saved.is_file():
-        try:
-            runner, loop = checkpoint.load(saved, runner)
-        except RecxError as exc:
-            raise RecxError(f"{exc}; pass --force to train the run again from the first epoch") from None
-        hooks.resumed(loop.epoch)
-        where = f"at step {loop.step} of epoch {loop.epoch + 1}" if loop.step else f"after epoch {loop.epoch}"
-        progress.console.print(f"resuming {where} of {config.epochs} (its checkpoint)", highlight=False)
-    checkpoints = _Checkpoints(saved, hooks.checkpoint_every)
+    runner, loop = _start(config, dataset, model, progress, hooks)
+    checkpoints = _Checkpoints(hooks.checkpoint, hooks.checkpoint_every)
     name = config.model if model.losses == () else f"{config.loss}+{config.sampler}"
     task = progress.add_task(name, total=max(runner.n_steps, 1), status="", unit="step")
-    on_host = not accelerator_branch(model.device)  # the running loss is shown only where reading it costs no sync
     epoch = loop.epoch
     for epoch in range(loop.epoch + 1, config.epochs + 1 if runner.n_steps else 1):
-        model.train()
-        started = time.perf_counter()
-        losses = torch.zeros(runner.n_steps, device=model.device)
-        compiling = CompileClock()
-        if loop.step and loop.losses is not None:  # resumed within this epoch
-            losses[: loop.step] = loop.losses.to(model.device)
         progress.update(task, description=f"{name} epoch {epoch}/{config.epochs}", completed=loop.step)
-        after_step = _step_reporter(
-            progress,
-            task,
-            NonFiniteWatch(losses, epoch, config.lr),
-            losses,
-            started,
-            on_host,
-            functools.partial(checkpoints.within_epoch, runner, loop, losses=losses, started=started, clock=compiling),
-        )
-        with compiling.counting():
-            runner.train_epoch(epoch, losses, after_step)
-        losses = losses.cpu()
-        error = non_finite_error(losses, epoch, config.lr)
-        if error is not None:
-            raise error
-        seconds = loop.seconds + time.perf_counter() - started - checkpoints.writing_in_epoch - compiling.seconds
-        checkpoints.writing_in_epoch = 0.0
-        loop.step, loop.losses, loop.seconds = 0, None, 0.0
-        record = {"epoch": epoch, "loss": float(losses.mean()), "seconds": seconds}
-        if compiling.seconds:
-            record["compile_seconds"] = compiling.seconds
+        record = _train_epoch(config, model, runner, loop, epoch, checkpoints, progress, task)
         status = f"loss {record['loss']:.4f}"
         if hooks.validate is not None and epoch % config.eval_every == 0:
             score = hooks.validate(model, _validation_reporter(progress, task, status))
             record[f"valid_{config.valid_metric}"] = score
             status += f"  valid {config.valid_metric} {score:.4f}"
-            if improves(score, loop.best_score, config):
-                loop.best_score, loop.best_epoch, loop.waited = score, epoch, 0
-                loop.best_state = copy.deepcopy(model.state_dict())
-            else:
-                loop.waited += 1
+            _select(score, epoch, model, loop, config)
         hooks.log_epoch(record)
         loop.epoch = epoch
         progress.update(task, status=status)
@@ -205,3 +162,59 @@ def fit(config: RunConfig, dataset: Dataset, model, progress: Progress, hooks: F
         return epoch
     model.load_state_dict(loop.best_state)
     return loop.best_epoch
+
+
+def _start(config: RunConfig, dataset: Dataset, model, progress: Progress, hooks: FitHooks):
+    """The runner and loop state: fresh, or from the checkpoint `hooks.checkpoint` when it exists (partial files of a
+    writer that died are removed first), then `hooks.resumed(epochs done)`."""
+    saved = hooks.checkpoint
+    generator = torch.Generator(device=model.device).manual_seed(config.seed)
+    runner = RUNNERS.get(model.training_kind)(config, dataset, model, generator)
+    loop = checkpoint.LoopState()
+    checkpoint.remove_partials(saved)
+    if saved.is_file():
+        try:
+            runner, loop = checkpoint.load(saved, runner)
+        except RecxError as exc:
+            raise RecxError(f"{exc}; pass --force to train the run again from the first epoch") from None
+        hooks.resumed(loop.epoch)
+        where = f"at step {loop.step} of epoch {loop.epoch + 1}" if loop.step else f"after epoch {loop.epoch}"
+        progress.console.print(f"resuming {where} of {config.epochs} (its checkpoint)", highlight=False)
+    return runner, loop
+
+
+def _train_epoch(config, model, runner, loop, epoch: int, checkpoints, progress: Progress, task) -> dict:
+    """One epoch of the runner's steps (from loop.step when resumed within it); its record: epoch, mean loss,
+    seconds of training (checkpoint writes and compilation out) and compile_seconds when any."""
+    model.train()
+    started = time.perf_counter()
+    losses = torch.zeros(runner.n_steps, device=model.device)
+    compiling = CompileClock()
+    if loop.step and loop.losses is not None:  # resumed within this epoch
+        losses[: loop.step] = loop.losses.to(model.device)
+    on_host = not accelerator_branch(model.device)  # the running loss is shown only where reading it costs no sync
+    within = functools.partial(checkpoints.within_epoch, runner, loop, losses=losses, started=started, clock=compiling)
+    watch = NonFiniteWatch(losses, epoch, config.lr)
+    after_step = _step_reporter(progress, task, watch, losses, started, on_host, within)
+    with compiling.counting():
+        runner.train_epoch(epoch, losses, after_step)
+    losses = losses.cpu()
+    error = non_finite_error(losses, epoch, config.lr)
+    if error is not None:
+        raise error
+    seconds = loop.seconds + time.perf_counter() - started - checkpoints.writing_in_epoch - compiling.seconds
+    checkpoints.writing_in_epoch = 0.0
+    loop.step, loop.losses, loop.seconds = 0, None, 0.0
+    record = {"epoch": epoch, "loss": float(losses.mean()), "seconds": seconds}
+    if compiling.seconds:
+        record["compile_seconds"] = compiling.seconds
+    return record
+
+
+def _select(score: float, epoch: int, model, loop, config: RunConfig) -> None:
+    """Keep the model's state when `score` improves on the best (early stopping counts the others)."""
+    if improves(score, loop.best_score, config):
+        loop.best_score, loop.best_epoch, loop.waited = score, epoch, 0
+        loop.best_state = copy.deepcopy(model.state_dict())
+    else:
+        loop.waited += 1

@@ -1,0 +1,89 @@
+"""The run settings' command-line options are generated from the configuration (recx.shell.run_options): one flag per
+setting, named as its config key, with its declared help, range and default; --set over the flags; the old spellings
+work, with a note."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pandas as pd
+import yaml
+
+from recx import api
+from recx.config.run_config import RunConfig
+from recx.config.schema import HELP, RANGES
+from recx.shell import catalog
+from recx.shell.run_options import flag
+
+
+def _help(recx_cli, *command: str) -> str:
+    result = recx_cli(*command, "--help")
+    assert result.code == 0, result.err
+    return "".join(result.out.split())  # help wraps lines, at spaces and after hyphens
+
+
+def test_every_setting_is_declared_once():
+    """schema.HELP names every RunConfig setting a user chooses (plugin_code is recorded, not chosen)."""
+    settings = {f.name for f in dataclasses.fields(RunConfig)} - {"plugin_code"}
+    assert set(HELP) == settings
+
+
+def test_train_and_sweep_have_a_flag_per_setting_named_as_its_key(recx_cli):
+    train, sweep = _help(recx_cli, "train"), _help(recx_cli, "sweep")
+    for key in HELP:
+        assert flag(key) in train, key
+        assert "".join(HELP[key].rstrip(".").split()) in train, key
+        if key not in ("dataset", "seed"):  # a sweep's --dataset and --seeds replace the experiment's lists
+            assert flag(key) in sweep, key
+    assert "".join(RANGES["dim"].describe().split()) in train and "(default:64)" in train
+    assert ",".join(catalog.stored_choices("optimizer")) in train
+    assert "--negatives<" not in train and "--k<" not in train  # old spellings hidden
+
+
+def _config(run) -> dict:
+    return yaml.safe_load((run / "config.yaml").read_text())
+
+
+def test_flags_equal_config_keys_and_set_wins(tiny_root, tmp_path, recx_cli):
+    """Generated flags (bool, mapping, a key that had no flag before) make the run a mapping of the same keys makes;
+    --set is applied over them, key by key inside a mapping."""
+    run = tmp_path / "run"
+    result = recx_cli(
+        "train",
+        *("--dataset", "tiny", "--data-root", tiny_root, "--run-dir", run, "--quiet", "--device", "cpu"),
+        *("--dim", "8", "--epochs", "1", "--batch-size", "256", "--loss", "bpr", "--n-negatives", "5"),
+        *("--lr-step-epochs", "2", "--eval-batch-size", "64", "--valid-metric", "recall@10"),
+        *(
+            "--sampler",
+            "popularity",
+            "--sampler-args",
+            "{variant: log, smoothing: 0.5}",
+            "--set",
+            "sampler_args.smoothing=0.75",
+        ),
+        *("--set", "dim=16", "--ks", "10"),
+    )
+    assert result.code == 0, result.err
+    expected = api.run_config(
+        dict(dataset="tiny", device="cpu", dim=16, epochs=1, batch_size=256, loss="bpr", n_negatives=5),
+        dict(lr_step_epochs=2, eval_batch_size=64, valid_metric="recall@10", sampler="popularity"),
+        sampler_args={"variant": "log", "smoothing": 0.75},
+    )
+    assert _config(run) == expected.to_dict()
+
+
+def test_a_mapping_flag_must_be_a_mapping(tiny_root, recx_cli):
+    result = recx_cli("train", "--dataset", "tiny", "--data-root", tiny_root, "--sampler-args", "[1, 2]")
+    assert result.code == 1 and "--sampler-args '[1, 2]': expected a YAML mapping" in result.err
+
+
+def test_old_spellings_still_work_with_a_note(tiny_root, tmp_path, recx_cli):
+    run = tmp_path / "run"
+    fast = ("--dim", "8", "--epochs", "1", "--batch-size", "256", "--quiet", "--device", "cpu", "--loss", "bpr")
+    result = recx_cli(
+        "train", "--dataset", "tiny", "--data-root", tiny_root, "--run-dir", run, *fast, "--negatives", "7", "--k", "5"
+    )
+    assert result.code == 0, result.err
+    assert "--negatives is now --n-negatives" in result.out and "--k is now --ks" in result.out
+    assert _config(run)["n_negatives"] == 7
+    assert sorted(set(pd.read_parquet(run / "results.parquet").k)) == [5, 20]
