@@ -2,7 +2,7 @@
 batch size, both in this process, as seconds per epoch (the median step time × the epoch's steps).
 
 BIR (recx/samplers/bir.py) adds to SSL-Pop's step a [B, B] softmax of the resampling weights and B draws per query
-counted over the batch (recx/samplers/kernels/inverse_cdf.py on the CPU). Both with the softmax loss and its default
+counted over the batch (recx/kernels/inverse_cdf.py on the CPU). Both with the softmax loss and its default
 optimizer, MF with 64 dimensions; the issue's target: BIR ≤ 3× SSL-Pop at batch 2048 and 4096.
 
     python bench/bir_speed.py --data-root /work/data [--dataset gowalla] [--batches 2048,4096] [--steps 15]

@@ -209,7 +209,7 @@ def compile_kernels(check: Check) -> None:
     """Each CuPy kernel's source compiled by NVRTC for the current GPU (the architecture it targets)."""
     import cupy
 
-    from recx.samplers.kernels import cupy_kernels
+    from recx.kernels import cupy_kernels
 
     device = cupy.cuda.Device()
     arch = device.compute_capability
@@ -234,7 +234,7 @@ def compile_kernels(check: Check) -> None:
 
 def check_setup(ctx: Context) -> Check:
     check = Check("setup")
-    from recx.samplers.kernels.choice import cupy_available, resolve_kernels
+    from recx.kernels.choice import cupy_available, resolve_kernels
 
     versions = {
         name: module_version(name) for name in ("numpy", "scipy", "pandas", "pyarrow", "numba", "typer", "rich", "cupy")

@@ -95,10 +95,10 @@ def label(case) -> str:
 
 def kernel_comparison(dataset, repeats: int = 20) -> None:
     """CuPy kernels against their torch references on CUDA (alias draws; CSR membership; the MIDX draw)."""
-    from recx.samplers.kernels.alias_table import build_alias, draw_torch
-    from recx.samplers.kernels.choice import cupy_available
-    from recx.samplers.kernels.cupy_kernels import alias_draw, csr_contains, midx_draw
-    from recx.samplers.kernels.midx_draw import draw_torch as draw_torch_midx
+    from recx.kernels.alias_table import build_alias, draw_torch
+    from recx.kernels.choice import cupy_available
+    from recx.kernels.cupy_kernels import alias_draw, csr_contains, midx_draw
+    from recx.kernels.midx_draw import draw_torch as draw_torch_midx
 
     if not cupy_available():
         print("kernels: cupy or CUDA missing, skipped")

@@ -1,4 +1,4 @@
-"""Lloyd's centroid update on the host branch (recx.samplers.kernels.cluster_sums): the per-cluster sums and sizes
+"""Lloyd's centroid update on the host branch (recx.kernels.cluster_sums): the per-cluster sums and sizes
 of a float64 reference, equal to the accelerator branch's one-hot product to rounding, whatever the thread count."""
 
 import numba

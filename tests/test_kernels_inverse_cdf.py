@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from recx.core.device_paths import forced_accelerator_branches
+from recx.kernels.inverse_cdf import splitmix_uniform
 from recx.samplers.candidates import draw_counts, draw_shares, multiset_log_q
-from recx.samplers.kernels.inverse_cdf import splitmix_uniform
 from tests.sampler_helpers import assert_counts_follow
 
 

@@ -1,5 +1,5 @@
-"""Grouping listed row ids by row (recx.core.row_occurrences) and the optimizer kernels' sums of listed gradient rows
-(recx.optim.row_kernels): each row's gradients summed in listing order (the sums torch's index_add_ forms, to the bit)
+"""Grouping listed row ids by row (recx.kernels.row_occurrences) and the optimizer kernels' sums of listed gradient rows
+(recx.kernels.optimizer_rows): each row's gradients summed in listing order (the sums torch's index_add_ forms, to the bit)
 whatever the thread count."""
 
 import numba
@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from recx.core.row_occurrences import occurrences, slot_scratch
-from recx.optim.row_kernels import sgd_step
+from recx.kernels.optimizer_rows import sgd_step
+from recx.kernels.row_occurrences import occurrences, slot_scratch
 
 
 def _listed(seed: int, n: int, n_rows: int) -> np.ndarray:

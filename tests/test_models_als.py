@@ -17,9 +17,9 @@ from recx.core.device_paths import forced_accelerator_branches
 from recx.core.errors import RecxError
 from recx.core.progress import make_progress
 from recx.data.csr import CSR
+from recx.kernels.conjugate_gradient import work_bounds
 from recx.models.als import solve as solve_module
 from recx.models.als.base import DTYPES
-from recx.models.als.cg_kernel import work_bounds
 from recx.models.als.layout import chunk_bounds, padded_chunks
 from recx.models.als.solve import solve_rows
 from recx.models.registry import MODELS

@@ -1,7 +1,7 @@
 """recx runs from an install it cannot write (issue 46, item 1): a system site-packages used by another user, a
 container run as a non-root user, a shared cluster install. numba's on-disk cache of recx's kernels had no folder to
 write there, and every command ended in "internal error: RuntimeError: cannot cache function 'occurrences': no
-locator available". recx.core.jit now caches where it can ($NUMBA_CACHE_DIR, the install, the user cache folder, a
+locator available". recx.kernels.jit now caches where it can ($NUMBA_CACHE_DIR, the install, the user cache folder, a
 private temp folder) and compiles in memory where it cannot.
 
 The first tests take numba's cache folders away inside a fresh process (whatever user runs the tests); the last one,
@@ -39,7 +39,7 @@ else:  # the install and the home are read-only; $NUMBA_CACHE_DIR (when set) and
 
 import numpy as np
 from recx.cli import main
-from recx.core.row_occurrences import occurrences
+from recx.kernels.row_occurrences import occurrences
 
 sys.argv = ["recx", "list", "samplers"]
 try:
@@ -156,7 +156,7 @@ def test_an_unprivileged_user_runs_recx_from_a_read_only_install_with_an_unwrita
         script = textwrap.dedent(
             """
             import sys, numpy as np
-            from recx.core.row_occurrences import occurrences
+            from recx.kernels.row_occurrences import occurrences
             d, s, p = occurrences(np.array([3, 1, 3], dtype=np.int64), np.full(5, -1, dtype=np.int64))
             print("kernel:", d.tolist(), s.tolist(), p.tolist())
             """

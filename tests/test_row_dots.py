@@ -1,11 +1,11 @@
-"""The compiled row dots (recx.models.row_dots): scores and gradients against a float64 reference, in float32 and
+"""The compiled row dots (recx.kernels.row_dots): scores and gradients against a float64 reference, in float32 and
 float64, and numbers that do not depend on the thread count."""
 
 import numba
 import pytest
 import torch
 
-from recx.models.row_dots import row_dots
+from recx.kernels.row_dots import row_dots
 
 
 @pytest.mark.parametrize("dtype, tolerance", [(torch.float64, 1e-12), (torch.float32, 1e-5)])

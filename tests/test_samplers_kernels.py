@@ -6,9 +6,9 @@ import pytest
 import torch
 
 from recx.core.errors import RecxError
-from recx.samplers.kernels.alias_table import AliasTable, build_alias, draw_torch, implied_probabilities
-from recx.samplers.kernels.choice import resolve_kernels
-from recx.samplers.kernels.membership import contains
+from recx.kernels.alias_table import AliasTable, build_alias, draw_torch, implied_probabilities
+from recx.kernels.choice import resolve_kernels
+from recx.kernels.membership import contains
 from tests.sampler_helpers import assert_follows, random_dataset
 
 WEIGHTS = {
@@ -64,7 +64,7 @@ def _cuda_cupy():
 @pytest.mark.gpu
 def test_cupy_alias_draws_equal_the_reference():
     _cuda_cupy()
-    from recx.samplers.kernels.cupy_kernels import alias_draw
+    from recx.kernels.cupy_kernels import alias_draw
 
     weights = WEIGHTS["skewed"].cuda()
     prob, alias = build_alias(weights)
@@ -77,7 +77,7 @@ def test_cupy_alias_draws_equal_the_reference():
 @pytest.mark.gpu
 def test_cupy_membership_equals_the_reference():
     _cuda_cupy()
-    from recx.samplers.kernels.cupy_kernels import csr_contains
+    from recx.kernels.cupy_kernels import csr_contains
 
     train = random_dataset(n_users=300, n_items=500, density=0.1).train.to("cuda")
     users = torch.randint(0, 300, (4096, 1), device="cuda")

@@ -11,8 +11,8 @@ from sampler_helpers import assert_follows, make_sampler, random_batch, random_d
 
 from recx.config.run_config import resolve
 from recx.core.errors import RecxError
+from recx.kernels.midx_draw import draw_torch
 from recx.runs.train_run import train_run
-from recx.samplers.kernels.midx_draw import draw_torch
 
 N_ITEMS = 60
 N_DRAWS = 20_000

@@ -1,4 +1,4 @@
-"""BPR's compiled row gradients (recx.losses.bpr_rows) and the step that hands them to the optimizer
+"""BPR's compiled row gradients (recx.kernels.bpr_rows) and the step that hands them to the optimizer
 (recx.training.step.row_gradient_step): the same loss, gradients and updates as autograd through the generic step,
 against a float64 reference too, and taken exactly where they apply."""
 

@@ -20,11 +20,11 @@ from recx.core import plugins, yaml_values
 from recx.core.args import check_args, recorded
 from recx.core.errors import RecxError
 from recx.eval.metrics.registry import METRICS, validation_metrics
+from recx.kernels.choice import KERNELS
 from recx.losses.base import Bundle
 from recx.losses.registry import LOSSES
 from recx.models.registry import MODELS
 from recx.optim.optimizers import OPTIMIZERS
-from recx.samplers.kernels.choice import KERNELS
 from recx.samplers.registry import SAMPLERS
 
 WEIGHT_DECAY_MODES = ("none", "full", "batch")

@@ -14,8 +14,8 @@ import torch
 import torch.nn.functional as F
 
 from recx.core.args import arg
+from recx.kernels.bpr_rows import bpr_row_gradients
 from recx.losses.base import Bundle, Loss, LossInput
-from recx.losses.bpr_rows import bpr_row_gradients
 from recx.losses.registry import LOSSES
 
 REDUCTIONS = ("mean", "sum")
@@ -60,7 +60,7 @@ class BPR(Loss):
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(loss, user row gradients [B, d], candidate row gradients [B, 1 + k, d]) of unweighted BPR on the dot
         scores of user_table[users] [B, d] with item_table[ids] [B, 1 + k, d] (positive first), CPU tables only:
-        the compiled pass of recx.losses.bpr_rows, the loss reduced as `__call__` reduces it (summed in float64)."""
+        the compiled pass of recx.kernels.bpr_rows, the loss reduced as `__call__` reduces it (summed in float64)."""
         n_queries, n_negatives = ids.shape[0], ids.shape[1] - 1
         scalar = user_table.detach().numpy().dtype.type
         mean = self.args.reduction == "mean"

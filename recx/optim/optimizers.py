@@ -25,8 +25,8 @@ import torch
 
 from recx.core.device_paths import accelerator_branch
 from recx.core.errors import RecxError
-from recx.core.row_occurrences import slot_scratch
-from recx.optim import row_kernels
+from recx.kernels import optimizer_rows
+from recx.kernels.row_occurrences import slot_scratch
 
 OPTIMIZERS = ("adam", "lazy_adam", "adagrad", "rowwise_adagrad", "sgd")
 ROW_SPARSE = ("lazy_adam", "adagrad", "rowwise_adagrad", "sgd")
@@ -48,7 +48,7 @@ class RowSparseOptimizer(torch.optim.Optimizer):
     """Applies the optimizer's rule to the rows a gradient touches.
 
     A row-sparse gradient on the host branch goes to `kernel_step`, the optimizer's compiled kernel
-    (recx.optim.row_kernels: repeated rows summed in listing order, then each distinct row updated). On the
+    (recx.kernels.optimizer_rows: repeated rows summed in listing order, then each distinct row updated). On the
     accelerator branch (CUDA, or `sync_free` set) it goes to `update` with repeated rows summed in a zero buffer that
     is reset after, without learning how many distinct rows there are (no host sync). A dense gradient goes to
     `update` with every row."""
@@ -105,7 +105,7 @@ class RowSparseOptimizer(torch.optim.Optimizer):
 
     def kernel_step(self, rows: np.ndarray, values: np.ndarray, slot: np.ndarray, param, state, group) -> None:
         """The compiled step: `rows` [n] and `values` [n, d] numpy views of the gradient, `slot` the scratch
-        (recx.core.row_occurrences), `param` the parameter (its kernel view: `_rows_of`); the kernel's scalars are
+        (recx.kernels.row_occurrences), `param` the parameter (its kernel view: `_rows_of`); the kernel's scalars are
         cast to the gradient's dtype."""
         raise NotImplementedError
 
@@ -149,7 +149,7 @@ class RowSparseSGD(RowSparseOptimizer):
         touched.add(param, grad * -group["lr"])
 
     def kernel_step(self, rows, values, slot, param, state, group) -> None:
-        row_kernels.sgd_step(rows, values, slot, _rows_of(param), values.dtype.type(group["lr"]))
+        optimizer_rows.sgd_step(rows, values, slot, _rows_of(param), values.dtype.type(group["lr"]))
 
 
 class RowSparseAdagrad(RowSparseOptimizer):
@@ -172,7 +172,7 @@ class RowSparseAdagrad(RowSparseOptimizer):
     def kernel_step(self, rows, values, slot, param, state, group) -> None:
         squares, scalar = _rows_of(self._squares(param, state)), values.dtype.type
         lr, eps = scalar(group["lr"]), scalar(group["eps"])
-        row_kernels.adagrad_step(rows, values, slot, _rows_of(param), squares, lr, eps)
+        optimizer_rows.adagrad_step(rows, values, slot, _rows_of(param), squares, lr, eps)
 
 
 class RowwiseAdagrad(RowSparseOptimizer):
@@ -198,7 +198,7 @@ class RowwiseAdagrad(RowSparseOptimizer):
     def kernel_step(self, rows, values, slot, param, state, group) -> None:
         squares, scalar = self._squares(param, state).numpy(), values.dtype.type
         lr, eps, inverse_dim = scalar(group["lr"]), scalar(group["eps"]), scalar(1.0 / values.shape[1])
-        row_kernels.rowwise_adagrad_step(rows, values, slot, _rows_of(param), squares, lr, eps, inverse_dim)
+        optimizer_rows.rowwise_adagrad_step(rows, values, slot, _rows_of(param), squares, lr, eps, inverse_dim)
 
 
 class LazyAdam(RowSparseOptimizer):
@@ -248,7 +248,7 @@ class LazyAdam(RowSparseOptimizer):
     def kernel_step(self, rows, values, slot, param, state, group) -> None:
         self._counted(param, state)
         (beta1, beta2), t, scalar = group["betas"], float(state["step"]), values.dtype.type
-        row_kernels.lazy_adam_step(
+        optimizer_rows.lazy_adam_step(
             rows,
             values,
             slot,

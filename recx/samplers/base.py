@@ -9,8 +9,8 @@ import torch
 
 from recx.core.errors import RecxError
 from recx.data.dataset import Dataset
-from recx.samplers.kernels import membership
-from recx.samplers.kernels.choice import resolve_kernels, restore_kernels
+from recx.kernels import membership
+from recx.kernels.choice import resolve_kernels, restore_kernels
 
 
 @dataclass
@@ -79,8 +79,8 @@ class Sampler:
     at the point named by `rebuild_every`. `summary`: one line for `recx list`. `adaptive`: the proposal moves with
     the model; `unchecked_law`: why the draws do not follow exp(log q), when by design.
 
-    `kernels` (auto, torch or cupy) picks the implementation of the shared kernels (recx/samplers/kernels/); the
-    attribute `kernels` is the one chosen: 'torch' or 'cupy' (recx.samplers.kernels.choice).
+    `kernels` (auto, torch or cupy) picks the implementation of the shared kernels (recx/kernels/); the
+    attribute `kernels` is the one chosen: 'torch' or 'cupy' (recx.kernels.choice).
     """
 
     summary: ClassVar[str] = ""

@@ -9,9 +9,9 @@ import numpy as np
 import torch
 
 from recx.core.device_paths import accelerator_branch
+from recx.kernels.inverse_cdf import inverse_cdf_counts, negative_log_counts, shares_of_draws
 from recx.models.scoring import per_query_scores
 from recx.samplers.base import Batch, Negatives, Sampler
-from recx.samplers.kernels.inverse_cdf import inverse_cdf_counts, negative_log_counts, shares_of_draws
 from recx.samplers.shared import redraw_training_items
 
 
@@ -41,7 +41,7 @@ def positive_scores(batch: Batch) -> torch.Tensor:
 def draw_counts(probabilities: torch.Tensor, m: int, generator: torch.Generator) -> torch.Tensor:
     """[R, K] multiplicities of m i.i.d. draws per row from `probabilities` [R, K] by the inverse CDF: for each
     uniform, the first column whose cumulative sum exceeds it (zero-probability columns are never drawn). On the
-    host branch the guide-table kernel draws and counts (recx.samplers.kernels.inverse_cdf, its own counter-based
+    host branch the guide-table kernel draws and counts (recx.kernels.inverse_cdf, its own counter-based
     uniforms from a seed drawn from `generator`); on the accelerator branch torch.rand, a binary search and a
     scatter. The two branches draw from the same law, not the same draws."""
     if not accelerator_branch(probabilities):
@@ -59,7 +59,7 @@ def multiset_log_q(counts: torch.Tensor) -> torch.Tensor:
     """log_q = -log c for atoms drawn c times (+inf where c = 0): with positive_log_q = 0, the corrected softmax
     Σ_k exp(o_k - log_q_k) = Σ_k c_k exp(o_k) is the plain softmax over the drawn multiset, every draw (and the
     positive) with the same constant log-probability. On the host branch a compiled kernel (see
-    recx.samplers.kernels.inverse_cdf.negative_log_counts)."""
+    recx.kernels.inverse_cdf.negative_log_counts)."""
     if not accelerator_branch(counts):
         return torch.from_numpy(negative_log_counts(counts.numpy()))
     return torch.log(counts).neg_()
@@ -67,7 +67,7 @@ def multiset_log_q(counts: torch.Tensor) -> torch.Tensor:
 
 def draw_shares(counts: torch.Tensor, m: int) -> torch.Tensor:
     """c / m: each atom's share of a row's m draws (pairwise losses' candidate weights); on the host branch a
-    compiled kernel that divides only the drawn entries (recx.samplers.kernels.inverse_cdf.shares_of_draws)."""
+    compiled kernel that divides only the drawn entries (recx.kernels.inverse_cdf.shares_of_draws)."""
     if not accelerator_branch(counts):
         return torch.from_numpy(shares_of_draws(counts.numpy(), m))
     return counts / m

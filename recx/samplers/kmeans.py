@@ -16,7 +16,7 @@ import math
 import torch
 
 from recx.core.device_paths import accelerator_branch
-from recx.samplers.kernels.cluster_sums import cluster_sums
+from recx.kernels.cluster_sums import cluster_sums
 
 
 def random_points(points: torch.Tensor, n: int, generator: torch.Generator) -> torch.Tensor:
@@ -26,7 +26,7 @@ def random_points(points: torch.Tensor, n: int, generator: torch.Generator) -> t
 
 def cluster_sums_of(points: torch.Tensor, labels: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
     """(Σ of each cluster's points [K, D], its size [K]) in the points' dtype: on the host branch a compiled pass
-    summing in float64 (recx.samplers.kernels.cluster_sums), elsewhere a one-hot product (sums by a product, not an
+    summing in float64 (recx.kernels.cluster_sums), elsewhere a one-hot product (sums by a product, not an
     atomic scatter-add: deterministic)."""
     if not accelerator_branch(points):
         sums, counts = cluster_sums(points.numpy(), labels.numpy(), k)

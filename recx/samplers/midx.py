@@ -15,7 +15,7 @@ so that q(i) = exp(r¹_{k1(i)} + r²_{k2(i)}) w_i / Σ_{k,k'} W[k, k'] exp(r¹_k
 k-means before each epoch (`rebuild_every = "epoch"`; by default from a fresh random start, up to 300 Lloyd
 iterations to a 1e-6 relative tolerance, as the official code; `kmeans_init: warm` starts from the last codewords); the exact variant stays exact between rebuilds (Theorem 4.1
 holds for any codewords, the residual is taken against the current item vectors).
-The draw reads three uniforms per negative; the CuPy kernel (recx.samplers.kernels.midx_draw) reads the same ones.
+The draw reads three uniforms per negative; the CuPy kernel (recx.kernels.midx_draw) reads the same ones.
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ from dataclasses import dataclass
 import torch
 
 from recx.core.args import arg
+from recx.kernels.midx_draw import draw_cells_and_items
 from recx.samplers.base import Batch, Negatives, Sampler
 from recx.samplers.codebooks import ProductCodebooks
-from recx.samplers.kernels.midx_draw import draw_cells_and_items
 from recx.samplers.registry import SAMPLERS
 from recx.samplers.shared import TRANSFORMS
 

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 import torch
 
 from recx.core.args import arg
+from recx.kernels.alias_table import AliasTable
 from recx.samplers.base import Batch, Negatives, Sampler
-from recx.samplers.kernels.alias_table import AliasTable
 from recx.samplers.registry import SAMPLERS
 from recx.samplers.shared import TRANSFORMS, log_popularity64, redraw_training_items
 

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 import torch
 
 from recx.core.args import arg
+from recx.kernels.midx_draw import inverse_cdf
 from recx.models.scoring import per_query_scores
 from recx.samplers.base import Batch, Negatives, Sampler
-from recx.samplers.kernels.midx_draw import inverse_cdf
 from recx.samplers.registry import SAMPLERS
 
 CHUNK_ENTRIES = 1 << 22  # draws x D² per chunk

@@ -38,10 +38,22 @@ from recx.data.dataset_folder import IDENTITY
 
 DIGEST = hashlib.sha256().digest_size
 # Modules whose pickled classes moved since an older recx wrote a checkpoint, by their module today, and packages
-# renamed (recx.train became recx.training, so that `recx.train` is the front door's function): the run still
-# resumes (tests/test_resume.py::test_a_checkpoint_of_the_recx_before_the_layers_resumes).
-MOVED_MODULES = {"recx.samplers.kernel": "recx.samplers.quadratic_kernel", "recx.train.optim": "recx.optim.optimizers"}
-MOVED_PACKAGES = {"recx.train.": "recx.training."}
+# renamed (recx.train became recx.training, so that `recx.train` is the front door's function; the compiled routines
+# were gathered into recx.kernels, issue 47 §3): the run still resumes
+# (tests/test_resume.py::test_a_checkpoint_of_the_recx_before_the_layers_resumes).
+MOVED_MODULES = {
+    "recx.samplers.kernel": "recx.samplers.quadratic_kernel",
+    "recx.train.optim": "recx.optim.optimizers",
+    "recx.core.jit": "recx.kernels.jit",
+    "recx.core.lanes": "recx.kernels.lanes",
+    "recx.core.prefetch": "recx.kernels.prefetch",
+    "recx.core.row_occurrences": "recx.kernels.row_occurrences",
+    "recx.optim.row_kernels": "recx.kernels.optimizer_rows",
+    "recx.losses.bpr_rows": "recx.kernels.bpr_rows",
+    "recx.models.als.cg_kernel": "recx.kernels.conjugate_gradient",
+    "recx.models.row_dots": "recx.kernels.row_dots",
+}
+MOVED_PACKAGES = {"recx.train.": "recx.training.", "recx.samplers.kernels.": "recx.kernels."}
 
 
 def moved(module: str) -> str:

@@ -18,8 +18,8 @@ import torch.nn.functional as F
 from recx.config.run_config import RunConfig
 from recx.core.device_paths import accelerator_branch
 from recx.core.gather import gather_rows
+from recx.kernels.row_dots import row_dots
 from recx.losses.base import LossInput
-from recx.models.row_dots import row_dots
 from recx.models.scoring import per_query_scores, whole_table_pays_per_query
 from recx.optim.optimizers import RowSparseOptimizer
 from recx.samplers.base import Batch, Negatives, checked_draw
@@ -57,7 +57,7 @@ def per_query_scores_from_rows(
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """`rows` [B, 1 + n, d]: each query's positive then its candidates. One product for all of them, sliced after,
     so the backward never scatters into a zero-filled copy of the tall row tensor; for a few rows per query on the
-    host branch, the compiled row dots (recx.models.row_dots)."""
+    host branch, the compiled row dots (recx.kernels.row_dots)."""
     if rows.shape[1] <= FEW_CANDIDATES:
         scores = (query[:, None, :] * rows).sum(-1) if accelerator_branch(rows) else row_dots(query, rows)
     else:

@@ -16,7 +16,7 @@ that one sign flipped, not L (recx.models.als.rg, form official).
 The loss after a half-step needs no pass of its own where the solves hold it: with the other side fixed, row r's
 part of L is ℓ_r(x) = xᵀA_r x − 2 b^L_r·x + C_r (A_r, b_r its system below, b^L_r with L's own s0, C_r = Σ_y W S²
 over its pairs), and a CG residual ρ_r = b_r − A_r x gives xᵀA_r x = x·(b_r − ρ_r), so ℓ_r = C_r − held_r with
-held_r = Σ_{e} e_e (Y_e · x) + ρ_r · x + (2 h^L_r − h_r)(v · x) (recx.models.als.cg_kernel sums it beside its steps),
+held_r = Σ_{e} e_e (Y_e · x) + ρ_r · x + (2 h^L_r − h_r)(v · x) (recx.kernels.conjugate_gradient sums it beside its steps),
 and L = K − Σ_r held_r + the other side's ridge, K = Σ_r C_r = N s0² Σ_x a_x + Σ_obs ((a_x + c) s1² − a_x s0²).
 """
 

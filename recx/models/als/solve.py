@@ -14,7 +14,7 @@ O(M N). Everything runs on the factors' device with no per-row Python loop:
   `cg_steps` steps, a row whose residual norm² falls below 1e-20 stops moving. A_r z_r is applied without forming
   A_r: the per-entry products y_j · z_r by one sampled dense-dense product (SDDMM) on the sparsity pattern, their
   weighted sum by one sparse-dense product; memory O(|D| + R d). That is the accelerator branch; on the host
-  branch each row runs its steps on its own in a compiled kernel (recx.models.als.cg_kernel), its neighbours' rows
+  branch each row runs its steps on its own in a compiled kernel (recx.kernels.conjugate_gradient), its neighbours' rows
   read once into cache.
 """
 
@@ -28,12 +28,12 @@ import numpy as np
 import torch
 
 from recx.core.device_paths import accelerator_branch
-from recx.models.als.cg_kernel import cg_rows, work_bounds
+from recx.kernels.conjugate_gradient import cg_rows, work_bounds
 from recx.models.als.layout import Chunk
 
 SOLVERS = ("cg", "cholesky")
 RESIDUAL_FLOOR = 1e-20
-CHUNKS_PER_THREAD = 8  # runs of rows of equal work per compute thread (cg_kernel.work_bounds)
+CHUNKS_PER_THREAD = 8  # runs of rows of equal work per compute thread (conjugate_gradient.work_bounds)
 
 
 @dataclass
@@ -176,7 +176,7 @@ def solve_rows(
 
 def conjugate_gradient_each_row(rows: torch.Tensor, system: RowSystem, steps: int) -> np.ndarray:
     """`steps` CG steps on A_r x_r = b_r from the current `rows` (updated in place), each row by the compiled
-    kernel (recx.models.als.cg_kernel); host branch only. Returns held_r = Σ_e t_e (y_e · x_r) + ρ_r · x_r +
+    kernel (recx.kernels.conjugate_gradient); host branch only. Returns held_r = Σ_e t_e (y_e · x_r) + ρ_r · x_r +
     (2 h^L_r − h_r) (v · x_r) per row [R] (float64; 0 on zero rows), ρ_r the final CG residual and h^L the loss's
     `loss_shared_scale`: row r's loss is its constant minus held_r (recx.models.als.problem)."""
     loss_scale = system.shared_scale if system.loss_shared_scale is None else system.loss_shared_scale

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import torch
 
-from recx.samplers.kernels.choice import resolve_kernels, restore_kernels
+from recx.kernels.choice import resolve_kernels, restore_kernels
 
 
 def build_alias(weights: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -77,7 +77,7 @@ class AliasTable:
     def sample(self, shape: tuple[int, ...], generator: torch.Generator) -> torch.Tensor:
         uniforms = torch.rand(shape, generator=generator, device=self.prob.device, dtype=torch.float64)
         if self.kernels == "cupy":
-            from recx.samplers.kernels.cupy_kernels import alias_draw
+            from recx.kernels.cupy_kernels import alias_draw
 
             return alias_draw(self.prob, self.alias, uniforms)
         return draw_torch(self.prob, self.alias, uniforms)

@@ -15,7 +15,7 @@ def contains(csr: CSR, rows: torch.Tensor, cols: torch.Tensor, kernels: str = "t
     """Boolean tensor of cols' shape; rows broadcast to it. `kernels` is 'torch' or 'cupy' (see choice.py)."""
     rows = rows.expand_as(cols)
     if kernels == "cupy":
-        from recx.samplers.kernels.cupy_kernels import csr_contains
+        from recx.kernels.cupy_kernels import csr_contains
 
         return csr_contains(csr.indptr, csr.indices, rows, cols)
     return csr.contains(rows, cols)

@@ -2,7 +2,7 @@
 vectoriser.
 
 numba leaves the superword-level (SLP) vectoriser off by default (numba issue 8705: a miscompilation elsewhere), and
-without it the eight interleaved partial sums of recx.core.lanes run as eight scalar chains: the dot products of the
+without it the eight interleaved partial sums of recx.kernels.lanes run as eight scalar chains: the dot products of the
 ALS conjugate gradient compiled to scalar vmulss/vaddss. With it they run as one 8-lane vector (vmulps/vaddps): the
 same multiplications and additions in the same order (no reassociation, no fused multiply-add), so every result is
 bit-identical, and WRMF's iteration on dense data (6,040 x 8,390, 672K interactions, 64 factors, one thread) went

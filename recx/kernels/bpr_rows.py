@@ -7,28 +7,31 @@ k negatives), s_j = u · r_j, x_j = s_j - s_0 and (Rendle et al. 2009)
     ∂s_j = c σ(x_j),  ∂s_0 = -Σ_j ∂s_j, ∂u = Σ_j ∂s_j r_j (j from 0),  ∂r_j = ∂s_j u,
 
 where c is the loss's weight of one pair (1/(B k) for the mean over queries of the mean over candidates, 1 for the
-sum). This is the gradient autograd forms through the row gathers, the row dots (recx.models.row_dots), softplus
+sum). This is the gradient autograd forms through the row gathers, the row dots (recx.kernels.row_dots), softplus
 and the reduction, with the same float32 operations in the same order (softplus with torch's threshold 20, its
-derivative as z / (z + 1), z = e^x), except the dot products, summed in eight interleaved partial sums (recx.core.lanes)
+derivative as z / (z + 1), z = e^x), except the dot products, summed in eight interleaved partial sums (recx.kernels.lanes)
 where the row dots sum in order, and e^x, from another library: results agree to rounding. The loss,
 c Σ_b Σ_j ℓ[b, j], is summed in float64 in query order after the parallel pass (torch's mean sums in float32).
 Queries run in parallel, each on its own, so the numbers do not depend on the thread count.
 
 Shapes: user_table [N_u, d], item_table [N_i, d], users [B], ids [B, 1 + k] -> the loss (a float), user row
-gradients [B, d], candidate row gradients [B, 1 + k, d] in the tables' dtype.
+gradients [B, d], candidate row gradients [B, 1 + k, d] in the tables' dtype. `bpr_reference`: the same through
+torch autograd (tests/test_kernels_references.py).
 """
 
 from __future__ import annotations
 
 import numba
 import numpy as np
+import torch
+import torch.nn.functional as F
 
-from recx.core.jit import compiled
-from recx.core.lanes import dot_rows
-from recx.core.prefetch import prefetch_whole_row
+from recx.kernels.jit import compiled
+from recx.kernels.lanes import dot_rows
+from recx.kernels.prefetch import prefetch_whole_row
 
 SOFTPLUS_THRESHOLD = 20.0  # torch's softplus: x itself above it
-PREFETCH_QUERIES = 4  # the rows of the query this many ahead are asked for (recx.core.prefetch)
+PREFETCH_QUERIES = 4  # the rows of the query this many ahead are asked for (recx.kernels.prefetch)
 
 
 @compiled(parallel=True)
@@ -74,3 +77,13 @@ def bpr_row_gradients(user_table, item_table, users, ids, pair_weight):
     for b in range(n_queries):
         total += query_losses[b]
     return total * pair_weight, user_grads, row_grads
+
+
+def bpr_reference(user_table: torch.Tensor, item_table: torch.Tensor, users, ids, pair_weight: float):
+    """c Σ_b Σ_j softplus(s_bj - s_b0) and its gradients in the rows read, by torch autograd (the kernel's reference)."""
+    user = user_table[users].detach().requires_grad_(True)
+    rows = item_table[ids].detach().requires_grad_(True)
+    scores = (user[:, None, :] * rows).sum(-1)
+    loss = F.softplus(scores[:, 1:] - scores[:, :1]).sum() * pair_weight
+    loss.backward()
+    return float(loss.detach()), user.grad, rows.grad

@@ -97,7 +97,7 @@ def draw_cells_and_items(
     kernels: str,
 ) -> torch.Tensor:
     if kernels == "cupy":
-        from recx.samplers.kernels.cupy_kernels import midx_draw
+        from recx.kernels.cupy_kernels import midx_draw
 
         return midx_draw(log_joint, cumulative, cell_ptr, order, uniforms)
     return draw_torch(log_joint, cumulative, cell_ptr, order, uniforms, largest_cell)

@@ -13,7 +13,7 @@ import threading
 
 import numpy as np
 
-from recx.core.jit import compiled
+from recx.kernels.jit import compiled
 
 _lent = threading.local()
 

@@ -132,7 +132,7 @@ def midx_draw(
     order: torch.Tensor,
     uniforms: torch.Tensor,
 ) -> torch.Tensor:
-    """The three-stage MIDX draw, one thread per draw (see recx.samplers.kernels.midx_draw)."""
+    """The three-stage MIDX draw, one thread per draw (see recx.kernels.midx_draw)."""
     batch, n, _ = uniforms.shape
     k = log_joint.shape[1]
     flat = log_joint.to(torch.float64).flatten(1)

@@ -8,10 +8,10 @@ the same g and μ), and b_r = h_r v + Σ_e t_e y_e. From x_r: residual ρ = b_r 
 A row reads its own neighbours' rows of Y once into cache and reuses them for all its steps, where the whole-side
 torch path (solve.conjugate_gradient_rows) streams every entry's row through memory twice a step: on dense data the
 difference is most of a half-step. A long row's neighbours are asked for PREFETCH_DISTANCE entries ahead
-(recx.core.prefetch): on ML-10M the item half-step reads 60K user rows (15 MB, out of cache) at random, and the
+(recx.kernels.prefetch): on ML-10M the item half-step reads 60K user rows (15 MB, out of cache) at random, and the
 prefetch took it from 0.64 to 0.39 s (2 threads); the user half-step, whose item table is in cache, is unchanged.
 Runs of consecutive rows of equal work (`work_bounds`) run in parallel, each row summed in a fixed order (dots in
-eight partial sums, recx.core.lanes), so results do not depend on the thread count or the runs; they agree with the
+eight partial sums, recx.kernels.lanes), so results do not depend on the thread count or the runs; they agree with the
 torch path to rounding.
 
 The loss (recx.models.als.problem) comes from what the steps hold: row r's part of it is C_r − held_r with
@@ -30,9 +30,9 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from recx.core.jit import compiled
-from recx.core.lanes import dot_rows
-from recx.core.prefetch import PREFETCH_DISTANCE, prefetch_whole_row
+from recx.kernels.jit import compiled
+from recx.kernels.lanes import dot_rows
+from recx.kernels.prefetch import PREFETCH_DISTANCE, prefetch_whole_row
 
 
 @compiled(inline="always")

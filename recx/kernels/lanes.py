@@ -8,7 +8,7 @@ the CPU's vector width or on the thread count.
 
 from __future__ import annotations
 
-from recx.core.jit import compiled
+from recx.kernels.jit import compiled
 
 
 @compiled(inline="always")

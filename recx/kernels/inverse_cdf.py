@@ -23,7 +23,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from recx.core.jit import compiled
+from recx.kernels.jit import compiled
 
 ROWS_PER_BLOCK = 16  # rows that share one cdf and guide buffer (a row's buffers are 20 bytes per column)
 BUCKETS_PER_COLUMN = 4  # measured on BIR's 2048 x 2048 draws: 1 -> 69 ms, 2 -> 52, 4 -> 40, 8 -> 42 (one thread)

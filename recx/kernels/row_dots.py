@@ -14,7 +14,7 @@ import numba
 import numpy as np
 import torch
 
-from recx.core.jit import compiled
+from recx.kernels.jit import compiled
 
 
 @compiled(parallel=True)

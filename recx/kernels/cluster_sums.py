@@ -6,15 +6,17 @@ partials are added in chunk order: the result does not depend on the thread coun
 where the one-hot product `members @ points` (recx.samplers.kmeans on the accelerator branch) writes a [K, N]
 matrix and multiplies it: ~2x this kernel's time for 1.5M points of 100 dimensions.
 
-Shapes: points [N, D], labels int64 [N] in [0, k) -> (sums [k, D] float64, counts [k] float64).
+Shapes: points [N, D], labels int64 [N] in [0, k) -> (sums [k, D] float64, counts [k] float64). `cluster_sums_reference`:
+the same by torch's index_add_ (tests/test_kernels_references.py).
 """
 
 from __future__ import annotations
 
 import numba
 import numpy as np
+import torch
 
-from recx.core.jit import compiled
+from recx.kernels.jit import compiled
 
 CHUNK = 1 << 16
 
@@ -37,3 +39,9 @@ def cluster_sums(points, labels, k):
         sums += partial[chunk]
         counts += partial_counts[chunk]
     return sums, counts
+
+
+def cluster_sums_reference(points: torch.Tensor, labels: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(sums [k, D], counts [k]) in float64 by index_add_ and bincount (the kernel's reference)."""
+    sums = torch.zeros(k, points.shape[1], dtype=torch.float64).index_add_(0, labels, points.double())
+    return sums, torch.bincount(labels, minlength=k).double()
