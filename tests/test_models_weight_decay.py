@@ -91,11 +91,11 @@ def test_no_decay_leaves_rows_outside_the_batch_untouched(tiny):
 
 
 @pytest.mark.parametrize("decay_loss", [False, True])
-def test_weight_decay_loss_decays_the_loss_parameters_as_prisms_adam(tiny, decay_loss):
-    """MAWU's margins: without weight_decay_loss they are never decayed (their group's weight_decay 0); with it they
+def test_margin_decay_decays_mawus_margins_as_prisms_adam(tiny, decay_loss):
+    """MAWU's margins: without margin_decay they are never decayed (their group's weight_decay 0); with it they
     share the embeddings' decay, as PRISM's Adam over the whole module: one step equals torch's Adam with L2."""
     settings = {"loss": "mawu", "n_negatives": 1, "optimizer": "adam", "weight_decay": 0.5, "dim": 8, "lr": 0.01}
-    config = resolve({**settings, "device": "cpu", "weight_decay_loss": decay_loss})
+    config = resolve({**settings, "device": "cpu", "loss_args": {"margin_decay": decay_loss}})
     model = build_model(config, tiny, torch.device("cpu"))
     loss_fn = build_loss(config, tiny, torch.device("cpu"))
     with torch.no_grad():
@@ -112,6 +112,16 @@ def test_weight_decay_loss_decays_the_loss_parameters_as_prisms_adam(tiny, decay
     assert decay_loss == (float(loss_fn.user_margin[0]) < 0.3)
 
 
-def test_weight_decay_loss_needs_full_decay():
-    with pytest.raises(Exception, match="weight_decay_loss = true applies only with weight_decay_mode 'full'"):
-        resolve({"loss": "mawu", "weight_decay_loss": True, "weight_decay_mode": "batch"})
+def test_margin_decay_needs_full_decay():
+    with pytest.raises(
+        Exception, match="loss 'mawu' decays its own parameters with the model's only in weight_decay_mode"
+    ):
+        resolve({"loss": "mawu", "loss_args": {"margin_decay": True}, "weight_decay_mode": "batch"})
+
+
+def test_the_old_run_key_weight_decay_loss_is_margin_decay():
+    """`weight_decay_loss` (a run key before issue 47) is read as MAWU's margin_decay for one release: the same run."""
+    old = resolve({"loss": "mawu", "weight_decay_loss": True, "weight_decay": 1e-6})
+    new = resolve({"loss": "mawu", "loss_args": {"margin_decay": True}, "weight_decay": 1e-6})
+    assert old.run_id() == new.run_id() and old.loss_args["margin_decay"] is True
+    assert resolve({"loss": "mawu", "weight_decay_loss": False}).run_id() == resolve({"loss": "mawu"}).run_id()

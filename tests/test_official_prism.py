@@ -325,15 +325,19 @@ def test_directau_training_loop_is_the_official_run(monkeypatch, tmp_path):
 def test_mawu_training_loop_is_the_official_run(monkeypatch, tmp_path):
     """train.py --loss MAWU --gamma_vals 2.6,1.4 for 3 epochs: the tables and margins after each epoch and its loss.
     Pins the loop around MAWULoss: Adam holds the margins beside the tables and decays them too
-    (`weight_decay_loss: true`), they are clipped onto [0, 1] after the loss reads them and before the step, and the
+    (MAWU's `margin_decay: true`), they are clipped onto [0, 1] after the loss reads them and before the step, and the
     margins are read at the batch's local node ids (`margin_ids: batch_position`: RecModel.get_margins indexes the
     margin tables with the loader's relabelled edge_label_index)."""
     gamma_user, gamma_item = (float(g) for g in loop_arguments("mawu")["--gamma_vals"].split(","))
     config = loop_config(
         "mawu",
         "mawu",
-        weight_decay_loss=True,
-        loss_args={"gamma_user": gamma_user, "gamma_item": gamma_item, "margin_ids": "batch_position"},
+        loss_args={
+            "gamma_user": gamma_user,
+            "gamma_item": gamma_item,
+            "margin_ids": "batch_position",
+            "margin_decay": True,
+        },
     )
     records = run_prism_loop("mawu", config, monkeypatch, tmp_path, official_negatives=False)
     assert_prism_epochs(records, "mawu")

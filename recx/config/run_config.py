@@ -39,7 +39,7 @@ CHOICES = {
 
 NO_LOSS_DEFAULTS: dict[str, Any] = {}
 NO_SKIPPED_BUNDLES: tuple[tuple[dict, dict], ...] = ()
-OPTIONAL_KEYS = ("half_steps", "weight_decay_loss", "plugin_code")  # in config.yaml and the run id only when set
+OPTIONAL_KEYS = ("half_steps", "plugin_code")  # in config.yaml and the run id only when set
 CODE_ROLES = ("model", "loss", "sampler", "metric")  # the names a run's configuration takes from a registry
 
 
@@ -64,7 +64,6 @@ class RunConfig:
     optimizer: str = "auto"  # adam (dense), lazy_adam, adagrad, rowwise_adagrad, sgd; auto: `resolve_optimizer`
     weight_decay: float = 0.0
     weight_decay_mode: str = "full"
-    weight_decay_loss: bool = False  # `full` decay reaches the loss's own parameters too (PRISM's Adam: MAWU's margins)
     seed: int = 0
     device: str = "auto"
     kernels: str = "auto"  # sampler kernels: auto (CuPy on CUDA when installed), torch or cupy
@@ -123,6 +122,7 @@ def _fill_args(kind: str, args_class, given: dict, where: str) -> dict:
 
 def resolve(raw: dict, where: str = "config") -> RunConfig:
     """Validate keys, names and ranges (recx.config.schema), fill method defaults. Errors name the key at fault."""
+    raw = _renamed_keys(raw)
     known = {f.name: f for f in fields(RunConfig)}
     unknown = sorted(set(raw) - set(known))
     if unknown:
@@ -172,6 +172,16 @@ def resolve(raw: dict, where: str = "config") -> RunConfig:
     check_valid_metric(config.valid_metric, where)
     config.plugin_code = checked_plugin_code(config, raw.get("plugin_code"), where)
     return config
+
+
+def _renamed_keys(raw: dict) -> dict:
+    """Old spellings, kept for one release: `weight_decay_loss` (a run key until issue 47) is MAWU's `margin_decay`."""
+    if "weight_decay_loss" not in raw:
+        return raw
+    raw = dict(raw)
+    if raw.pop("weight_decay_loss"):
+        raw["loss_args"] = {**(raw.get("loss_args") or {}), "margin_decay": True}
+    return raw
 
 
 def role_names(config: RunConfig) -> dict[str, tuple[Any, str]]:
@@ -263,10 +273,12 @@ def check_pairings(config: RunConfig, where: str) -> None:
             f"(its official code's), not {config.optimizer!r}; leave optimizer out or set it to "
             f"{model_class.optimizers[0]}"
         )
-    if config.weight_decay_loss and config.weight_decay_mode != "full":
+    loss_class = LOSSES.get(config.loss)
+    if loss_class.decays_with_model(loss_class.Args(**config.loss_args)) and config.weight_decay_mode != "full":
         raise RecxError(
-            f"{where}: weight_decay_loss = true applies only with weight_decay_mode 'full' (here "
-            f"{config.weight_decay_mode!r}): the decay of every row every step; set it as well, or leave it out"
+            f"{where}: loss {config.loss!r} decays its own parameters with the model's only in weight_decay_mode "
+            f"'full' (here {config.weight_decay_mode!r}): the decay of every row every step; set it as well, or "
+            "leave the loss's decay out"
         )
     if config.half_steps and not model_class.alternates:
         raise RecxError(

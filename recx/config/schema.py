@@ -32,7 +32,6 @@ HELP: dict[str, str] = {
     "optimizer": "Optimizer; auto: the model's and sampler's pairing.",
     "weight_decay": "Weight decay strength.",
     "weight_decay_mode": "Where weight decay applies: full (every row, every step), batch (the rows a step touches) or none.",
-    "weight_decay_loss": "full decay also reaches the loss's own parameters (PRISM's Adam on MAWU's margins).",
     "seed": "Seed of initialisation, shuffling and sampling.",
     "device": "Where to train.",
     "kernels": "Sampler kernels: auto (CuPy on CUDA when installed), torch or cupy.",

@@ -92,6 +92,12 @@ class Loss:
         not defined for (e.g. a loss of cosine scores). `model_args`: the model's resolved arguments; `args`: this
         loss's Args."""
 
+    @classmethod
+    def decays_with_model(cls, args) -> bool:
+        """Whether the run's `full` weight decay reaches this loss's own parameters as it reaches the model's (one
+        optimizer group with the model's decay); else they are never decayed."""
+        return False
+
     def parameters(self) -> list[torch.nn.Parameter]:
         return []
 

@@ -18,7 +18,9 @@ A pair's margin reads the margin rows of its own user and item (`margin_ids: own
 margin tables with the loader's relabelled edge_label_index, the user's (item's) position among the batch's distinct
 users (items) in ascending id order, so the batch's pairs share the first rows of the margin tables with whichever
 users and items hold those positions in other batches (tests/test_official_prism.py, the official loop).
-Negatives are ignored, as in DirectAU: any sampler works (uniform with n_negatives 1 is the cheapest).
+With `margin_decay` the run's `full` weight decay reaches the margins as it reaches the tables (PRISM's Adam holds
+them beside the embeddings; psm1206/MAWU's RecBole optimizer over all parameters likewise); without it they are never
+decayed. Negatives are ignored, as in DirectAU: any sampler works (uniform with n_negatives 1 is the cheapest).
 """
 
 from __future__ import annotations
@@ -48,6 +50,11 @@ class MAWUArgs:
     alignment: str = arg("broadcast", choices=ALIGNMENTS, help="the released codes' broadcast, or the paper's pairs")
     margin_ids: str = arg(
         "own", choices=MARGIN_IDS, help="a pair's own user's and item's margins, or PRISM's in-batch positions"
+    )
+    margin_decay: bool = arg(
+        False,
+        help="the run's full weight decay reaches the margins too (PRISM's Adam holds them beside the tables)",
+        added=True,
     )
 
 
@@ -92,6 +99,10 @@ class MAWU(Loss):
         super().__init__(args, dataset)
         self.user_margin = torch.nn.Parameter(torch.zeros(dataset.n_users))
         self.item_margin = torch.nn.Parameter(torch.zeros(dataset.n_items))
+
+    @classmethod
+    def decays_with_model(cls, args: MAWUArgs) -> bool:
+        return args.margin_decay
 
     def parameters(self) -> list[torch.nn.Parameter]:
         return [self.user_margin, self.item_margin]

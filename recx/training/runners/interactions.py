@@ -20,10 +20,10 @@ from recx.training.step import train_step
 
 def run_optimizer(model, loss_fn, config) -> torch.optim.Optimizer:
     """The run's `optimizer` (recx.optim.optimizers) over the model's and the loss's parameters; in `full` weight-decay
-    mode every model parameter row decays every step (dense Adam's weight_decay), and with `weight_decay_loss` the
-    loss's parameters too (as PRISM's code, whose Adam holds MAWU's margins beside the embeddings)."""
+    mode every model parameter row decays every step (dense Adam's weight_decay), and the loss's parameters too when
+    the loss says so (`Loss.decays_with_model`: MAWU's `margin_decay`, as PRISM's Adam over the margins)."""
     decay = config.weight_decay if config.weight_decay_mode == "full" else 0.0
-    if config.weight_decay_loss:
+    if loss_fn.decays_with_model(loss_fn.args):
         return optim.make_optimizer(config.optimizer, [*model.parameters(), *loss_fn.parameters()], config.lr, decay)
     return optim.make_optimizer(config.optimizer, list(model.parameters()), config.lr, decay, loss_fn.parameters())
 
