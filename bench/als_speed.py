@@ -10,7 +10,7 @@ PyPI wheel has no CUDA build), against recx's CPU figure and the arithmetic floo
 2|D|d² + (M+N)d³/3 flops, CG (cg_steps + 1)(4|D|d + 2(M+N)d²).
 
 A bench iteration is what `recx train`'s epoch runs (recx/training/runners/alternating.py): both half-steps, each
-returning the loss the trainer records. With --through-cli R it then times that path itself (bench/through_cli.py):
+returning the loss the training loop records. With --through-cli R it then times that path itself (bench/through_cli.py):
 R rounds of --iterations interleaved iterations (implicit, recx) of a fresh model followed by a real `recx train --model wrmf` of the
 same settings for --iterations epochs, whose epochs.jsonl `seconds` are compared with both, paired by round; then
 R rounds of --rg-iterations iterations of RG² and RG× against their own `recx train` runs.
@@ -52,7 +52,7 @@ def ndcg20(model, dataset) -> float:
 
 
 class RecxIterations:
-    """One WRMF/RG iteration (user then item half-step, each returning the loss after it, as the trainer records) at
+    """One WRMF/RG iteration (user then item half-step, each returning the loss after it, as the training loop records) at
     a time, timed on the model's device."""
 
     def __init__(self, model, dataset):

@@ -13,8 +13,8 @@ stopped when the budget ends:
 1. setup: versions, the GPU, the pack's checksums, each CuPy kernel compiled by NVRTC for this GPU's architecture.
 2. kernels: `pytest -m gpu` (every CuPy kernel against its torch reference, statistical where it draws; the
    sync-free steps).
-3. host syncs: one steady-state epoch per training kind under torch's sync debug mode (0 expected for the
-   gradient-trained kinds, the trainer's non-finite check included), with its peak GPU memory.
+3. host syncs: one steady-state epoch per runner under torch's sync debug mode (0 expected for the
+   gradient-trained kinds, the training loop's non-finite check included), with its peak GPU memory.
 4. benches, each with its baseline in the same process: full-ranking evaluation on Gowalla against the bare matmul +
    top-k (target <= 1.1x); BPR and sampled-softmax epochs on Gowalla against their matmul floors; every sampler's
    step against uniform's and the CuPy kernels against torch; FastVAE against Mult-VAE at 200K items.
@@ -338,14 +338,14 @@ def sync_sites(caught: list) -> str:
 def epoch_syncs(raw: dict, dataset, device: torch.device) -> Syncs:
     config = resolve({"seed": 0, "dim": 32, "batch_size": 512, "device": device.type, **raw})
     model = build_model(config, dataset, device)
-    runner = RUNNERS.get(model.training_kind)(config, dataset, model, torch.Generator(device=device).manual_seed(0))
+    runner = RUNNERS.get(model.runner)(config, dataset, model, torch.Generator(device=device).manual_seed(0))
     losses = torch.zeros(max(runner.n_steps, 1), device=device)
     runner.train_epoch(1, losses, NonFiniteWatch(losses, 1, config.lr).after_step)
     if device.type != "cuda":
         started = time.perf_counter()
         runner.train_epoch(2, losses, NonFiniteWatch(losses, 2, config.lr).after_step)
         assert bool(torch.isfinite(losses).all()), "non-finite loss"
-        return Syncs(model.training_kind, runner.n_steps, time.perf_counter() - started)
+        return Syncs(model.runner, runner.n_steps, time.perf_counter() - started)
     torch.cuda.synchronize()
     torch.cuda.reset_peak_memory_stats()
     watch = NonFiniteWatch(losses, 2, config.lr)
@@ -368,7 +368,7 @@ def epoch_syncs(raw: dict, dataset, device: torch.device) -> Syncs:
     caught = [w for w in caught if SYNC_WARNING in str(w.message)]
     first = seen_after[0] if seen_after else len(caught)
     return Syncs(
-        model.training_kind,
+        model.runner,
         runner.n_steps,
         seconds,
         at_start=first,

@@ -1,4 +1,4 @@
-"""Results unchanged bit for bit by a refactor: the quickstart sweep and one baseline run of every training kind, run
+"""Results unchanged bit for bit by a refactor: the quickstart sweep and one baseline run of every runner, run
 by this checkout and by another (a git worktree of the commit before), compared by run id and by the sha256 of
 every results file, the weights and the per-epoch losses.
 
@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parents[1]
-# One baseline run per training kind (recx.training.runners): interactions, users, alternating, none.
+# One baseline run per runner (recx.training.runners): interactions, users, alternating, none.
 BASELINES = {
     "interactions": ["--model", "mf", "--loss", "bpr", "--sampler", "uniform", "--epochs", "3"],
     "interactions-softmax": ["--model", "mf", "--loss", "softmax", "--sampler", "popularity", "--epochs", "3"],

@@ -65,7 +65,7 @@ def time_steps(case, dataset, device, kernels: str, steps: int, warmup: int) -> 
     model = build_model(config, dataset, device)
     sampler = build_sampler(config, dataset, generator)
     loss_fn = build_loss(config, dataset, device)
-    optimizer = run_optimizer(model, loss_fn, config)  # as the trainer
+    optimizer = run_optimizer(model, loss_fn, config)  # as the training loop
     users_of, items_of = dataset.train.row_ids(), dataset.train.indices
     order = torch.randperm(items_of.numel(), generator=generator, device=device)
     started = 0.0

@@ -1,6 +1,6 @@
 """The path a user times beside a bench's kernels: `recx train` run as a user runs it (a subprocess of
 `python -m recx --threads T train --config C --quiet`), its epochs read from epochs.jsonl (`seconds`: what
-recx/training/fit.py times around the runner's epoch, the recorded loss and the trainer's per-step work included).
+recx/training/fit.py times around the runner's epoch, the recorded loss and the training loop's per-step work included).
 
 For the benches' --through-cli mode (bench/train_speed.py, bench/als_speed.py): `interleaved` runs rounds of a few
 timed bench epochs (and their baselines) followed by one `recx train` run of as many epochs, so that both see the same

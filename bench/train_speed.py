@@ -1,7 +1,7 @@
 """Benchmark: seconds per training epoch on Gowalla (MF, dim 64, batch 2048) next to implicit's BPR epoch and the
 bare matmul floor of the same shapes, all in this process with the same number of threads.
 
-Cases (the trainer's own epoch runner, optimizer as `recx train` resolves it (the loss's default bundle) unless --optimizer is given):
+Cases (the training loop's own runner, optimizer as `recx train` resolves it (the loss's default bundle) unless --optimizer is given):
   BPR, uniform, 1 negative;  BPR, DNS(5, 100);  sampled softmax, 2000 uniform negatives shared by the batch (the
   MF cases); LightGCN, Mult-VAE and FastVAE with their defaults (`--cases lightgcn,multvae,fastvae`; no floor, no
   implicit).
@@ -68,7 +68,7 @@ def synchronize(device: torch.device) -> None:
 
 
 def case_config(raw: dict, optimizer: str, device: torch.device, dataset: str = "gowalla", epochs: int = 30):
-    """The case's resolved config (validated once, after the last of `epochs`: the trainer's validation is outside
+    """The case's resolved config (validated once, after the last of `epochs`: the training loop's validation is outside
     its epoch times); `auto` leaves the optimizer to the loss's default bundle, as `recx train` does."""
     chosen = {} if optimizer == "auto" else {"optimizer": optimizer}
     common = {"model": "mf", "dim": 64, "batch_size": 2048, "device": device.type, "dataset": dataset}
@@ -82,7 +82,7 @@ def epoch_seconds(
     baseline of `baselines` (name: a callable timing one of its epochs) the seconds of the epoch it ran just before
     each timed epoch)."""
     model = build_model(config, dataset, device)
-    runner = RUNNERS.get(model.training_kind)(config, dataset, model, torch.Generator(device=device).manual_seed(0))
+    runner = RUNNERS.get(model.runner)(config, dataset, model, torch.Generator(device=device).manual_seed(0))
     losses = torch.zeros(runner.n_steps, device=device)
     if device.type == "cuda":
         runner.train_epoch(0, losses, lambda step: None)

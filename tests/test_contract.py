@@ -3,7 +3,7 @@ per-name settings, one set of checks run for every name). The checks are recx.te
 call too; this file gives each built-in name its settings and formulas. A name registered without an entry here
 fails `test_every_registered_name_has_an_entry`: add its settings to SAMPLER_CASES / LOSS_CASES / MODEL_CASES /
 FORMAT_CASES / METRIC_CASES (a tiny source per format, read back to the rows written; `synthetic` is generated).
-RUNNERS, the training kinds, are covered through MODEL_CASES: every kind is some model case's `training_kind`, and
+RUNNERS, the runners, are covered through MODEL_CASES: every kind is some model case's `runner`, and
 that case's run is checked to go through it.
 
 Samplers: shapes, device, seed determinism, detached weights summing to 1, the log_q convention (one normaliser for
@@ -310,7 +310,7 @@ def test_model_trains_or_completes_without_training(name, tmp_path, monkeypatch)
     monkeypatch.setattr(RUNNERS, "get", lambda kind: looked_up.append(kind) or get(kind))
     settings = {"model": name, "model_args": case.args, "loss": "bpr", "sampler": "uniform", "n_negatives": 1}
     run = check_trains({**settings, **case.run}, tmp_path, lowers_loss=case.trains)
-    assert looked_up == [MODELS.get(name).training_kind]  # the model's training kind ran it
+    assert looked_up == [MODELS.get(name).runner]  # the model's runner ran it
     ndcg = run.results.query("split == 'test' and metric == 'ndcg' and k == 10 and stratum == 'all'")["value"]
     assert len(ndcg) == 1 and np.isfinite(ndcg).all()
     if not case.trains:
@@ -412,10 +412,10 @@ def test_every_file_format_is_fuzzed():
 
 
 def test_every_training_kind_runs_for_a_model_case():
-    """Each training kind (RUNNERS) is the kind of at least one MODEL_CASES model, and that model's run uses it
-    (test_model_trains_or_completes_without_training records the runner the trainer looked up)."""
-    kinds = {MODELS.get(name).training_kind for name in MODEL_CASES}
-    assert kinds == set(RUNNERS.names()), f"training kinds no model case runs: {sorted(set(RUNNERS.names()) - kinds)}"
+    """Each runner (RUNNERS) is the kind of at least one MODEL_CASES model, and that model's run uses it
+    (test_model_trains_or_completes_without_training records the runner the training loop looked up)."""
+    kinds = {MODELS.get(name).runner for name in MODEL_CASES}
+    assert kinds == set(RUNNERS.names()), f"runners no model case runs: {sorted(set(RUNNERS.names()) - kinds)}"
 
 
 @pytest.mark.gpu

@@ -2,7 +2,7 @@
 
 CI has no GPU; without these tests the accelerator branches (the log-sum-exp's maxima path, the dense positive
 mask and SharedCandidateLogSumExp's dense-mask branch, the uniform sampler's fixed number of redraw rounds, the
-sync-free row-sparse optimizer step, the trainer's device-side loss display) would first run on a user's GPU.
+sync-free row-sparse optimizer step, the training loop's device-side loss display) would first run on a user's GPU.
 """
 
 from __future__ import annotations
@@ -171,7 +171,7 @@ TRAINING_CASES = {
 
 @pytest.mark.parametrize("case", list(TRAINING_CASES))
 def test_two_epochs_train_to_the_same_weights_on_both_branches(tiny, case):
-    """Every training kind with gradients, two epochs from one seed: the forced accelerator branches end at the
+    """Every runner with gradients, two epochs from one seed: the forced accelerator branches end at the
     host branches' weights (float32 sums in another order: close, not equal)."""
     config = resolve({"seed": 0, "device": "cpu", "epochs": 2, **TRAINING_CASES[case]})
     weights = []
@@ -179,7 +179,7 @@ def test_two_epochs_train_to_the_same_weights_on_both_branches(tiny, case):
         torch.manual_seed(0)
         with forced_accelerator_branches() if forced else torch.enable_grad():
             model = build_model(config, tiny, torch.device("cpu"))
-            runner = RUNNERS.get(model.training_kind)(config, tiny, model, torch.Generator().manual_seed(0))
+            runner = RUNNERS.get(model.runner)(config, tiny, model, torch.Generator().manual_seed(0))
             for epoch in (1, 2):
                 losses = torch.zeros(runner.n_steps)
                 runner.train_epoch(epoch, losses, lambda step: None)

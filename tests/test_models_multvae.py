@@ -1,5 +1,5 @@
 """Mult-VAE / FastVAE: the training objective against a dense float64 reference, the sampled softmax's gradient
-against the full softmax's, and end-to-end runs through the trainer's user-batch runner."""
+against the full softmax's, and end-to-end runs through the training loop's user-batch runner."""
 
 from __future__ import annotations
 

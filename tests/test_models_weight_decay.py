@@ -1,4 +1,4 @@
-"""Weight-decay modes through one real step (training_loss + the trainer's Adam): batched decay leaves rows outside
+"""Weight-decay modes through one real step (training_loss + the training loop's Adam): batched decay leaves rows outside
 the batch untouched and gives the rows inside exactly the full-table update; full-table decay shrinks every row;
 none leaves the rows outside alone."""
 

@@ -1,5 +1,5 @@
 """A report row is one configuration (issue 43, section 3): runs of different configurations are never averaged
-under one label, whatever their training kind; runs that differ by their seed only are."""
+under one label, whatever their runner; runs that differ by their seed only are."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import recx
 from recx.runs.collection import load_results
 
 FAST = {"dim": 8, "epochs": 2, "batch_size": 256, "n_negatives": 20, "device": "cpu"}
-RUNS = {  # folder: configuration (every training kind: interactions, graph, users, alternating, none)
+RUNS = {  # folder: configuration (every runner: interactions, graph, users, alternating, none)
     "bpr-0": {"model": "mf", "loss": "bpr", "seed": 0},
     "bpr-1": {"model": "mf", "loss": "bpr", "seed": 1},
     "bpr-lr": {"model": "mf", "loss": "bpr", "seed": 0, "lr": 0.01},

@@ -89,7 +89,7 @@ def assert_same_run(resumed: Path, uninterrupted: Path) -> None:
 
 
 def count_epochs(monkeypatch) -> list[int]:
-    """The epochs the runner actually trains, recorded through the trainer's per-epoch log."""
+    """The epochs the runner actually trains, recorded through the training loop's per-epoch log."""
     trained: list[int] = []
     log_epoch = store.log_epoch
     monkeypatch.setattr(

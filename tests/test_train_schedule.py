@@ -30,7 +30,7 @@ KINDS = {
 def runner_for(dataset, **settings):
     config = resolve({"dim": 4, "batch_size": 512, "lr": 0.01, **settings})
     model = build_model(config, dataset, torch.device("cpu"))
-    return RUNNERS.get(model.training_kind)(config, dataset, model, torch.Generator().manual_seed(0))
+    return RUNNERS.get(model.runner)(config, dataset, model, torch.Generator().manual_seed(0))
 
 
 def epoch_rates_and_losses(runner, n_epochs: int) -> tuple[list[float], list[torch.Tensor]]:

@@ -318,7 +318,7 @@ def check_lr_schedule(config: RunConfig, where: str) -> None:
     if config.lr_step_epochs and model_class.optimizers == ():
         raise RecxError(
             f"{where}: lr_step_epochs = {config.lr_step_epochs}: model {config.model!r} is not trained by "
-            f"gradient steps ({model_class.trainer_note}: no learning rate); leave lr_step_epochs out"
+            f"gradient steps ({model_class.runner_note}: no learning rate); leave lr_step_epochs out"
         )
 
 
@@ -428,7 +428,7 @@ def non_default_settings(config: RunConfig) -> str:
     if applied:
         parts.append(f"defaults for {config.loss}: " + ", ".join(f"{k}={v}" for k, v in changed if k in applied))
     model_class = MODELS.get(config.model)
-    trainer = model_class.trainer_note if model_class.optimizers == () else f"optimizer {config.optimizer}"
+    trainer = model_class.runner_note if model_class.optimizers == () else f"optimizer {config.optimizer}"
     return "; ".join(parts + [trainer])
 
 

@@ -1,4 +1,4 @@
-"""Name -> class registries: samplers, losses, models, formats, metrics and training kinds are looked up by the names
+"""Name -> class registries: samplers, losses, models, formats, metrics and runners are looked up by the names
 configs use.
 
 A registry lives in its own module (e.g. recx/samplers/registry.py) and knows the packages its built-in members live

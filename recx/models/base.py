@@ -14,21 +14,29 @@ class Model(nn.Module):
     """Subclasses implement `representations`; scoring, evaluation and samplers only use these tensors.
 
     What a model trains with, which `resolve` checks before any run: `losses` (None: any loss; (): none, the model
-    has its own objective), `optimizers` (None: any; (): none, not trained by gradient steps, and `trainer_note`
+    has its own objective), `optimizers` (None: any; (): none, not trained by gradient steps, and `runner_note`
     says how it is fitted), `weight_decay_modes`, and `closed_form_sampler` (the sampler must give each item's
     normalised log q). `check_args(args)` refuses what the arguments and the model's class decide together."""
 
     summary: ClassVar[str] = ""
     label: ClassVar[str] = ""  # the name in report rows (default: the registered name)
-    training_kind: ClassVar[str] = "interactions"  # the training kind (recx.training.runners) that fits this model
+    runner: ClassVar[str] = "interactions"  # the runner (recx.training.runners) that fits this model
     losses: ClassVar[tuple[str, ...] | None] = None
     optimizers: ClassVar[tuple[str, ...] | None] = None
-    trainer_note: ClassVar[str] = ""
+    runner_note: ClassVar[str] = ""
     weight_decay_modes: ClassVar[tuple[str, ...]] = ("none", "full", "batch")
     closed_form_sampler: ClassVar[bool] = False
     alternates: ClassVar[bool] = False  # fitted by alternating half-steps (user, then item): `half_steps` applies
     n_users: int
     n_items: int
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        """A plugin's model written before issue 47 names its runner `training_kind`, `trainer_note` its note: read
+        for one release."""
+        super().__init_subclass__(**kwargs)
+        for old, new in (("training_kind", "runner"), ("trainer_note", "runner_note")):
+            if old in cls.__dict__ and new not in cls.__dict__:
+                setattr(cls, new, cls.__dict__[old])
 
     @classmethod
     def check_args(cls, args) -> None:

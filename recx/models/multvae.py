@@ -21,7 +21,7 @@ item table is an Embedding, drawn N(0, 1); its Mult-VAE's output layer is a Line
 `item_bias: true` (multvae: the output layer's bias b_i joins the training logits, query · q_i + b_i; evaluation
 ranks by query · q_i, as the official `_get_item_emb` drops it; recx starts b at 0, the official Linear at
 U(±1/√hidden)); its StepLR (the learning rate times 0.95 every 5 epochs) is the run's `lr_step_epochs: 5`
-(recx.training.schedule, every training kind). Its KL enters the loss as a constant (`kl.item()`), which `anneal_cap: 0.0`
+(recx.training.schedule, every runner). Its KL enters the loss as a constant (`kl.item()`), which `anneal_cap: 0.0`
 matches in gradient. Its Mult-VAE's softmax also spans a padding column (item 0, never a positive:
 one extra negative); recx's spans the M items.
 """
@@ -75,7 +75,7 @@ class MultVAE(Model):
 
     summary = "Mult-VAE: a variational auto-encoder of each user's history, full softmax likelihood"
     Args = MultVAEArgs
-    training_kind = "users"
+    runner = "users"
     losses = ("full_softmax",)
     optimizers = ("adam",)
     weight_decay_modes = ("none", "full")

@@ -3,7 +3,7 @@
 Items are ranked by their training count c_i, ties broken by ascending item id (the popularity strata's order):
 score(u, i) = n c_i + (n - 1 - i), n the number of items, exact in float64 (d = 1: query = [1] for every user,
 item = [score]; the run's `dim` is not used), so the ranking does not depend on how top-k orders ties. Nothing is
-trained (training kind `none`).
+trained (runner `none`).
 """
 
 from __future__ import annotations
@@ -28,10 +28,10 @@ class MostPopular(Model):
     summary = "MostPop: every user gets the items by training popularity (nothing to train)"
     label = "mostpop"
     Args = MostPopularArgs
-    training_kind = "none"
+    runner = "none"
     losses = ()
     optimizers = ()
-    trainer_note = "nothing to train"
+    runner_note = "nothing to train"
     scores: torch.Tensor  # a buffer [n_items, 1]
 
     def __init__(self, n_users: int, n_items: int, dim: int, args: MostPopularArgs, dataset=None):

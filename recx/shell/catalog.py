@@ -92,7 +92,7 @@ def entries(kind: str, experiments_file: Path | None = None) -> list[Entry]:
     if kind == "models":
         from recx.models.registry import MODELS
 
-        return _registered(MODELS, lambda c: _dataclass_args(c.Args) + f"; training kind {c.training_kind}")
+        return _registered(MODELS, lambda c: _dataclass_args(c.Args) + f"; runner {c.runner}")
     if kind == "formats":
         from recx.data.formats.registry import FORMATS
 

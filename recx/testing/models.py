@@ -49,7 +49,7 @@ def check_model_api(name: str, args: dict | None = None) -> None:
 
 def check_model(name: str, args: dict | None = None, *, run: dict | None = None, workdir: Path | None = None) -> None:
     """`check_model_api`, then two epochs (`run`: other settings, e.g. the loss it trains with); a model with
-    nothing to train (`optimizers` and `losses` empty, no training kind's epochs) must complete without epochs."""
+    nothing to train (`optimizers` and `losses` empty, no runner's epochs) must complete without epochs."""
     check_model_api(name, args)
-    trains = MODELS.get(name).training_kind != "none"
+    trains = MODELS.get(name).runner != "none"
     check_trains({"model": name, "model_args": args or {}, **(run or {})}, workdir, lowers_loss=trains)

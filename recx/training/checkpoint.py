@@ -1,7 +1,7 @@
 """Checkpoints of a training run: everything that decides the rest of the run, written whole after an epoch.
 
 A checkpoint holds the early-stopping state (epochs done, best score, best epoch and its weights, validations
-without improvement), the model's weights, the epoch runner (its optimizer and optimizer state, sampler with its
+without improvement), the model's weights, the runner (its optimizer and optimizer state, sampler with its
 caches, tables or codebooks, loss parameters, learning-rate schedule and random generator) and the global random
 generators. The runner is pickled with the run's config, dataset, model and the model's parameters and buffers
 replaced by references, and restored onto the ones the resuming process builds (the same run id: the same

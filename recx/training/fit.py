@@ -125,7 +125,7 @@ def improves(score: float, best: float, config: RunConfig) -> bool:
 def fit(config: RunConfig, dataset: Dataset, model, progress: Progress, hooks: FitHooks) -> int:
     """Train `model` in place; returns the selected epoch (best validation metric, else the last epoch).
 
-    The epoch's steps are the runner's (recx.training.runners, by the model's training kind); losses stay on the
+    The epoch's steps are the runner's (recx.training.runners, by the model's runner); losses stay on the
     device during the epoch and are read once at its end (and for the bar's running loss at most once a second).
     Each epoch's record (epoch, loss, seconds, validation metric) goes to `hooks.log_epoch`; its seconds are the
     epoch's training: validation and checkpoint writes, after the epoch or within it, and one-off JIT compilation
@@ -169,7 +169,7 @@ def _start(config: RunConfig, dataset: Dataset, model, progress: Progress, hooks
     writer that died are removed first), then `hooks.resumed(epochs done)`."""
     saved = hooks.checkpoint
     generator = torch.Generator(device=model.device).manual_seed(config.seed)
-    runner = RUNNERS.get(model.training_kind)(config, dataset, model, generator)
+    runner = RUNNERS.get(model.runner)(config, dataset, model, generator)
     loop = checkpoint.LoopState()
     checkpoint.remove_partials(saved)
     if saved.is_file():

@@ -1,4 +1,4 @@
-"""The run's learning-rate schedule, shared by every training kind with an optimizer (config keys `lr_step_epochs`,
+"""The run's learning-rate schedule, shared by every runner with an optimizer (config keys `lr_step_epochs`,
 `lr_step_gamma`): the official codes' StepLR (HERECJ/XIR run.py, HERECJ/FastVae_Gpu, swt-user/WWW_2023_code: step
 5, γ 0.95). Epoch e (0-based) trains at
     lr_e = lr · γ^floor(e / lr_step_epochs);

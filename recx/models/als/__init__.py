@@ -1,1 +1,1 @@
-"""Alternating-least-squares models (training kind `alternating`): WRMF / iALS, RG², RG×."""
+"""Alternating-least-squares models (runner `alternating`): WRMF / iALS, RG², RG×."""

@@ -1,4 +1,4 @@
-"""Models trained by alternating closed-form solves (training kind `alternating`): user factors P, item factors Q.
+"""Models trained by alternating closed-form solves (runner `alternating`): user factors P, item factors Q.
 
 score(x, y) = P_x · Q_y. A subclass states its weighted squared loss (recx.models.als.problem) for a training
 matrix; the runner (recx.training.runners.alternating) alternates the user and item half-steps. Factors start
@@ -39,10 +39,10 @@ class AlternatingArgs:
 
 
 class AlternatingModel(Model):
-    training_kind = "alternating"
+    runner = "alternating"
     losses = ()
     optimizers = ()
-    trainer_note = "closed-form alternating solves (no optimizer, no sampler)"
+    runner_note = "closed-form alternating solves (no optimizer, no sampler)"
     alternates = True
     Args = AlternatingArgs
 

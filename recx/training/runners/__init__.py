@@ -1,4 +1,4 @@
-"""Training kinds: how one epoch is run for a kind of model, found by the model class's `training_kind` attribute
+"""Runners: how one epoch is run for a kind of model, found by the model class's `runner` attribute
 in `recx.training.runners.registry.RUNNERS`.
 
 - `interactions` (MF, LightGCN): shuffled training interactions in batches; sampler, loss and optimizer per step.

@@ -1,5 +1,5 @@
 """Alternating closed-form solves (WRMF, RG², RG×): an epoch is a user half-step then an item half-step, or with
-`half_steps` one half-step (the user's in odd epochs, the item's in even ones), so that the trainer validates and
+`half_steps` one half-step (the user's in odd epochs, the item's in even ones), so that the training loop validates and
 stops early after every half-step, as the RG authors' RecStudio loop does (its ALS "epoch" is a half-step,
 `val_n_epoch: 1`, early stopping on the first validation metric with patience 10).
 
@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import torch
 
-from recx.training.runners.base import EpochRunner
+from recx.training.runners.base import Runner
 from recx.training.runners.registry import RUNNERS
 
 
 @RUNNERS.register("alternating")
-class AlternatingEpochs(EpochRunner):
+class AlternatingEpochs(Runner):
     checkpoints_within_epoch = True
     n_steps = 2  # a class attribute: checkpoints pickled before `half_steps` existed restore it
 

@@ -1,4 +1,4 @@
-"""The epoch-runner contract shared by every training kind (see recx.training.runners)."""
+"""The contract every runner keeps (see recx.training.runners)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from recx.config.run_config import RunConfig
 from recx.data.dataset import Dataset
 
 
-class EpochRunner:
+class Runner:
     """Runs the steps of one epoch. `n_steps` steps per epoch (0: nothing to train).
 
     `train_epoch` writes each step's detached loss into `losses[step]`, a tensor on the run's device, so that no
-    step waits for the host; the trainer reads the losses at bounded intervals (non-finite check) and at the end of
+    step waits for the host; the training loop reads the losses at bounded intervals (non-finite check) and at the end of
     the epoch. `after_step(step)` is called with the 1-based number of steps done (progress display).
 
     A runner with `checkpoints_within_epoch` keeps `steps_done` (the steps of the current epoch done, set before each

@@ -12,7 +12,7 @@ import torch
 
 from recx.optim import optimizers as optim
 from recx.training.build import build_loss, build_sampler
-from recx.training.runners.base import EpochRunner
+from recx.training.runners.base import Runner
 from recx.training.runners.registry import RUNNERS
 from recx.training.schedule import EpochSchedule
 from recx.training.step import train_step
@@ -29,7 +29,7 @@ def run_optimizer(model, loss_fn, config) -> torch.optim.Optimizer:
 
 
 @RUNNERS.register("interactions")
-class InteractionEpochs(EpochRunner):
+class InteractionEpochs(Runner):
     def __init__(self, config, dataset, model, generator):
         super().__init__(config, dataset, model, generator)
         self.sampler = build_sampler(config, dataset, generator)

@@ -1,7 +1,7 @@
 """User batches (Mult-VAE / FastVAE): shuffled users with training items, `batch_size` users per step.
 
-The seam with the trainer: the trainer's epoch loop, validation, early stopping and records are the same for every
-training kind; this runner owns an epoch's steps. A step encodes the users' histories (dropout and the
+The seam with the training loop (recx.training.fit): its epochs, validation, early stopping and records are the same
+for every runner; this runner owns an epoch's steps. A step encodes the users' histories (dropout and the
 reparameterisation drawn from the run's generator), decodes the queries, and scores each user's training items:
 - full softmax (`multvae`): nll = Σ_{(u,i)} logsumexp_j(o_uj) - o_ui over all items j;
 - sampled softmax (`fastvae`, the FastVAE paper's §6): Φ_u = the run sampler's negatives for user u (one draw per
@@ -33,7 +33,7 @@ import torch
 from recx.core.gather import gather_rows
 from recx.samplers.base import Batch, checked_draw
 from recx.training.build import build_sampler
-from recx.training.runners.base import EpochRunner
+from recx.training.runners.base import Runner
 from recx.training.runners.registry import RUNNERS
 from recx.training.schedule import EpochSchedule
 
@@ -83,7 +83,7 @@ def sampled_softmax_nll(
 
 
 @RUNNERS.register("users")
-class UserEpochs(EpochRunner):
+class UserEpochs(Runner):
     def __init__(self, config, dataset, model, generator):
         super().__init__(config, dataset, model, generator)
         if config.optimizer != "adam":
