@@ -4,10 +4,10 @@ recommendation.
 The front door (recx.api; importing recx loads nothing heavy until one of these is used):
     prepare, train, evaluate, evaluate_lists, diagnose_samplers, sweep, report, load_run, run_config, use_plugins, Run,
     RecxError
-Your own methods, registered as the built-ins are (a plugin module calls these when it is imported):
+Your own components (samplers, losses, models, metrics, formats), registered as the built-ins are (a plugin module calls these when it is imported):
     register_sampler, register_loss, register_model, register_format, register_metric
     Sampler, Negatives, Batch, Loss, LossInput, Bundle, Model, Metric, TopK, Exposure, Catalogue, arg
-A method's contract, for its tests: recx.testing (check_sampler, check_loss, check_model, check_metric).
+A component's contract, for its tests: recx.testing (check_sampler, check_loss, check_model, check_metric).
 """
 
 from __future__ import annotations

@@ -245,7 +245,9 @@ def run_config(
         )
     if isinstance(config, RunConfig) and not settings:
         return config
-    if isinstance(config, RunConfig):  # its methods' arguments go with them: a method changed by `settings` starts anew
+    if isinstance(
+        config, RunConfig
+    ):  # its components' arguments go with them: a component changed by `settings` starts anew
         config = {
             key: value
             for key, value in config.to_dict().items()

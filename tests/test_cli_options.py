@@ -5,6 +5,7 @@ work, with a note."""
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pandas as pd
 import yaml
@@ -87,3 +88,12 @@ def test_old_spellings_still_work_with_a_note(tiny_root, tmp_path, recx_cli):
     assert "--negatives is now --n-negatives" in result.out and "--k is now --ks" in result.out
     assert _config(run)["n_negatives"] == 7
     assert sorted(set(pd.read_parquet(run / "results.parquet").k)) == [5, 20]
+
+
+def test_a_sweep_flag_forces_its_key_as_set_does(tmp_path, recx_cli):
+    """`recx sweep --epochs 3` plans the runs `--set epochs=3` plans (the same run ids), not the experiment's."""
+    experiments = Path(__file__).resolve().parents[1] / "experiments.yaml"
+    plan = lambda *args: recx_cli("sweep", experiments, "-e", "quickstart", "--dry-run", "--data-root", tmp_path, *args)  # noqa: E731
+    flagged, forced, plain = plan("--epochs", "3"), plan("--set", "epochs=3"), plan()
+    assert flagged.code == forced.code == plain.code == 0, flagged.err
+    assert flagged.out == forced.out and flagged.out != plain.out

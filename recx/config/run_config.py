@@ -1,6 +1,6 @@
 """Run configuration: defaults, validation against the registries, and the run id (hash of the resolved config).
 
-Nothing here names a method: the default sampler, loss and model are the registries' defaults, each method's
+Nothing here names a component: the default sampler, loss and model are the registries' defaults, each component's
 arguments, ranges, default bundles and pairings are declared by its own class, and `resolve` asks the registries.
 """
 
@@ -45,7 +45,7 @@ CODE_ROLES = ("model", "loss", "sampler", "metric")  # the names a run's configu
 
 @dataclass
 class RunConfig:
-    """Every field has a default; `resolve` fills the method-specific `*_args` with their classes' defaults."""
+    """Every field has a default; `resolve` fills the component-specific `*_args` with their classes' defaults."""
 
     dataset: str = "synthetic"
     model: str = field(default_factory=lambda: MODELS.default)
@@ -121,7 +121,7 @@ def _fill_args(kind: str, args_class, given: dict, where: str) -> dict:
 
 
 def resolve(raw: dict, where: str = "config") -> RunConfig:
-    """Validate keys, names and ranges (recx.config.schema), fill method defaults. Errors name the key at fault."""
+    """Validate keys, names and ranges (recx.config.schema), fill component defaults. Errors name the key at fault."""
     raw = _renamed_keys(raw)
     known = {f.name: f for f in fields(RunConfig)}
     unknown = sorted(set(raw) - set(known))
@@ -339,7 +339,7 @@ def plain_default(key: str):
 
 
 def _raw_args_class(raw: dict, kind: str):
-    """The Args class of the method `raw` names (or the default one) for `kind` ("model_args", ...)."""
+    """The Args class of the component `raw` names (or the default one) for `kind` ("model_args", ...)."""
     owner = {"model_args": "model", "sampler_args": "sampler", "loss_args": "loss"}[kind]
     return _args_class(kind, raw.get(owner, plain_default(owner)))
 
@@ -363,7 +363,7 @@ def loss_default(loss: str, key: str):
 
 
 def _setting(raw: dict, dotted: str):
-    """The value `raw` gives `dotted`, else its plain default (RunConfig's, or the named method's Args)."""
+    """The value `raw` gives `dotted`, else its plain default (RunConfig's, or the named component's Args)."""
     head, _, tail = dotted.partition(".")
     if not tail:
         return raw[head] if head in raw else plain_default(head)

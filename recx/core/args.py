@@ -1,6 +1,6 @@
-"""Method arguments declared on their fields: a method's `Args` dataclass gives each field its range or choices in
+"""Component arguments declared on their fields: a component's `Args` dataclass gives each field its range or choices in
 the field's metadata (`arg(...)`), and the range check (`check_args`), `recx list`, `--help` and the catalog read
-them there. Nothing else lists a method's arguments.
+them there. Nothing else lists a component's arguments.
 
     @dataclass
     class Args:
@@ -187,7 +187,7 @@ CONFIG_TYPES = (bool, int, float, str, type(None))  # what a configuration file 
 
 
 def args_problem(obj) -> str | None:
-    """What is wrong with a method class's `Args` for recx to fill and check it from a configuration, or None: it
+    """What is wrong with a component's `Args` for recx to fill and check it from a configuration, or None: it
     must be a dataclass whose every field has a default of a type a configuration holds (a number, a boolean, a
     string or null), and `Args()` must build."""
     args_class = getattr(obj, "Args", None)
@@ -218,7 +218,7 @@ def args_problem(obj) -> str | None:
 
 
 def class_problem(obj, base: type, methods: tuple[str, ...], with_args: bool = True) -> str | None:
-    """What is wrong with a class registered as a method of kind `base`, or None: a subclass of `base` that
+    """What is wrong with a class registered as a component of kind `base`, or None: a subclass of `base` that
     implements `methods`, with a well-formed `Args` (`args_problem`) when `with_args`."""
     if not (isinstance(obj, type) and issubclass(obj, base)):
         return f"it is not a subclass of recx's {base.__name__} ({obj!r})"

@@ -2,7 +2,7 @@
 configs use.
 
 A registry lives in its own module (e.g. recx/samplers/registry.py) and knows the packages its built-in members live
-in: the first time it is read, it imports every module of those packages (a new built-in method is one file, found
+in: the first time it is read, it imports every module of those packages (a new built-in component is one file, found
 there) and the plugins (recx.core.plugins). Members register with the registry's decorator; each name has one
 owner (recx, or the plugin that registered it), and a second registration of a name is refused naming both owners.
 """

@@ -130,7 +130,8 @@ def _given(keys: list[str], values: dict) -> dict:
 
 def with_settings(*, skip: tuple[str, ...] = (), forced: bool = False, set_help: str = SET_HELP) -> Callable:
     """Decorate a command that takes `settings` (keyword-only): one option per run setting (but `skip`) and --set
-    replace it, before the command's own options in --help. `forced`: the settings win over an experiment's."""
+    replace it, before the command's own options in --help (`recx train`), or after them when `forced`: settings that
+    win over an experiment's (`recx sweep`, whose own options say which experiment)."""
 
     def decorate(command: Callable) -> Callable:
         keys = [key for key in HELP if key not in skip]
@@ -146,8 +147,9 @@ def with_settings(*, skip: tuple[str, ...] = (), forced: bool = False, set_help:
         ]
         olds = [_old_spelling(old) for old, key in OLD_SPELLINGS.items() if key in keys]
         added = [_option(key, forced) for key in keys] + olds + [_set_option(set_help)]
-        run.__signature__ = inspect.Signature(added + own)  # type: ignore[attr-defined]
-        run.__annotations__ = {p.name: p.annotation for p in added + own}
+        ordered = own + added if forced else added + own
+        run.__signature__ = inspect.Signature(ordered)  # type: ignore[attr-defined]
+        run.__annotations__ = {p.name: p.annotation for p in ordered}
         return run
 
     return decorate

@@ -1,4 +1,4 @@
-"""Small in-memory datasets and batches for method checks."""
+"""Small in-memory datasets and batches for component checks."""
 
 from __future__ import annotations
 
