@@ -104,7 +104,7 @@ def main() -> int:
         recx
         + ["train", "--dataset", "toy", "--loss", "bpr", "--epochs", "1", "--dim", "8", "--device", "cpu"]
         + ["--run-dir", "runs/one", "--quiet"],
-        recx + ["eval", "runs/one", "--k", "10", "--quiet"],
+        recx + ["eval", "runs/one", "--ks", "10", "--quiet"],
     ]
     failed = 0
     for step in steps:
