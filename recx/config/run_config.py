@@ -175,12 +175,16 @@ def resolve(raw: dict, where: str = "config") -> RunConfig:
 
 
 def _renamed_keys(raw: dict) -> dict:
-    """Old spellings, kept for one release: `weight_decay_loss` (a run key until issue 47) is MAWU's `margin_decay`."""
-    if "weight_decay_loss" not in raw:
+    """Run keys that became the loss's own arguments, read for one release as the loss declares them
+    (`Loss.former_run_keys`: run key -> its argument; a true value sets the argument, a false one is the default)."""
+    loss = raw.get("loss", LOSSES.default)
+    renamed = LOSSES.get(loss).former_run_keys if loss in LOSSES else {}
+    if not set(renamed) & set(raw):
         return raw
     raw = dict(raw)
-    if raw.pop("weight_decay_loss"):
-        raw["loss_args"] = {**(raw.get("loss_args") or {}), "margin_decay": True}
+    for key, argument in renamed.items():
+        if raw.pop(key, False):
+            raw["loss_args"] = {**(raw.get("loss_args") or {}), argument: True}
     return raw
 
 
