@@ -187,3 +187,40 @@ def test_the_fused_shared_candidate_loss_equals_scores_then_loss(temperature, co
         positive_mask(candidates_ids[:, :1], candidates_ids[0, :1]),
     )
     assert everything.item() == 0.0  # the positive alone makes up the softmax
+
+
+@pytest.mark.parametrize("mask_form", ["pairs", "matrix"])
+def test_the_fused_loss_over_segments_equals_scores_then_the_segmented_loss(mask_form):
+    """XIR's column groups through over_shared_candidates (each group's log-sum-exp from its own candidates) against
+    the [B, n] scores sliced by `segmented_cross_entropy`: same value and gradients, float64, with per-row log q
+    (multiplicities: +inf where a candidate was not drawn) and a mask in either form reaching both groups."""
+    from recx.training.positive_mask import positive_mask
+
+    g = torch.Generator().manual_seed(5)
+    n, segments = 9, ((4, 0.7), (5, 0.3))
+    candidates_ids = torch.randint(0, 6, (1, n), generator=g)
+    positives = torch.stack([candidates_ids[0, 1], candidates_ids[0, 6], torch.tensor(20), torch.tensor(21)])
+    counts = torch.randint(0, 3, (4, n), generator=g).double()
+    neg_log_q = -counts.log()
+    pos_log_q = torch.zeros(4, dtype=torch.float64)
+    mask = positive_mask(candidates_ids, positives)
+    if mask_form == "matrix":
+        mask = candidates_ids == positives[:, None]
+    assert isinstance(mask, tuple) == (mask_form == "pairs")
+    inputs = {
+        "query": torch.randn(4, 3, generator=g, dtype=torch.float64),
+        "candidates": torch.randn(n, 3, generator=g, dtype=torch.float64),
+        "positive_repr": torch.randn(4, 3, generator=g, dtype=torch.float64),
+    }
+    loss = SampledSoftmax(SoftmaxArgs(temperature=0.5))
+
+    def fused(query, candidates, positive_repr):
+        pos = (query * positive_repr).sum(-1)
+        return loss.over_shared_candidates(query, candidates, pos, pos_log_q, neg_log_q, mask, segments=segments)
+
+    def scores_then_loss(query, candidates, positive_repr):
+        neg = (query @ candidates.T).masked_fill(candidates_ids == positives[:, None], float("-inf"))
+        pos = (query * positive_repr).sum(-1)
+        return loss(LossInput(pos, neg, pos_log_q, neg_log_q, neg_segments=segments))
+
+    assert_same_value_and_gradients(fused, scores_then_loss, inputs, ["query", "candidates", "positive_repr"])

@@ -66,7 +66,8 @@ class Loss:
     does not touch their rows. Losses with learned parameters (margins) return them from `parameters()`; the
     optimizer trains them too. `fuses_shared_candidates`: the loss has `over_shared_candidates(query, candidates,
     pos_scores, pos_log_q, neg_log_q, mask)`, the same loss computed from the representations of candidates shared
-    by the batch (the step uses it when there are no segments). `fuses_row_gradients`: the loss has
+    by the batch; with `fuses_segments` it also takes `segments=` (a sampler's column groups, XIR), else the step uses
+    it only when there are none. `fuses_row_gradients`: the loss has
     `row_gradients(user_table, item_table, users, ids) -> (loss, user row gradients, candidate row gradients)`, the
     loss and its gradients on dot scores of per-query candidates in one compiled CPU pass (the step uses it for
     models scored by a dot product of two tables, with a row-sparse optimizer: recx.training.step).
@@ -80,6 +81,7 @@ class Loss:
     mask_positive: bool = False
     uses_negatives: bool = True
     fuses_shared_candidates: bool = False
+    fuses_segments: bool = False
     fuses_row_gradients: bool = False
     former_run_keys: ClassVar[dict[str, str]] = {}  # run keys that became this loss's boolean arguments (one release)
 

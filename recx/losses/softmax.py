@@ -147,6 +147,7 @@ class SampledSoftmax(Loss):
     Args = SoftmaxArgs
     mask_positive = True
     fuses_shared_candidates = True
+    fuses_segments = True
     auto_optimizer = "adam"
     default_bundles: ClassVar[tuple[Bundle, ...]] = (
         Bundle({"n_negatives": 2000, "sampler_args.shared": True}),
@@ -189,9 +190,12 @@ class SampledSoftmax(Loss):
         pos_log_q: torch.Tensor,
         neg_log_q: torch.Tensor,
         mask,
+        segments: tuple[tuple[int, float], ...] | None = None,
     ) -> torch.Tensor:
         """The same loss for candidates [n, d] shared by the batch, from the representations (the step's
-        `fuses_shared_candidates` path): the candidates' scores are never handed over as [B, n]."""
+        `fuses_shared_candidates` path): the candidates' scores are never handed over as [B, n]. With `segments`
+        (XIR's column groups), Σ_g w_g L_g, each group's log-sum-exp from its own candidates: no [B, n] scores are
+        sliced, so no backward fills a zeroed [B, n] copy per group."""
         temperature = self.args.temperature
         if temperature != 1.0:
             query, pos_scores = query / temperature, pos_scores / temperature
@@ -200,8 +204,28 @@ class SampledSoftmax(Loss):
         if self.args.logq_correction:
             pos = pos - pos_log_q
             column_log_q, shift = split_log_q(neg_log_q)
-        lse = SharedCandidateLogSumExp.apply(query, candidates, column_log_q, mask) - shift
-        return (torch.logaddexp(pos, lse) - pos).mean()
+        if segments is None:
+            lse = SharedCandidateLogSumExp.apply(query, candidates, column_log_q, mask) - shift
+            return (torch.logaddexp(pos, lse) - pos).mean()
+        total, start = pos.new_zeros(()), 0
+        for size, weight in segments:
+            part = slice(start, start + size)
+            group_log_q = None if column_log_q is None else column_log_q[:, part]
+            lse = SharedCandidateLogSumExp.apply(query, candidates[part], group_log_q, group_mask(mask, part)) - shift
+            total = total + weight * (torch.logaddexp(pos, lse) - pos).mean()
+            start += size
+        return total
+
+
+def group_mask(mask, part: slice):
+    """The columns `part` of a candidate mask: a [B, n] bool tensor, (rows, cols) pairs, or None."""
+    if mask is None:
+        return mask
+    if isinstance(mask, tuple):
+        rows, cols = mask
+        kept = (cols >= part.start) & (cols < part.stop)
+        return rows[kept], cols[kept] - part.start
+    return mask[:, part]
 
 
 def segmented_cross_entropy(

@@ -21,6 +21,7 @@ training interaction, whose log p is finite). The cache a step samples from is t
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 import torch
 
@@ -45,6 +46,11 @@ class XIRArgs:
 def next_cache(occurrence: torch.Tensor, drawn: torch.Tensor, size: int, generator: torch.Generator) -> torch.Tensor:
     """`size` items drawn with replacement from the items with `drawn` [n_items] True, ∝ `occurrence`."""
     return torch.multinomial(occurrence * drawn, size, replacement=True, generator=generator)
+
+
+def group_shares(counts: list[torch.Tensor], weights: tuple[float, float], half: int) -> torch.Tensor:
+    """[B, |B| + |C|]: w_g c / (m/2) for each group's counts c [B, n_g] and weight w_g, side by side."""
+    return torch.cat([weight * part for weight, part in zip(weights, counts, strict=True)], dim=1) / half
 
 
 @SAMPLERS.register("xir")
@@ -82,17 +88,17 @@ class CachedImportanceResampler(Sampler):
             for part in (items, self.cache)
         ]
         atoms = torch.cat([items, self.cache])
-        drawn = torch.zeros_like(self.occurrence).index_add_(0, atoms, torch.cat(counts, dim=1).sum(0).double())
+        per_atom = torch.cat([part.sum(0) for part in counts])  # the columns of the two groups side by side
+        drawn = torch.zeros_like(self.occurrence).index_add_(0, atoms, per_atom.double())
         self.occurrence += drawn
         self.cache = next_cache(self.occurrence, drawn > 0, self.cache.numel(), self.generator)
         share = self.args.cache_weight
-        weights = torch.cat([(1 - share) * counts[0], share * counts[1]], dim=1) / half
         positive_log_q = torch.zeros(size, device=items.device)
         return Negatives(
             atoms[None, :],
             multiset_log_q(torch.cat(counts, dim=1)),
             positive_log_q,
-            weights,
+            partial(group_shares, counts, (1 - share, share), half),  # computed when a pairwise loss reads them
             keeps_positive=True,
             segments=((size, 1 - share), (atoms.numel() - size, share)),
         )

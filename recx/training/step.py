@@ -108,8 +108,9 @@ def fused_shared_loss(
     mask = None
     if loss_fn.mask_positive and not negatives.keeps_positive:
         mask = positive_mask(negatives.items, positives)
+    groups = {} if negatives.segments is None else {"segments": negatives.segments}
     return loss_fn.over_shared_candidates(
-        query, rows[positives.numel() :], pos_scores, negatives.positive_log_q, negatives.log_q, mask
+        query, rows[positives.numel() :], pos_scores, negatives.positive_log_q, negatives.log_q, mask, **groups
     )
 
 
@@ -198,7 +199,7 @@ def loss_with(
     if (
         loss_fn.fuses_shared_candidates
         and negatives.shared
-        and negatives.segments is None
+        and (negatives.segments is None or loss_fn.fuses_segments)
         and not whole_table_pays(model.n_items, negatives)
     ):
         loss = fused_shared_loss(model, loss_fn, users, positives, negatives)
