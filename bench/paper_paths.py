@@ -1,0 +1,274 @@
+"""Each paper's training path in its headline setting against its compute floor, paired in one process (issue 44).
+
+A path is one method of a `<paper>-headline` experiment (experiments.yaml) on its dataset, resolved exactly as
+`recx sweep` resolves it (the first grid point where the method has a grid). recx's step is `train_step` on the
+runner `recx train` builds (sampler, loss, optimizer, the run's batch size), over the run's own shuffled batches.
+The floor is the same step written directly in plain torch: the model's two tables as leaf tensors, the method's
+loss as its paper and official code define it (the cheapest formulation recx also uses, so the floor holds only
+arithmetic), the draws by torch's own calls (torch.randint, torch.multinomial) and torch.optim.Adam with the run's
+lr and coupled weight decay over the whole tables (the headline runs' `weight_decay_mode: full`): no registry, no
+LossInput, no sampler objects, no checks. For the deterministic losses (DirectAU, MAWU, SSL-Pop) the floor's first
+loss is checked against recx's on the same batch and parameters (printed), so both compute the same thing.
+
+Rounds alternate recx and floor (`--steps` timed steps each, after two untimed ones; the order flips each round);
+the epoch is the median step times the run's steps per epoch, the ratio the median of the rounds' paired ratios.
+FastVAE's and RG's paths are benched by bench/train_speed.py (--cases multvae,fastvae) and bench/als_speed.py (the
+ALS floor in flops); their figures go in the same table in docs/performance.md.
+
+    python bench/paper_paths.py --data-root /work/data [--paths prism,bir,hns] [--steps 10] [--rounds 3]
+                                [--threads 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from recx.core.memory import keep_freed_memory
+from recx.core.threads import set_compute_threads
+from recx.data.dataset import load_dataset
+from recx.sweeps.experiments import experiment_spec, load_experiments, plan
+from recx.training.build import build_model
+from recx.training.runners.interactions import InteractionEpochs
+from recx.training.step import train_step, training_loss
+
+PATHS = {
+    "prism": [("prism-headline", method, "gowalla-prism") for method in ("directau+wd", "mawu+wd")],
+    "bir": [("bir-headline", method, "gowalla-mat") for method in ("ssl-pop", "bir", "xir")],
+    "hns": [("hns-headline", method, "gowalla-mat") for method in ("dns-m2", "softmax-v-rho1", "bpr-uniform")],
+}
+
+
+def headline_config(experiments: Path, name: str, method: str, dataset: str):
+    spec = experiment_spec(load_experiments(experiments), name, experiments)
+    narrowed = {**spec, "datasets": [dataset], "methods": {method: spec["methods"][method]}}
+    return plan(narrowed, name, experiments)[0].config
+
+
+def unit(rows):
+    return F.normalize(rows, dim=-1)
+
+
+def log_mean_exp_pairs(rows, t=2.0):
+    """DirectAU's uniformity, log E_{a<b} exp(-t ||f(x_a) - f(x_b)||²), over the rows' distinct pairs."""
+    x = unit(rows)
+    logits = (2 * t * x @ x.T - 2 * t).fill_diagonal_(float("-inf"))
+    n = x.shape[0]
+    return torch.logsumexp(logits.flatten(), 0) - math.log(n * (n - 1))
+
+
+def lower_triangle_uniformity(rows, t=2.0):
+    """MAWU's released `uniformity_dot`: the mean over all n² entries of the strict lower triangle of the cosine
+    matrix (zeroed entries count as distance² 2), then the log."""
+    x = unit(rows)
+    cosine = torch.tril(x @ x.T, diagonal=-1)
+    return (2 * cosine - 2).mul(t).exp().mean().log()
+
+
+def first_rows(table, ids):
+    distinct = torch.unique(ids)
+    return table[distinct]
+
+
+class Floor:
+    """The plain-torch step of one path: tables copied from recx's model at the start, Adam over them."""
+
+    def __init__(self, config, dataset, model, loss_fn):
+        users, items = model.dot_tables()
+        self.user = users.detach().clone().requires_grad_()
+        self.item = items.detach().clone().requires_grad_()
+        self.params = [self.user, self.item]
+        self.config, self.dataset = config, dataset
+        counts = dataset.item_popularity.double()
+        self.log_p = torch.log(counts / counts.sum()).float()
+        self.kind = config.loss if config.loss in ("directau", "mawu") else config.sampler
+        if self.kind == "mawu":
+            self.user_margin = torch.zeros(dataset.n_users, requires_grad=True)
+            self.item_margin = torch.zeros(dataset.n_items, requires_grad=True)
+            self.params += [self.user_margin, self.item_margin]
+        if self.kind == "xir":
+            self.occurrence = torch.ones(dataset.n_items, dtype=torch.float64)
+            self.cache = None
+        self.optimizer = torch.optim.Adam(self.params, lr=config.lr, weight_decay=config.weight_decay)
+        self.loss = getattr(self, self.kind.replace("in_batch_pop", "ssl_pop"))
+
+    def step(self, users, positives):
+        loss = self.loss(users, positives)
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        self.optimizer.step()
+        return loss.detach()
+
+    def directau(self, users, positives):
+        u, i = self.user[users], self.item[positives]
+        align = (unit(u) - unit(i)).pow(2).sum(-1).mean()
+        spread = log_mean_exp_pairs(first_rows(self.user, users)) + log_mean_exp_pairs(first_rows(self.item, positives))
+        return align + self.config.loss_args["gamma"] * spread / 2
+
+    def mawu(self, users, positives):
+        args = self.config.loss_args
+        u, i = self.user[users], self.item[positives]
+        cosine = (unit(u) * unit(i)).sum(-1).clamp(-1 + 1e-7, 1 - 1e-7)
+        angle = torch.arccos(cosine)
+        user_at, item_at = torch.unique(users, return_inverse=True)[1], torch.unique(positives, return_inverse=True)[1]
+        margin = 1 - torch.sigmoid(self.user_margin[user_at] + self.item_margin[item_at])
+        with torch.no_grad():
+            self.user_margin.clamp_(0, 1)
+            self.item_margin.clamp_(0, 1)
+        m = torch.sort(margin).values  # -mean_{a,b} cos(min(θ_b + m_a, π)) by prefix sums over the sorted margins
+        cos_sums = F.pad(torch.cumsum(torch.cos(m), 0), (1, 0))
+        sin_sums = F.pad(torch.cumsum(torch.sin(m), 0), (1, 0))
+        k = torch.searchsorted(m.detach(), (math.pi - angle).detach(), right=True)
+        inside = torch.cos(angle) * cos_sums[k] - torch.sin(angle) * sin_sums[k]
+        n = angle.numel() ** 2
+        align = -(inside.sum() - (n - k.sum())) / n
+        spread_u = lower_triangle_uniformity(first_rows(self.user, users))
+        spread_i = lower_triangle_uniformity(first_rows(self.item, positives))
+        return align + args["gamma_user"] * spread_u + args["gamma_item"] * spread_i
+
+    def ssl_pop(self, users, positives):
+        logits = self.user[users] @ self.item[positives].T - self.log_p[positives][None, :]
+        return F.cross_entropy(logits, torch.arange(users.numel()))
+
+    def resampled_ce(self, u, positives, candidates, m, score_positive):
+        """CE(positive; m draws ∝ softmax(s - log p) over `candidates`), the draws' counts as log multiplicities."""
+        scores = u @ self.item[candidates].T
+        with torch.no_grad():
+            weights = torch.softmax(scores - self.log_p[candidates][None, :], dim=1)
+            drawn = torch.multinomial(weights, m, replacement=True)
+            counts = torch.zeros_like(scores).scatter_add_(1, drawn, torch.ones_like(drawn, dtype=scores.dtype))
+        logits = torch.cat([score_positive[:, None], scores + counts.log()], dim=1)
+        return (torch.logsumexp(logits, 1) - score_positive).mean(), drawn, counts
+
+    def bir(self, users, positives):
+        u = self.user[users]
+        score_positive = (u * self.item[positives]).sum(-1)
+        return self.resampled_ce(u, positives, positives, positives.numel(), score_positive)[0]
+
+    def xir(self, users, positives):
+        u, size = self.user[users], positives.numel()
+        if self.cache is None:
+            trained = (self.dataset.item_popularity > 0).double()
+            self.cache = torch.multinomial(trained, size, replacement=True)
+        share, half = self.config.sampler_args["cache_weight"], size // 2
+        score_positive = (u * self.item[positives]).sum(-1)
+        on_batch, _, batch_counts = self.resampled_ce(u, positives, positives, half, score_positive)
+        on_cache, _, cache_counts = self.resampled_ce(u, positives, self.cache, half, score_positive)
+        atoms = torch.cat([positives, self.cache])
+        drawn = torch.zeros_like(self.occurrence).index_add_(
+            0, atoms, torch.cat([batch_counts, cache_counts], 1).sum(0).double()
+        )
+        self.occurrence += drawn
+        self.cache = torch.multinomial(self.occurrence * (drawn > 0), size, replacement=True)
+        return share * on_cache + (1 - share) * on_batch
+
+    def candidates(self, users, n):
+        u = self.user[users]
+        items = torch.randint(self.dataset.n_items, (users.numel(), n))
+        return u, items
+
+    def dns(self, users, positives):
+        u, items = self.candidates(users, self.config.sampler_args["n_candidates"])
+        with torch.no_grad():
+            top = torch.einsum("bd,bnd->bn", u, self.item[items]).topk(self.config.sampler_args["m"], 1).indices
+        negatives = items.gather(1, top)
+        score_positive = (u * self.item[positives]).sum(-1)
+        scores = torch.einsum("bd,bnd->bn", u, self.item[negatives])
+        return F.softplus(scores - score_positive[:, None]).sum()
+
+    def softmax_v(self, users, positives):
+        u, items = self.candidates(users, self.config.sampler_args["n_candidates"])
+        score_positive = (u * self.item[positives]).sum(-1)
+        pairwise = F.softplus(torch.einsum("bd,bnd->bn", u, self.item[items]) - score_positive[:, None])
+        with torch.no_grad():
+            tau = torch.sqrt(pairwise.var(dim=1, keepdim=True) / (2 * self.config.sampler_args["rho"]))
+            weights = torch.softmax(pairwise / tau, dim=1)
+        return (weights * pairwise).sum()
+
+    def uniform(self, users, positives):
+        u, items = self.candidates(users, 1)
+        score_positive = (u * self.item[positives]).sum(-1)
+        return F.softplus((u * self.item[items[:, 0]]).sum(-1) - score_positive).sum()
+
+
+def timed(step, batches) -> float:
+    """Median seconds of one step over `batches` (the first two untimed)."""
+    times = []
+    for index, (users, positives) in enumerate(batches):
+        started = time.perf_counter()
+        step(users, positives)
+        if index >= 2:
+            times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def bench_path(data_root, experiments, name, method, dataset_name, steps, rounds) -> dict:
+    config = headline_config(experiments, name, method, dataset_name)
+    dataset = load_dataset(data_root, dataset_name)
+    model = build_model(config, dataset, torch.device("cpu"))
+    runner = InteractionEpochs(config, dataset, model, torch.Generator().manual_seed(config.seed))
+    floor = Floor(config, dataset, model, runner.loss_fn)
+    order = torch.randperm(runner.items_of.numel(), generator=torch.Generator().manual_seed(1))
+    size = config.batch_size
+    batches = [
+        (runner.users_of[order[s * size : (s + 1) * size]], runner.items_of[order[s * size : (s + 1) * size]])
+        for s in range(steps + 2)
+    ]
+    check = None
+    if floor.kind in ("directau", "mawu", "in_batch_pop"):
+        ours = training_loss(model, runner.sampler, runner.loss_fn, config, *batches[0]).item()
+        theirs = floor.loss(*batches[0]).item()
+        check = abs(ours - theirs) / max(abs(theirs), 1e-12)
+    recx_step = lambda u, p: train_step(model, runner.sampler, runner.loss_fn, runner.optimizer, config, u, p)  # noqa: E731
+    pairs = []
+    for round_ in range(rounds):
+        if round_ % 2 == 0:
+            ours, theirs = timed(recx_step, batches), timed(floor.step, batches)
+        else:
+            theirs, ours = timed(floor.step, batches), timed(recx_step, batches)
+        pairs.append((ours, theirs))
+    n_steps = runner.n_steps
+    return {
+        "path": f"{name} {method}",
+        "optimizer": config.optimizer,
+        "recx": statistics.median(p[0] for p in pairs) * n_steps,
+        "floor": statistics.median(p[1] for p in pairs) * n_steps,
+        "ratio": statistics.median(p[0] / p[1] for p in pairs),
+        "check": check,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data-root", type=Path, default=Path("data"))
+    parser.add_argument("--experiments", type=Path, default=Path("experiments.yaml"))
+    parser.add_argument("--paths", default="prism,bir,hns")
+    parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=2)
+    options = parser.parse_args()
+    keep_freed_memory()
+    set_compute_threads(options.threads)
+    print(f"{options.threads} thread(s), {options.steps} steps x {options.rounds} rounds per path")
+    print(f"{'path':34s} {'optimizer':>10s} {'recx s/epoch':>13s} {'floor s/epoch':>14s} {'recx/floor':>11s}  check")
+    for paper in options.paths.split(","):
+        for name, method, dataset in PATHS[paper]:
+            row = bench_path(
+                options.data_root, options.experiments, name, method, dataset, options.steps, options.rounds
+            )
+            check = "" if row["check"] is None else f"first loss rel. diff {row['check']:.1e}"
+            print(
+                f"{row['path']:34s} {row['optimizer']:>10s} {row['recx']:13.1f} {row['floor']:14.1f} "
+                f"{row['ratio']:11.2f}  {check}",
+                flush=True,
+            )
+
+
+if __name__ == "__main__":
+    main()
