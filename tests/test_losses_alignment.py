@@ -199,3 +199,38 @@ def test_broadcast_mean_cosine_equals_the_dense_matrix_with_ties_and_clipped_ent
         return torch.cos((angle[None, :] + margin[:, None]).clamp(0.0, math.pi)).mean()
 
     assert_same_value_and_gradients(broadcast_mean_cosine, dense, inputs, ["angle", "margin"])
+
+
+@pytest.mark.parametrize(
+    "init, check",
+    [
+        ("xavier_uniform", lambda w, n: w.abs().max() <= math.sqrt(6 / (n + 1)) and _close(w.var(), 2 / (n + 1))),
+        ("xavier_normal", lambda w, n: _close(w.var(), 2 / (n + 1)) and w.abs().max() > math.sqrt(6 / (n + 1))),
+    ],
+)
+def test_mawu_margins_start_as_the_official_codes_xavier_from_the_runs_seed(init, check):
+    """`margin_init`: the official codes' Xavier start of the [n, 1] margin tables (PRISM uniform, MAWU normal: both
+    of variance 2 / (n + 1); only the normal exceeds the uniform's bound), from torch's generator as the run's seed
+    left it: the same for the same seed, other for another; `zero` (the default) keeps w at 0 and earlier run ids."""
+    from recx.training.build import build_loss
+
+    dataset = SimpleNamespace(n_users=20_000, n_items=30_000, item_popularity=torch.ones(30_000))
+    config = resolve({"model": "mf", "loss": "mawu", "dim": 4, "loss_args": {"margin_init": init}})
+
+    def margins(seed):
+        torch.manual_seed(seed)
+        return build_loss(config, dataset, torch.device("cpu")).parameters()
+
+    users, items = margins(0)
+    assert check(users.detach().double(), 20_000) and check(items.detach().double(), 30_000)
+    assert torch.equal(margins(0)[0], users) and not torch.equal(margins(1)[0], users)
+    zero = resolve({"model": "mf", "loss": "mawu", "dim": 4})
+    assert all(torch.equal(w, torch.zeros_like(w)) for w in build_loss(zero, dataset, torch.device("cpu")).parameters())
+    assert (
+        zero.run_id()
+        == resolve({"model": "mf", "loss": "mawu", "dim": 4, "loss_args": {"margin_init": "zero"}}).run_id()
+    )
+
+
+def _close(value, expected) -> bool:
+    return abs(float(value) / expected - 1) < 0.05

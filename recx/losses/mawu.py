@@ -5,7 +5,12 @@ Functions for Collaborative Filtering", CIKM 2023; the PRISM paper's Appendix B.
 θ_b is the angle between the b-th pair's user and positive item representations (cos clipped to ±(1 - 1e-7), θ + m
 clipped to [0, π]). The margin follows the authors' released code (psm1206/MAWU): m_b = 1 - σ(w_u + w_i) with
 learned per-user and per-item w, projected onto [0, 1] after each use (before the step: a loss reads w as the last
-step left it), so m_b lies in [1 - σ(2), 1/2] but for the overshoot of one step; w starts at 0. Both released codes (psm1206/MAWU and the PRISM authors', snap-research/PRISM, which produced the PRISM paper's
+step left it), so m_b lies in [1 - σ(2), 1/2] but for the overshoot of one step. w starts at 0 (`margin_init: zero`)
+or as the official codes start it, Xavier on each [n, 1] margin table (fan-in 1, fan-out n): `xavier_uniform`,
+U(-a, a) with a = √(6 / (n + 1)) (snap-research/PRISM models.py, `torch.nn.init.xavier_uniform_`), or
+`xavier_normal`, N(0, 2 / (n + 1)) (psm1206/MAWU, RecBole's `xavier_normal_initialization`); drawn from torch's
+global generator right after the model's tables (recx.training.build seeds it with the run's seed), users then items,
+as both official codes draw them after their embeddings. Both released codes (psm1206/MAWU and the PRISM authors', snap-research/PRISM, which produced the PRISM paper's
 Table 1) add a [B] angle vector to a [B, 1] margin column, which broadcasts: the alignment term is
 -mean_{a,b} cos(θ_b + m_a), every pair's angle with every pair's margin (`alignment: broadcast`, the default);
 `alignment: pairs` is the paper's -mean_b cos(θ_b + m_b). Uniformity follows the released `uniformity_dot` by
@@ -39,6 +44,11 @@ from recx.losses.registry import LOSSES
 COS_CLIP = 1e-7
 ALIGNMENTS = ("broadcast", "pairs")
 MARGIN_IDS = ("own", "batch_position")
+MARGIN_INITS = {
+    "zero": torch.nn.init.zeros_,
+    "xavier_uniform": torch.nn.init.xavier_uniform_,
+    "xavier_normal": torch.nn.init.xavier_normal_,
+}
 
 
 @dataclass
@@ -51,11 +61,24 @@ class MAWUArgs:
     margin_ids: str = arg(
         "own", choices=MARGIN_IDS, help="a pair's own user's and item's margins, or PRISM's in-batch positions"
     )
+    margin_init: str = arg(
+        "zero",
+        choices=tuple(MARGIN_INITS),
+        help="w's start: 0, or Xavier as PRISM's (uniform) / MAWU's (normal) code",
+        added=True,
+    )
     margin_decay: bool = arg(
         False,
         help="the run's full weight decay reaches the margins too (PRISM's Adam holds them beside the tables)",
         added=True,
     )
+
+
+def start_margins(n: int, init: str) -> torch.Tensor:
+    """w [n]: an [n, 1] table started by `init` (MARGIN_INITS, torch's global generator), flattened."""
+    table = torch.empty(n, 1)
+    MARGIN_INITS[init](table)
+    return table[:, 0].clone()
 
 
 def batch_positions(ids: torch.Tensor) -> torch.Tensor:
@@ -98,8 +121,8 @@ class MAWU(Loss):
 
     def __init__(self, args: MAWUArgs, dataset=None):
         super().__init__(args, dataset)
-        self.user_margin = torch.nn.Parameter(torch.zeros(dataset.n_users))
-        self.item_margin = torch.nn.Parameter(torch.zeros(dataset.n_items))
+        self.user_margin = torch.nn.Parameter(start_margins(dataset.n_users, args.margin_init))
+        self.item_margin = torch.nn.Parameter(start_margins(dataset.n_items, args.margin_init))
 
     @classmethod
     def decays_with_model(cls, args: MAWUArgs) -> bool:
