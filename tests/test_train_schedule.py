@@ -91,3 +91,28 @@ def test_invalid_schedules_are_refused_with_one_message(settings, message):
 def test_multvae_no_longer_takes_a_schedule_of_its_own():
     with pytest.raises(RecxError, match="unknown key 'lr_step_epochs' for model 'multvae'"):
         resolve({"model": "multvae", "loss": "full_softmax", "model_args": {"lr_step_epochs": 5}})
+
+
+def test_fixed_order_takes_one_order_drawn_from_the_seed_every_epoch(tiny):
+    """`fixed_order` (PRISM's loader: shuffle=False over its randomly split edges): every epoch the same permutation,
+    torch.randperm from a generator seeded with the run's seed, the run's own generator untouched; without it, a new
+    order each epoch. A run without the key keeps its id; a model that takes no batches refuses it."""
+    from recx.training.runners.interactions import InteractionEpochs
+
+    def orders(fixed: bool):
+        config = resolve({"model": "mf", "loss": "bpr", "epochs": 2, "seed": 3, "device": "cpu", "fixed_order": fixed})
+        runner = InteractionEpochs(config, tiny, build_model(config, tiny, torch.device("cpu")), torch.Generator())
+        state = runner.generator.get_state()
+        first, second = runner.shuffled(50), runner.shuffled(50)
+        return first, second, torch.equal(state, runner.generator.get_state())
+
+    first, second, untouched = orders(True)
+    assert torch.equal(first, second) and untouched
+    assert torch.equal(first, torch.randperm(50, generator=torch.Generator().manual_seed(3)))
+    first, second, untouched = orders(False)
+    assert not torch.equal(first, second) and not untouched
+    plain = {"model": "mf", "loss": "bpr"}
+    assert resolve(plain).run_id() == resolve({**plain, "fixed_order": False}).run_id()
+    assert resolve(plain).run_id() != resolve({**plain, "fixed_order": True}).run_id()
+    with pytest.raises(RecxError, match="fixed_order = true: model 'wrmf'"):
+        resolve({"model": "wrmf", "fixed_order": True})

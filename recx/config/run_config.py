@@ -39,7 +39,8 @@ CHOICES = {
 
 NO_LOSS_DEFAULTS: dict[str, Any] = {}
 NO_SKIPPED_BUNDLES: tuple[tuple[dict, dict], ...] = ()
-OPTIONAL_KEYS = ("half_steps", "plugin_code")  # in config.yaml and the run id only when set
+OPTIONAL_KEYS = ("half_steps", "fixed_order", "plugin_code")  # in config.yaml and the run id only when set
+ORDERED_RUNNERS = ("interactions", "users")  # the runners whose epochs go through their examples in an order
 CODE_ROLES = ("model", "loss", "sampler", "metric")  # the names a run's configuration takes from a registry
 
 
@@ -61,6 +62,9 @@ class RunConfig:
     # alternating solvers: an epoch is one half-step, validated after each, a tie in validation an improvement
     # (RecStudio's loop and EarlyStopping)
     half_steps: bool = False
+    # one order of the training examples for every epoch, drawn once from the seed (PRISM's loader: shuffle=False over
+    # its randomly split edges); else a new order each epoch from the run's generator
+    fixed_order: bool = False
     optimizer: str = "auto"  # adam (dense), lazy_adam, adagrad, rowwise_adagrad, sgd; auto: `resolve_optimizer`
     weight_decay: float = 0.0
     weight_decay_mode: str = "full"
@@ -288,6 +292,11 @@ def check_pairings(config: RunConfig, where: str) -> None:
         raise RecxError(
             f"{where}: half_steps = true: model {config.model!r} is not fitted by alternating half-steps; "
             "leave half_steps out"
+        )
+    if config.fixed_order and model_class.runner not in ORDERED_RUNNERS:
+        raise RecxError(
+            f"{where}: fixed_order = true: model {config.model!r} ({model_class.runner_note}) takes no batches in an "
+            "order; leave fixed_order out"
         )
     if config.weight_decay_mode not in model_class.weight_decay_modes:
         raise RecxError(

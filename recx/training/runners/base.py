@@ -38,8 +38,11 @@ class Runner:
     def shuffled(self, n: int) -> torch.Tensor:
         """A random permutation of range(n) on the run's device, drawn from the run's generator at the start of an
         epoch; within an epoch resumed from a checkpoint, the same permutation, drawn again from the state the
-        generator had at the epoch's start (its state now is kept)."""
+        generator had at the epoch's start (its state now is kept). With `fixed_order`, one permutation for every
+        epoch, drawn from a generator of its own seeded with the run's seed (the run's generator is not touched)."""
         device, start = self.model.device, self.shuffled_from
+        if self.config.fixed_order:
+            return torch.randperm(n, generator=torch.Generator(device).manual_seed(self.config.seed), device=device)
         if self.steps_done == 0 or start is None:
             self.shuffled_from = self.generator.get_state()
             return torch.randperm(n, generator=self.generator, device=device)
