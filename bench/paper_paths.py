@@ -12,16 +12,19 @@ loss is checked against recx's on the same batch and parameters (printed), so bo
 
 Rounds alternate recx and floor (`--steps` timed steps each, after two untimed ones; the order flips each round);
 the epoch is the median step times the run's steps per epoch, the ratio the median of the rounds' paired ratios.
-FastVAE's and RG's paths are benched by bench/train_speed.py (--cases multvae,fastvae) and bench/als_speed.py (the
-ALS floor in flops); their figures go in the same table in docs/performance.md.
+RG² and RG× (`--paths rg`, ML-10M, rg-headline's exact solves): one iteration (both half-steps) of recx's solver
+against the plain-torch exact half-steps of as many rows of the mean length (a batched Gram, Cholesky and solve per
+row), paired per round; seconds per iteration. FastVAE's path is benched by bench/train_speed.py (--cases
+multvae,fastvae); its figures go in the same table in docs/performance.md.
 
-    python bench/paper_paths.py --data-root /work/data [--paths prism,bir,hns] [--steps 10] [--rounds 3]
+    python bench/paper_paths.py --data-root /work/data [--paths prism,bir,hns,rg] [--steps 10] [--rounds 3]
                                 [--threads 2]
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import statistics
 import time
@@ -42,7 +45,9 @@ PATHS = {
     "prism": [("prism-headline", method, "gowalla-prism") for method in ("directau+wd", "mawu+wd")],
     "bir": [("bir-headline", method, "gowalla-mat") for method in ("ssl-pop", "bir", "xir")],
     "hns": [("hns-headline", method, "gowalla-mat") for method in ("dns-m2", "softmax-v-rho1", "bpr-uniform")],
+    "rg": [("rg-headline", method, "ml10m") for method in ("rg2", "rgx")],
 }
+FLOOR_ROWS = 4096  # rows per chunk of the exact-solve floor
 
 
 def headline_config(experiments: Path, name: str, method: str, dataset: str):
@@ -209,6 +214,7 @@ def timed(step, batches) -> float:
 
 
 def bench_path(data_root, experiments, name, method, dataset_name, steps, rounds) -> dict:
+    """`steps` steps of `train_step` and of the plain-torch Floor, paired in `rounds`; per epoch."""
     config = headline_config(experiments, name, method, dataset_name)
     dataset = load_dataset(data_root, dataset_name)
     model = build_model(config, dataset, torch.device("cpu"))
@@ -244,6 +250,46 @@ def bench_path(data_root, experiments, name, method, dataset_name, steps, rounds
     }
 
 
+def exact_half_step_floor(n_rows: int, length: int, dim: int) -> float:
+    """Seconds of the plain-torch exact half-step of `n_rows` rows of `length` interactions each: per row the Gram
+    of its items' factors (torch.bmm, 2 L d² flops) plus a shared Gram term, a Cholesky factorisation and solve
+    (torch.linalg), in chunks of FLOOR_ROWS rows; the factors are random (the arithmetic does not depend on them)."""
+    started = time.perf_counter()
+    shared = torch.eye(dim) * length
+    for start in range(0, n_rows, FLOOR_ROWS):
+        rows = min(FLOOR_ROWS, n_rows - start)
+        gathered = torch.randn(rows, length, dim)
+        systems = torch.baddbmm(shared.expand(rows, -1, -1), gathered.transpose(1, 2), gathered)
+        right = gathered.sum(1, keepdim=True).transpose(1, 2)
+        torch.cholesky_solve(right, torch.linalg.cholesky(systems))
+    return time.perf_counter() - started
+
+
+def bench_alternating(data_root, experiments, name, method, dataset_name, rounds) -> dict:
+    """An RG iteration (user then item half-step, exact solves) as `recx train` runs it, against the floor of the
+    same rows and mean lengths (`exact_half_step_floor`), paired in rounds."""
+    from als_speed import RecxIterations
+
+    config = headline_config(experiments, name, method, dataset_name)
+    dataset = load_dataset(data_root, dataset_name)
+    model = build_model(config, dataset, torch.device("cpu"))
+    iteration = RecxIterations(model, dataset)
+    nnz, users, items = dataset.train.nnz, dataset.n_users, dataset.n_items
+    floor = lambda: sum(  # noqa: E731
+        exact_half_step_floor(rows, max(1, round(nnz / rows)), config.dim) for rows in (users, items)
+    )
+    iteration()
+    pairs = [(iteration(), floor()) for _ in range(rounds)]
+    return {
+        "path": f"{name} {method}",
+        "optimizer": "exact",
+        "recx": statistics.median(p[0] for p in pairs),
+        "floor": statistics.median(p[1] for p in pairs),
+        "ratio": statistics.median(p[0] / p[1] for p in pairs),
+        "check": None,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data-root", type=Path, default=Path("data"))
@@ -257,11 +303,11 @@ def main() -> None:
     set_compute_threads(options.threads)
     print(f"{options.threads} thread(s), {options.steps} steps x {options.rounds} rounds per path")
     print(f"{'path':34s} {'optimizer':>10s} {'recx s/epoch':>13s} {'floor s/epoch':>14s} {'recx/floor':>11s}  check")
+    print("(rg: seconds per iteration, both half-steps)")
     for paper in options.paths.split(","):
         for name, method, dataset in PATHS[paper]:
-            row = bench_path(
-                options.data_root, options.experiments, name, method, dataset, options.steps, options.rounds
-            )
+            bench = bench_alternating if paper == "rg" else functools.partial(bench_path, steps=options.steps)
+            row = bench(options.data_root, options.experiments, name, method, dataset, rounds=options.rounds)
             check = "" if row["check"] is None else f"first loss rel. diff {row['check']:.1e}"
             print(
                 f"{row['path']:34s} {row['optimizer']:>10s} {row['recx']:13.1f} {row['floor']:14.1f} "
