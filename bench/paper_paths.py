@@ -14,8 +14,8 @@ Rounds alternate recx and floor (`--steps` timed steps each, after two untimed o
 the epoch is the median step times the run's steps per epoch, the ratio the median of the rounds' paired ratios.
 RG² and RG× (`--paths rg`, ML-10M, rg-headline's exact solves): one iteration (both half-steps) of recx's solver
 against the plain-torch exact half-steps of as many rows of the mean length (a batched Gram, Cholesky and solve per
-row), paired per round; seconds per iteration. FastVAE's path is benched by bench/train_speed.py (--cases
-multvae,fastvae); its figures go in the same table in docs/performance.md.
+row), paired per round; seconds per iteration. Mult-VAE and FastVAE (`--paths fastvae`, Gowalla, 256 users a step): the
+users runner's step against VAEFloor (FastVAE's floor draws uniform negatives: MIDX's draws are what it leaves out).
 
     python bench/paper_paths.py --data-root /work/data [--paths prism,bir,hns,rg] [--steps 10] [--rounds 3]
                                 [--threads 2]
@@ -46,6 +46,7 @@ PATHS = {
     "bir": [("bir-headline", method, "gowalla-mat") for method in ("ssl-pop", "bir", "xir")],
     "hns": [("hns-headline", method, "gowalla-mat") for method in ("dns-m2", "softmax-v-rho1", "bpr-uniform")],
     "rg": [("rg-headline", method, "ml10m") for method in ("rg2", "rgx")],
+    "fastvae": [("fastvae-headline", method, "gowalla-fastvae") for method in ("mult-vae", "fastvae-midx_pop")],
 }
 FLOOR_ROWS = 4096  # rows per chunk of the exact-solve floor
 
@@ -203,11 +204,11 @@ class Floor:
 
 
 def timed(step, batches) -> float:
-    """Median seconds of one step over `batches` (the first two untimed)."""
+    """Median seconds of one step over `batches` (each a tuple of the step's arguments; the first two untimed)."""
     times = []
-    for index, (users, positives) in enumerate(batches):
+    for index, batch in enumerate(batches):
         started = time.perf_counter()
-        step(users, positives)
+        step(*batch)
         if index >= 2:
             times.append(time.perf_counter() - started)
     return statistics.median(times)
@@ -290,6 +291,95 @@ def bench_alternating(data_root, experiments, name, method, dataset_name, rounds
     }
 
 
+class VAEFloor:
+    """Mult-VAE / FastVAE's step in plain torch from a copy of recx's model: the histories' embedding bag (each row
+    1/√|I_u|), dropout on the hidden layer, ReLU, the linear posterior, the reparameterised decode, then the full
+    softmax over every item (Mult-VAE, with its item bias) or the sampled softmax over `n_negatives` uniform draws a
+    user scored by the same [B, M] product and a gather (FastVAE on a catalogue this size: the MIDX draws and their
+    log q left out, the floor's only omission); the KL weight is 0 (anneal_cap 0), Adam (fused) with the run's decay."""
+
+    def __init__(self, config, dataset, model):
+        self.params = {name: value.detach().clone().requires_grad_() for name, value in model.named_parameters()}
+        self.indptr, self.items = dataset.train.indptr, dataset.train.indices
+        self.n_items, self.sampled = dataset.n_items, config.model == "fastvae"
+        self.n_negatives = config.n_negatives
+        self.optimizer = torch.optim.Adam(
+            list(self.params.values()), lr=config.lr, weight_decay=config.weight_decay, fused=True
+        )
+
+    def step(self, users):
+        p = self.params
+        starts, lengths = self.indptr[users], self.indptr[users + 1] - self.indptr[users]
+        rows = torch.repeat_interleave(torch.arange(users.numel()), lengths)
+        positions = starts[rows] + torch.arange(rows.numel()) - (torch.cumsum(lengths, 0) - lengths)[rows]
+        items = self.items[positions]
+        weights = lengths.double().rsqrt().float()[rows]
+        hidden = F.embedding_bag(
+            items, p["encoder_in"], torch.cumsum(lengths, 0) - lengths, mode="sum", per_sample_weights=weights
+        )
+        hidden = F.dropout(hidden, 0.5)
+        mu, log_var = F.linear(F.relu(hidden), p["encoder_out.weight"], p["encoder_out.bias"]).chunk(2, dim=-1)
+        z = mu + torch.randn_like(mu) * torch.exp(0.5 * log_var)
+        query = F.linear(z, p["decoder.weight"], p["decoder.bias"])
+        scores = query @ p["items"].T
+        if not self.sampled:
+            scores = scores + p["item_bias"]
+            loss = (torch.logsumexp(scores, 1)[rows] - scores[rows, items]).sum()
+        else:
+            negatives = torch.randint(self.n_items, (users.numel(), self.n_negatives))
+            lse = torch.logsumexp(scores.gather(1, negatives), 1)[rows]
+            positive = scores[rows, items]
+            loss = (torch.logaddexp(positive, lse) - positive).sum()
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        self.optimizer.step()
+        return loss.detach()
+
+
+def bench_users(data_root, experiments, name, method, dataset_name, steps, rounds) -> dict:
+    """`steps` user batches of the users runner (the loop body of UserEpochs.train_epoch) and of VAEFloor, paired
+    in `rounds`; per epoch, FastVAE's per-epoch sampler rebuild (MIDX's codebooks) added to recx's figure."""
+    from recx.training.runners.users import UserEpochs
+
+    config = headline_config(experiments, name, method, dataset_name)
+    dataset = load_dataset(data_root, dataset_name)
+    model = build_model(config, dataset, torch.device("cpu"))
+    runner = UserEpochs(config, dataset, model, torch.Generator().manual_seed(config.seed))
+    floor = VAEFloor(config, dataset, model)
+    rebuild = 0.0
+    if runner.sampler is not None:
+        started = time.perf_counter()
+        runner.sampler.rebuild(None, model.item_table())
+        rebuild = time.perf_counter() - started
+    order = runner.users[torch.randperm(runner.users.numel(), generator=torch.Generator().manual_seed(1))]
+    size = config.batch_size
+    batches = [(order[s * size : (s + 1) * size],) for s in range(steps + 2)]
+
+    def recx_step(users):
+        objective = runner.batch_objective(users)
+        runner.clear_gradients()
+        objective.backward()
+        runner.optimizer.step()
+        runner.updates += 1
+
+    pairs = []
+    for round_ in range(rounds):
+        if round_ % 2 == 0:
+            ours, theirs = timed(recx_step, batches), timed(floor.step, batches)
+        else:
+            theirs, ours = timed(floor.step, batches), timed(recx_step, batches)
+        pairs.append((ours, theirs))
+    n_steps = runner.n_steps
+    return {
+        "path": f"{name} {method}",
+        "optimizer": config.optimizer,
+        "recx": statistics.median(p[0] for p in pairs) * n_steps + rebuild,
+        "floor": statistics.median(p[1] for p in pairs) * n_steps,
+        "ratio": statistics.median((p[0] * n_steps + rebuild) / (p[1] * n_steps) for p in pairs),
+        "check": None,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data-root", type=Path, default=Path("data"))
@@ -306,7 +396,9 @@ def main() -> None:
     print("(rg: seconds per iteration, both half-steps)")
     for paper in options.paths.split(","):
         for name, method, dataset in PATHS[paper]:
-            bench = bench_alternating if paper == "rg" else functools.partial(bench_path, steps=options.steps)
+            bench = {"rg": bench_alternating, "fastvae": functools.partial(bench_users, steps=options.steps)}.get(
+                paper, functools.partial(bench_path, steps=options.steps)
+            )
             row = bench(options.data_root, options.experiments, name, method, dataset, rounds=options.rounds)
             check = "" if row["check"] is None else f"first loss rel. diff {row['check']:.1e}"
             print(
