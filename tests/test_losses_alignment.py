@@ -234,3 +234,14 @@ def test_mawu_margins_start_as_the_official_codes_xavier_from_the_runs_seed(init
 
 def _close(value, expected) -> bool:
     return abs(float(value) / expected - 1) < 0.05
+
+
+@pytest.mark.parametrize("form", ["pairs", "lower_triangle"])
+def test_uniformity_gradient_from_one_product_is_the_numerical_one(form):
+    """PairLogSumExp's backward (one product, ∂u = (4t g / s) p u, the pair matrix taken as symmetric) against finite
+    differences through F.normalize, float64, rows in general position and two equal rows."""
+    from recx.losses.alignment import uniformity
+
+    rows = torch.randn(7, 3, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
+    rows[5] = rows[1]
+    assert torch.autograd.gradcheck(lambda x: uniformity(x, form=form), (rows.requires_grad_(),))
