@@ -214,6 +214,18 @@ def timed(step, batches) -> float:
     return statistics.median(times)
 
 
+def paired(ours, theirs, batches, rounds: int) -> list[tuple[float, float]]:
+    """(recx's, the floor's) median step seconds per round over the same batches, the order flipped each round."""
+    pairs = []
+    for round_ in range(rounds):
+        if round_ % 2 == 0:
+            mine, floor = timed(ours, batches), timed(theirs, batches)
+        else:
+            floor, mine = timed(theirs, batches), timed(ours, batches)
+        pairs.append((mine, floor))
+    return pairs
+
+
 def bench_path(data_root, experiments, name, method, dataset_name, steps, rounds) -> dict:
     """`steps` steps of `train_step` and of the plain-torch Floor, paired in `rounds`; per epoch."""
     config = headline_config(experiments, name, method, dataset_name)
@@ -233,13 +245,7 @@ def bench_path(data_root, experiments, name, method, dataset_name, steps, rounds
         theirs = floor.loss(*batches[0]).item()
         check = abs(ours - theirs) / max(abs(theirs), 1e-12)
     recx_step = lambda u, p: train_step(model, runner.sampler, runner.loss_fn, runner.optimizer, config, u, p)  # noqa: E731
-    pairs = []
-    for round_ in range(rounds):
-        if round_ % 2 == 0:
-            ours, theirs = timed(recx_step, batches), timed(floor.step, batches)
-        else:
-            theirs, ours = timed(floor.step, batches), timed(recx_step, batches)
-        pairs.append((ours, theirs))
+    pairs = paired(recx_step, floor.step, batches, rounds)
     n_steps = runner.n_steps
     return {
         "path": f"{name} {method}",
@@ -362,13 +368,7 @@ def bench_users(data_root, experiments, name, method, dataset_name, steps, round
         runner.optimizer.step()
         runner.updates += 1
 
-    pairs = []
-    for round_ in range(rounds):
-        if round_ % 2 == 0:
-            ours, theirs = timed(recx_step, batches), timed(floor.step, batches)
-        else:
-            theirs, ours = timed(floor.step, batches), timed(recx_step, batches)
-        pairs.append((ours, theirs))
+    pairs = paired(recx_step, floor.step, batches, rounds)
     n_steps = runner.n_steps
     return {
         "path": f"{name} {method}",
