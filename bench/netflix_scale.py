@@ -6,9 +6,11 @@ latent taste structure: `draw_pairs`) to a folder, then runs the whole
 preparation (parse, binarise, 10-core, per-user 80/20, write: the fastvae preset) in a subprocess and reports its
 wall time and peak RSS (resource.getrusage(RUSAGE_CHILDREN)). Target: peak memory < 8 GB. With --epoch it then
 trains one epoch of `recx train`'s defaults on that data in another subprocess (its epochs.jsonl seconds, its peak
-RSS, the test NDCG@10 after it; targets: <= 10 min at 2 threads, <= 10 GB).
+RSS, the test NDCG@10 after it; targets: <= 10 min at 2 threads, <= 10 GB), through the `recx` entry point a user
+runs (its thread setting and malloc tuning, recx.core.memory, happen there, before the command).
 
     python bench/netflix_scale.py [--ratings N] [--folder DIR] [--epoch] [--threads 2]
+    python bench/netflix_scale.py --prepared DATA_ROOT [--threads 2]   # the epoch alone, on data prepared before
 """
 
 from __future__ import annotations
@@ -43,13 +45,12 @@ print(json.dumps({{"seconds": seconds, "rows": card["rows"], "counts": card["cou
                   "n_items": card["n_items"]}}))
 """
 TRAIN = """
-import json, resource, sys
+import json, resource, runpy, sys
 sys.path.insert(0, {root!r})
-from recx.cli import main
 sys.argv = ["recx", "--threads", {threads!r}, "train", "--dataset", "netflix-bench", "--epochs", "1", "--data-root",
             {data!r}, "--run-dir", {run!r}, "--quiet", "--checkpoint-every", "0", "--ks", "10"]
 try:
-    main()
+    runpy.run_module("recx", run_name="__main__")  # the entry point a user runs: threads, then malloc's tuning
 except SystemExit as done:
     assert not done.code, done.code
 print(json.dumps({{"peak_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e9}}))
@@ -133,13 +134,35 @@ def write_netflix(folder: Path, ratings: int, seed: int = 0) -> int:
     return int(movie.size)
 
 
+def time_epoch(data: Path, run: Path, threads: int) -> None:
+    """One epoch of `recx train`'s defaults on `data`/netflix-bench, through the `recx` entry point, in a subprocess:
+    its epochs.jsonl seconds, its own peak RSS and the test NDCG@10 after it."""
+    code = TRAIN.format(root=str(ROOT), threads=str(threads), data=str(data), run=str(run))
+    child = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    peak = json.loads(child.stdout.strip().splitlines()[-1])["peak_gb"]
+    epoch = json.loads((run / "epochs.jsonl").read_text().splitlines()[0])
+    results = pd.read_parquet(run / "results.parquet")
+    ndcg = results[(results.split == "test") & (results.metric == "ndcg") & (results.stratum == "all")].value
+    print(
+        f"recx train, one epoch of its defaults at {threads} threads: {epoch['seconds']:.0f} s "
+        f"(target <= 600), peak RSS {peak:.2f} GB (target <= 10), test NDCG@10 {float(ndcg.iloc[0]):.4f}"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--ratings", type=int, default=100_000_000)
     parser.add_argument("--folder", type=Path, help="where to write the files (default: a temporary folder)")
     parser.add_argument("--epoch", action="store_true", help="then time one epoch of recx train's defaults")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument(
+        "--prepared", type=Path, help="only time the epoch, on the data root DIR holding a prepared netflix-bench"
+    )
     args = parser.parse_args()
+    if args.prepared is not None:
+        with tempfile.TemporaryDirectory(dir=args.folder) as folder:
+            time_epoch(args.prepared, Path(folder) / "run", args.threads)
+        return
     with tempfile.TemporaryDirectory(dir=args.folder) as folder:
         source = Path(folder) / "netflix"
         source.mkdir()
@@ -166,19 +189,7 @@ def main() -> None:
             f"rows {json.dumps(result['rows'])}"
         )
         if args.epoch:
-            run = Path(folder) / "run"
-            code = TRAIN.format(
-                root=str(ROOT), threads=str(args.threads), data=str(Path(folder) / "data"), run=str(run)
-            )
-            child = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
-            peak = json.loads(child.stdout.strip().splitlines()[-1])["peak_gb"]
-            epoch = json.loads((run / "epochs.jsonl").read_text().splitlines()[0])
-            results = pd.read_parquet(run / "results.parquet")
-            ndcg = results[(results.split == "test") & (results.metric == "ndcg") & (results.stratum == "all")].value
-            print(
-                f"recx train, one epoch of its defaults at {args.threads} threads: {epoch['seconds']:.0f} s "
-                f"(target <= 600), peak RSS {peak:.2f} GB (target <= 10), test NDCG@10 {float(ndcg.iloc[0]):.4f}"
-            )
+            time_epoch(Path(folder) / "data", Path(folder) / "run", args.threads)
 
 
 if __name__ == "__main__":
