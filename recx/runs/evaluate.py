@@ -12,6 +12,7 @@ import torch
 from recx.core.device import resolve_device
 from recx.core.errors import RecxError
 from recx.core.folders import atomic_file, write_failed
+from recx.core.memory import keep_freed_memory
 from recx.core.progress import make_progress, shown_task
 from recx.data.dataset import load_dataset
 from recx.data.dataset_folder import read_ids
@@ -121,7 +122,9 @@ def evaluate_saved_run(
     force: bool = False,
 ) -> tuple[dict, dict | None]:
     """(metric values, embedding diagnostics when asked); `auc_beta` adds AUC and OPAUC(β). `force` lets
-    --dump-topk replace a file recx did not write."""
+    --dump-topk replace a file recx did not write. Freed memory is kept in the process (recx.core.memory), as
+    in `train_run`."""
+    keep_freed_memory()
     if dump_topk is not None:
         check_topk_target(dump_topk, force)
     config, dataset, model = open_saved_run(folder, resolve_device(device_name), data_root)

@@ -26,6 +26,7 @@ from recx.core.device import resolve_device
 from recx.core.errors import Interrupted, RecxError, attach_log
 from recx.core.folders import clean_stale, swap_in, temp_sibling, writable_folder, write_text_atomic
 from recx.core.lock import exclusive
+from recx.core.memory import keep_freed_memory
 from recx.core.names import check_name
 from recx.core.progress import make_progress, shown_task
 from recx.data.dataset import Dataset
@@ -64,8 +65,10 @@ def train_run(
     checkpoint (`recx.training.fit.fit`, for `checkpoint_every`), else from scratch; trained: finish the
     evaluation from the saved weights; complete: refused unless `force`. With `force` an existing run is replaced
     whole: the new one is written under a temporary name and swapped in at the end. A failed run leaves no folder
-    it created; Ctrl-C raises `Interrupted` saying what was kept.
+    it created; Ctrl-C raises `Interrupted` saying what was kept. Freed memory is kept in the process
+    (recx.core.memory), as the `recx` command does at its start, so that a run from Python steps as fast.
     """
+    keep_freed_memory()
     check_name(folder.name, "run name")
     ks = sorted(set((ks or DEFAULT_KS) + [config.valid_metric_name[1]]))
     check_against_dataset(config, dataset.n_items, ks, RunConfig.n_negatives, f"run {folder.name}")
