@@ -44,12 +44,14 @@ def test_sampled_softmax_with_and_without_logq_matches_reference():
         )
 
 
-def test_full_softmax_is_the_cross_entropy_over_all_items():
+@pytest.mark.parametrize("temperature", [TAU, 1.0])
+def test_full_softmax_is_the_cross_entropy_over_all_items(temperature):
     g = torch.Generator().manual_seed(3)
     n_items = 11
     scores = torch.randn(B, n_items, generator=g)
+    scores[0, 0] = -80.0  # a first item of probability < 1e-30 in one row: its log-sum-exp read from the row's maximum
     positives = torch.randint(0, n_items, (B,), generator=g)
-    loss = FullSoftmax(SoftmaxArgs(temperature=TAU))
+    loss = FullSoftmax(SoftmaxArgs(temperature=temperature))
 
     def ours(scores):
         pos = scores.gather(1, positives[:, None]).squeeze(1)
@@ -58,7 +60,7 @@ def test_full_softmax_is_the_cross_entropy_over_all_items():
         return loss(LossInput(pos, neg, uniform[0, :B], uniform))
 
     def reference(scores):
-        return torch.stack([-torch.log_softmax(scores[b] / TAU, 0)[positives[b]] for b in range(B)]).mean()
+        return torch.stack([-torch.log_softmax(scores[b] / temperature, 0)[positives[b]] for b in range(B)]).mean()
 
     assert_same_value_and_gradients(ours, reference, {"scores": scores}, ["scores"])
 

@@ -252,5 +252,7 @@ class FullSoftmax(SampledSoftmax):
     fuses_shared_candidates = False
 
     def __call__(self, batch: LossInput):
-        temperature = self.args.temperature
-        return (torch.logsumexp(batch.neg_scores / temperature, dim=1) - batch.pos_scores / temperature).mean()
+        """The log-sum-exp by RowLogSumExp (one softmax pass forward, one product by the gradient back, where
+        torch.logsumexp takes four passes over [B, n_items] forward and three back), the division skipped at τ = 1."""
+        pos, neg, _ = corrected_logits(batch.pos_scores, batch.neg_scores, None, None, self.args.temperature, False)
+        return (RowLogSumExp.apply(neg) - pos).mean()
