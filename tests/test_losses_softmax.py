@@ -49,7 +49,7 @@ def test_full_softmax_is_the_cross_entropy_over_all_items(temperature):
     g = torch.Generator().manual_seed(3)
     n_items = 11
     scores = torch.randn(B, n_items, generator=g)
-    scores[0, 0] = -80.0  # a first item of probability < 1e-30 in one row: its log-sum-exp read from the row's maximum
+    scores[0, 0] = -80.0  # an entry far below the rest of its row (probability < 1e-30)
     positives = torch.randint(0, n_items, (B,), generator=g)
     loss = FullSoftmax(SoftmaxArgs(temperature=temperature))
 

@@ -12,9 +12,9 @@ from recx.core.memory import keep_freed_memory
 tuned = keep_freed_memory() if sys.argv[1] == "tuned" else False
 if sys.argv[1] == "trained from python":  # recx.train alone, as a user's script runs it: no `recx` entry point
     import recx
-    root = tempfile.mkdtemp()
-    recx.prepare("s", format="synthetic", ratios="80/10/10", synthetic={"n_users": 40, "n_items": 30}, data_root=root)
-    recx.train(dataset="s", loss="bpr", epochs=1, ks="5", valid_metric="ndcg@5", data_root=root, run_dir=root + "/run")
+    with tempfile.TemporaryDirectory() as root:
+        recx.prepare("s", format="synthetic", ratios="80/10/10", synthetic={"n_users": 40, "n_items": 30}, data_root=root)
+        recx.train(dataset="s", loss="bpr", epochs=1, ks="5", valid_metric="ndcg@5", data_root=root, run_dir=root + "/r")
 query, items = torch.randn(1024, 64), torch.randn(20000, 64)
 def step():  # an evaluation chunk: scores, a masked copy, top-k (two 80 MB temporaries)
     scores = query @ items.T
