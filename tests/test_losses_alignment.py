@@ -10,6 +10,7 @@ import torch
 
 from recx.config.run_config import resolve
 from recx.core.errors import RecxError
+from recx.losses.alignment import uniformity
 from recx.losses.base import LossInput
 from recx.losses.directau import DirectAU, DirectAUArgs
 from recx.losses.mawu import MAWU, MAWUArgs
@@ -240,8 +241,6 @@ def _close(value, expected) -> bool:
 def test_uniformity_gradient_from_one_product_is_the_numerical_one(form):
     """PairLogSumExp's backward (one product, ∂u = (4t g / s) p u, the pair matrix taken as symmetric) against finite
     differences through F.normalize, float64, rows in general position and two equal rows."""
-    from recx.losses.alignment import uniformity
-
     rows = torch.randn(7, 3, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
     rows[5] = rows[1]
     assert torch.autograd.gradcheck(lambda x: uniformity(x, form=form), (rows.requires_grad_(),))
