@@ -2,7 +2,9 @@
 
 Both use the same 64-dim embeddings, the same users (those with test items), the same batch size and the same K in
 one process; the bare baseline computes scores and top-K only (no exclusion of seen items, no metrics).
-Run by hand:  python bench/eval_speed.py [--device cpu|cuda] [--batch-size 1024] [--repeats 3]
+Run by hand:  python bench/eval_speed.py [--device cpu|cuda] [--batch-size 1024] [--repeats 3] [--profile]
+(`--profile`: one more evaluation under torch.profiler, its operations by their own time and, on CUDA, its kernel
+launches: where the time above the bare baseline goes.)
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=1024)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--source", type=Path, default=GOWALLA)
+    parser.add_argument("--profile", action="store_true", help="profile one more evaluation (torch.profiler)")
     args = parser.parse_args()
     keep_freed_memory()  # as the recx command does (recx/memory.py)
     device = torch.device(args.device)
@@ -73,6 +76,28 @@ def main() -> None:
     print(f"ratio recx / bare: {recx_time / bare_time:.2f}")
     if device.type == "cuda":
         print(f"peak GPU memory: {torch.cuda.max_memory_allocated() / 2**20:.0f} MiB")
+    if args.profile:
+        profile(lambda: evaluate(model, dataset, "test", ks, args.batch_size), device)
+
+
+def profile(work, device: torch.device) -> None:
+    """One call of `work` under torch.profiler: its operations by their own time (device time on CUDA)."""
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as profiler
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+    with profiler(activities=activities) as recorded:
+        work()
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+    events = recorded.key_averages()
+    if device.type == "cuda":
+        launches = sum(
+            e.count for e in events if e.key in ("cudaLaunchKernel", "cuLaunchKernel", "cudaLaunchKernelExC")
+        )
+        print(f"kernel launches in one evaluation: {launches}")
+    sort = "self_cuda_time_total" if device.type == "cuda" else "self_cpu_time_total"
+    print(events.table(sort_by=sort, row_limit=18, max_name_column_width=50))
 
 
 if __name__ == "__main__":

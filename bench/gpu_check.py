@@ -90,6 +90,28 @@ SYNC_CASES = {
         "optimizer": "adam",
         "model_args": {"init": "prism"},
     },
+    "interactions: softmax, xir (cache and in-batch segments)": {
+        "model": "mf",
+        "loss": "softmax",
+        "sampler": "xir",
+        "n_negatives": 1,
+    },
+    "interactions: softmax, bir (resampled in-batch)": {"model": "mf", "loss": "softmax", "sampler": "bir"},
+    "interactions: directau (distinct rows), fixed order": {
+        "model": "mf",
+        "loss": "directau",
+        "n_negatives": 1,
+        "optimizer": "adam",
+        "fixed_order": True,
+    },
+    "interactions: bpr, batched weight decay": {
+        "model": "mf",
+        "loss": "bpr",
+        "sampler": "uniform",
+        "n_negatives": 1,
+        "weight_decay": 0.01,
+        "weight_decay_mode": "batch",
+    },
     "users: mult-vae": {"model": "multvae", "loss": "full_softmax", "batch_size": 128},
     "users: fastvae, midx_uni": {
         "model": "fastvae",
@@ -355,7 +377,7 @@ def epoch_syncs(raw: dict, dataset, device: torch.device) -> Syncs:
 
         def after_step(step: int) -> None:
             watch.after_step(step)
-            seen_after.append(len(caught))
+            seen_after.append(sum(SYNC_WARNING in str(w.message) for w in caught))
 
         started = time.perf_counter()
         torch.cuda.set_sync_debug_mode("warn")
@@ -519,8 +541,16 @@ def read_fastvae(output: str, check: Check, dry: bool) -> None:
 
 
 def eval_bench(ctx: Context) -> Check:
+    """At the default eval_batch_size (the target), then at 8,192 users a batch (a figure: how much of the gap is
+    per-batch dispatch)."""
     command = [python(), "bench/eval_speed.py", "--device", ctx.device, "--source", str(ctx.pack / "data" / "gowalla")]
-    return bench(ctx, "evaluation", command, 120, read_eval)
+    check = bench(ctx, "evaluation", command, 120, read_eval)
+    larger = bench(ctx, "evaluation", [*command, "--batch-size", "8192"], 120, read_eval)
+    check.lines += larger.lines
+    check.figures["batch_8192"] = larger.figures
+    if larger.figures:
+        check.summary += f"; at batch 8192: {larger.figures['ratio']:.2f}x"
+    return check
 
 
 def train_bench(ctx: Context) -> Check:

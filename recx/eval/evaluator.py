@@ -99,19 +99,6 @@ def excluded_splits(dataset: Dataset, split: str) -> list[CSR]:
     return exclude
 
 
-def _mask_seen(scores: torch.Tensor, users: torch.Tensor, seen: list[CSR], counts: list[int] | None = None) -> None:
-    """Set the users' stored items of each CSR in `seen` to -inf; `counts`: their number per CSR, when known (then
-    no host sync: the sizes of the index vectors are given, not read from the device)."""
-    for index, csr in enumerate(seen):
-        starts, lengths = csr.indptr[users], csr.row_lengths()[users]
-        count = int(lengths.sum()) if counts is None else counts[index]
-        local = torch.repeat_interleave(torch.arange(users.numel(), device=users.device), lengths, output_size=count)
-        within = torch.arange(count, device=users.device) - torch.repeat_interleave(
-            torch.cumsum(lengths, 0) - lengths, lengths, output_size=count
-        )
-        scores[local, csr.indices[starts[local] + within]] = float("-inf")
-
-
 def batch_counts(users: torch.Tensor, csr: CSR, batch_size: int) -> list[int]:
     """Stored entries of the users' rows, per batch of `batch_size` users: one host read for all the batches."""
     lengths = csr.row_lengths()[users]
@@ -121,14 +108,22 @@ def batch_counts(users: torch.Tensor, csr: CSR, batch_size: int) -> list[int]:
     return padded.view(n_batches, batch_size).sum(1).tolist()
 
 
-@torch.no_grad()
-def masked_scores(
-    query: torch.Tensor, items: torch.Tensor, users: torch.Tensor, seen: list[CSR], counts: list[int] | None = None
-) -> torch.Tensor:
-    """Scores [len(users), n_items] = query · items, seen items at -inf."""
-    scores = query @ items.T
-    _mask_seen(scores, users, seen, counts)
-    return scores
+def seen_positions(users: torch.Tensor, csr: CSR, batch_size: int, count: int) -> torch.Tensor:
+    """Where the users' stored items lie in their batches' score matrices: (user's row in its batch of
+    `batch_size`) · n_cols + item, for the `count` stored entries of `users`, in user order (so each batch's are a
+    slice). Computed once for a group of batches, they leave each batch one write of -inf (no host sync: `count` is
+    given, not read from the device)."""
+    starts, lengths = csr.indptr[users], csr.row_lengths()[users]
+    local = torch.repeat_interleave(torch.arange(users.numel(), device=users.device), lengths, output_size=count)
+    within = torch.arange(count, device=users.device) - torch.repeat_interleave(
+        torch.cumsum(lengths, 0) - lengths, lengths, output_size=count
+    )
+    return (local % batch_size) * csr.n_cols + csr.indices[starts[local] + within]
+
+
+def group_batches(n_users: int, batch_size: int) -> int:
+    """Batches per group: the fewest whose users reach METRIC_ROWS (every user, if fewer)."""
+    return max(1, min(-(-METRIC_ROWS // batch_size), -(-n_users // batch_size)))
 
 
 @torch.no_grad()
@@ -162,34 +157,46 @@ def evaluate(
     parts: dict = {}  # cut-off metrics' per-user values, then (auc_beta) the full score row's
     row_parts: dict = {}
     tops = []
-    lists: list[tuple[torch.Tensor, ...]] = []  # (hits, n_relevant, strata, items, users) not yet scored
     counts = {k: torch.zeros(dataset.n_items, dtype=torch.float64, device=users_all.device) for k in ks}
-    seen_counts = list(zip(*(batch_counts(users_all, csr, batch_size) for csr in seen), strict=True))
-    for batch, start in enumerate(range(0, users_all.numel(), batch_size)):
-        users = users_all[start : start + batch_size]
-        scores = masked_scores(model.query(users), item_table, users, seen, list(seen_counts[batch]))
-        topk = scores.topk(max_k, dim=1, sorted=True).indices
-        hits = target.contains(users[:, None].expand_as(topk), topk)
-        lists.append((hits, target.row_lengths()[users], stratum_of[topk], topk, users))
-        if sum(part[0].shape[0] for part in lists) >= METRIC_ROWS or start + batch_size >= users_all.numel():
-            hits, n_relevant, strata, items, group = (torch.cat(part) for part in zip(*lists, strict=True))
-            held_out = functools.partial(held_out_rows, target, group)
-            for key, value in per_user_metrics(hits, n_relevant, ks, strata, items, catalogue, held_out).items():
-                parts.setdefault(key, []).append(value)
-            for k, at_k in list_counts(items, ks, dataset.n_items).items():
-                counts[k] += at_k
-            lists = []
-        if auc_beta is not None:
-            relevant = target.dense_rows(users)
-            for name in METRICS.names():
-                if not METRICS.get(name).cutoff:
-                    scored = METRICS.get(name)().per_user_scores(scores, relevant, auc_beta)
-                    for metric, value in scored.items():
-                        row_parts.setdefault((metric, 0, "all"), []).append(value)
+    seen_counts = [batch_counts(users_all, csr, batch_size) for csr in seen]  # [csr][batch]
+    per_group = group_batches(users_all.numel(), batch_size)
+    for first in range(0, len(seen_counts[0]), per_group):
+        batches = range(first, min(first + per_group, len(seen_counts[0])))
+        group = users_all[first * batch_size : batches[-1] * batch_size + batch_size]
+        positions = [
+            seen_positions(group, csr, batch_size, sum(n[batches[0] : batches[-1] + 1]))
+            for csr, n in zip(seen, seen_counts, strict=True)
+        ]
+        offsets = [0] * len(seen)
+        lists = []
+        for batch in batches:
+            users = users_all[batch * batch_size : (batch + 1) * batch_size]
+            scores = model.query(users) @ item_table.T
+            flat = scores.view(-1)
+            for index, n in enumerate(seen_counts):
+                flat.index_fill_(0, positions[index][offsets[index] : offsets[index] + n[batch]], float("-inf"))
+                offsets[index] += n[batch]
+            topk = scores.topk(max_k, dim=1, sorted=True).indices
+            lists.append(topk)
+            if auc_beta is not None:
+                relevant = target.dense_rows(users)
+                for name in METRICS.names():
+                    if not METRICS.get(name).cutoff:
+                        scored = METRICS.get(name)().per_user_scores(scores, relevant, auc_beta)
+                        for metric, value in scored.items():
+                            row_parts.setdefault((metric, 0, "all"), []).append(value)
+            if after_batch is not None:
+                after_batch(batch * batch_size + users.numel(), users_all.numel())
+        items = torch.cat(lists)
+        hits = target.contains(group[:, None].expand_as(items), items)
+        held_out = functools.partial(held_out_rows, target, group)
+        n_relevant = target.row_lengths()[group]
+        for key, value in per_user_metrics(hits, n_relevant, ks, stratum_of[items], items, catalogue, held_out).items():
+            parts.setdefault(key, []).append(value)
+        for k, at_k in list_counts(items, ks, dataset.n_items).items():
+            counts[k] += at_k
         if keep_topk:
-            tops.append(topk)
-        if after_batch is not None:
-            after_batch(start + users.numel(), users_all.numel())
+            tops.append(items)
     per_user = {key: torch.cat(chunks) for key, chunks in {**parts, **row_parts}.items()}
     whole = catalogue_values(counts, users_all.numel(), catalogue)
     means = torch.stack([values.mean() for values in per_user.values()] + list(whole.values())).tolist()  # one read
