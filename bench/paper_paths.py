@@ -12,12 +12,13 @@ loss is checked against recx's on the same batch and parameters (printed), so bo
 
 Rounds alternate recx and floor (`--steps` timed steps each, after two untimed ones; the order flips each round);
 the epoch is the median step times the run's steps per epoch, the ratio the median of the rounds' paired ratios.
-RG² and RG× (`--paths rg`, ML-10M, rg-headline's exact solves): one iteration (both half-steps) of recx's solver
+RG's SM row (`--paths rg-sm`, ML-10M, batch 2048, the first
+weight-decay point) is an interaction path like the others. RG² and RG× (`--paths rg`, ML-10M, rg-headline's exact solves): one iteration (both half-steps) of recx's solver
 against the plain-torch exact half-steps of as many rows of the mean length (a batched Gram, Cholesky and solve per
 row), paired per round; seconds per iteration. Mult-VAE and FastVAE (`--paths fastvae`, Gowalla, 256 users a step): the
 users runner's step against VAEFloor (FastVAE's floor draws uniform negatives: MIDX's draws are what it leaves out).
 
-    python bench/paper_paths.py --data-root /work/data [--paths prism,bir,hns,rg] [--steps 10] [--rounds 3]
+    python bench/paper_paths.py --data-root /work/data [--paths prism,bir,hns,rg,rg-sm,fastvae] [--steps 10] [--rounds 3]
                                 [--threads 2]
 """
 
@@ -46,6 +47,7 @@ PATHS = {
     "bir": [("bir-headline", method, "gowalla-mat") for method in ("ssl-pop", "bir", "xir")],
     "hns": [("hns-headline", method, "gowalla-mat") for method in ("dns-m2", "softmax-v-rho1", "bpr-uniform")],
     "rg": [("rg-headline", method, "ml10m") for method in ("rg2", "rgx")],
+    "rg-sm": [("rg-headline", "sm", "ml10m")],
     "fastvae": [("fastvae-headline", method, "gowalla-fastvae") for method in ("mult-vae", "fastvae-midx_pop")],
 }
 FLOOR_ROWS = 4096  # rows per chunk of the exact-solve floor
@@ -93,7 +95,7 @@ class Floor:
         self.config, self.dataset = config, dataset
         counts = dataset.item_popularity.double()
         self.log_p = torch.log(counts / counts.sum()).float()
-        self.kind = config.loss if config.loss in ("directau", "mawu") else config.sampler
+        self.kind = config.loss if config.loss in ("directau", "mawu", "full_softmax") else config.sampler
         if self.kind == "mawu":
             self.user_margin = torch.zeros(dataset.n_users, requires_grad=True)
             self.item_margin = torch.zeros(dataset.n_items, requires_grad=True)
@@ -137,6 +139,11 @@ class Floor:
         spread_u = lower_triangle_uniformity(first_rows(self.user, users))
         spread_i = lower_triangle_uniformity(first_rows(self.item, positives))
         return align + args["gamma_user"] * spread_u + args["gamma_item"] * spread_i
+
+    def full_softmax(self, users, positives):
+        """RG's SM row: the softmax over every item of dot scores (temperature 1), the batch's mean."""
+        scores = self.user[users] @ self.item.T
+        return (torch.logsumexp(scores, 1) - scores.gather(1, positives[:, None]).squeeze(1)).mean()
 
     def ssl_pop(self, users, positives):
         logits = self.user[users] @ self.item[positives].T - self.log_p[positives][None, :]
@@ -240,7 +247,7 @@ def bench_path(data_root, experiments, name, method, dataset_name, steps, rounds
         for s in range(steps + 2)
     ]
     check = None
-    if floor.kind in ("directau", "mawu", "in_batch_pop"):
+    if floor.kind in ("directau", "mawu", "in_batch_pop", "full_softmax"):
         ours = training_loss(model, runner.sampler, runner.loss_fn, config, *batches[0]).item()
         theirs = floor.loss(*batches[0]).item()
         check = abs(ours - theirs) / max(abs(theirs), 1e-12)
