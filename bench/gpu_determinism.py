@@ -2,6 +2,7 @@
 trained again, compared with the first (weights bit for bit, results.parquet, the epochs' losses). Prints a Markdown
 table (its lines start with "|"; the runs' own header lines go between them).
 
+With `--deterministic` every run sets `deterministic = true` (torch's deterministic algorithms on CUDA).
 On the CPU recx promises the same numbers for the same seed and a resumed run equal to the uninterrupted one
 (tests/test_resume.py). On CUDA some kernels sum in an order that depends on thread scheduling (atomic adds in
 index_add_ / scatter_add_, embedding backward), so this bench measures, per training kind, what holds there: "same"
@@ -14,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import tempfile
 from pathlib import Path
 
@@ -86,12 +86,9 @@ def main() -> None:
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument(
-        "--deterministic", action="store_true", help="torch.use_deterministic_algorithms(True) for every run"
+        "--deterministic", action="store_true", help="every run with deterministic = true (recx's switch)"
     )
     options = parser.parse_args()
-    if options.deterministic:
-        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # cuBLAS's deterministic workspace
-        torch.use_deterministic_algorithms(True)
     with tempfile.TemporaryDirectory(prefix="recx-determinism-") as scratch:
         root = Path(scratch)
         synthetic = {"n_users": 2000, "n_items": 1000, "mean_length": 30}
@@ -101,7 +98,8 @@ def main() -> None:
         print(f"| case ({setting}) | two runs, one seed | killed after epoch 1, resumed |\n| --- | --- | --- |")
         for name, case in CASES.items():
             epochs = {"epochs": options.epochs, "patience": options.epochs}
-            config = resolve({"seed": 3, "dim": 32, "device": options.device, **epochs, **case})
+            settings = {"seed": 3, "dim": 32, "device": options.device, "deterministic": options.deterministic}
+            config = resolve({**settings, **epochs, **case})
             folder = root / "runs" / name.replace(" ", "-").replace(",", "")
             try:
                 train_run(config, dataset, folder / "first", make_progress(quiet=True))

@@ -39,7 +39,12 @@ CHOICES = {
 
 NO_LOSS_DEFAULTS: dict[str, Any] = {}
 NO_SKIPPED_BUNDLES: tuple[tuple[dict, dict], ...] = ()
-OPTIONAL_KEYS = ("half_steps", "fixed_order", "plugin_code")  # in config.yaml and the run id only when set
+OPTIONAL_KEYS = (
+    "half_steps",
+    "fixed_order",
+    "deterministic",
+    "plugin_code",
+)  # in config.yaml and the run id only when set
 ORDERED_RUNNERS = ("interactions", "users")  # the runners whose epochs go through their examples in an order
 CODE_ROLES = ("model", "loss", "sampler", "metric")  # the names a run's configuration takes from a registry
 
@@ -65,6 +70,9 @@ class RunConfig:
     # one order of the training examples for every epoch, drawn once from the seed (PRISM's loader: shuffle=False over
     # its randomly split edges); else a new order each epoch from the run's generator
     fixed_order: bool = False
+    # on CUDA, torch's deterministic algorithms (recx.core.device.deterministic_algorithms): the seed's run repeats
+    # bit for bit there too (the CPU's does anyway)
+    deterministic: bool = False
     optimizer: str = "auto"  # adam (dense), lazy_adam, adagrad, rowwise_adagrad, sgd; auto: `resolve_optimizer`
     weight_decay: float = 0.0
     weight_decay_mode: str = "full"

@@ -30,6 +30,10 @@ HELP: dict[str, str] = {
     "lr_step_gamma": "The factor of each learning-rate step.",
     "half_steps": "Alternating solvers: an epoch is one half-step, validated after each.",
     "fixed_order": "Every epoch takes the training examples in one order drawn once from the seed (PRISM's loader).",
+    "deterministic": (
+        "On CUDA, torch's deterministic algorithms, so that the same seed repeats bit for bit as on the CPU "
+        "(not yet LightGCN's and the ALS models' sparse products)."
+    ),
     "optimizer": "Optimizer; auto: the model's and sampler's pairing.",
     "weight_decay": "Weight decay strength.",
     "weight_decay_mode": "Where weight decay applies: full (every row, every step), batch (the rows a step touches) or none.",

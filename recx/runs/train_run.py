@@ -22,7 +22,7 @@ from recx.config.run_config import (
     non_default_settings,
 )
 from recx.core import plugins
-from recx.core.device import resolve_device
+from recx.core.device import deterministic_algorithms, resolve_device
 from recx.core.errors import Interrupted, RecxError, attach_log
 from recx.core.folders import clean_stale, swap_in, temp_sibling, writable_folder, write_text_atomic
 from recx.core.lock import exclusive
@@ -154,7 +154,10 @@ def _train_locked(config, dataset, folder, progress, ks, force, with_diagnostics
     finish_only = current == "trained" and not force
     phase = "evaluation" if finish_only else "training"
     try:
-        with make_progress() if progress is None else contextlib.nullcontext(progress) as shown:
+        with (
+            deterministic_algorithms(config.deterministic, device),
+            make_progress() if progress is None else contextlib.nullcontext(progress) as shown,
+        ):
             if finish_only:
                 model = build_model(config, dataset, device)
                 store.load_weights(model, folder, device)
