@@ -7,6 +7,7 @@ import contextlib
 import shutil
 import sys
 import traceback
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -143,6 +144,16 @@ def _note_runs_of_other_code(config: RunConfig, folder: Path, shown) -> None:
             )
 
 
+@contextlib.contextmanager
+def _run_context(config: RunConfig, device, progress: Progress | None) -> Iterator[Progress]:
+    """The run's progress display, within torch's deterministic algorithms when the run asks (on CUDA)."""
+    with (
+        deterministic_algorithms(config.deterministic, device),
+        make_progress() if progress is None else contextlib.nullcontext(progress) as shown,
+    ):
+        yield shown
+
+
 def _train_locked(config, dataset, folder, progress, ks, force, with_diagnostics, checkpoint_every) -> RunOutcome:
     clean_stale(folder)
     current = _check_folder(config, folder, force)
@@ -154,10 +165,7 @@ def _train_locked(config, dataset, folder, progress, ks, force, with_diagnostics
     finish_only = current == "trained" and not force
     phase = "evaluation" if finish_only else "training"
     try:
-        with (
-            deterministic_algorithms(config.deterministic, device),
-            make_progress() if progress is None else contextlib.nullcontext(progress) as shown,
-        ):
+        with _run_context(config, device, progress) as shown:
             if finish_only:
                 model = build_model(config, dataset, device)
                 store.load_weights(model, folder, device)
