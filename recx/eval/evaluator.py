@@ -161,21 +161,16 @@ def evaluate(
     seen_counts = [batch_counts(users_all, csr, batch_size) for csr in seen]  # [csr][batch]
     per_group = group_batches(users_all.numel(), batch_size)
     for first in range(0, len(seen_counts[0]), per_group):
-        batches = range(first, min(first + per_group, len(seen_counts[0])))
-        group = users_all[first * batch_size : batches[-1] * batch_size + batch_size]
-        positions = [
-            seen_positions(group, csr, batch_size, sum(n[batches[0] : batches[-1] + 1]))
-            for csr, n in zip(seen, seen_counts, strict=True)
-        ]
-        offsets = [0] * len(seen)
+        sizes = [counts_of[first : first + per_group] for counts_of in seen_counts]  # [csr][batch of the group]
+        batches = range(first, first + len(sizes[0]))
+        group = users_all[first * batch_size : batches.stop * batch_size]
+        seen_at = [seen_positions(group, csr, batch_size, sum(n)).split(n) for csr, n in zip(seen, sizes, strict=True)]
         lists = []
-        for batch in batches:
+        for batch, positions in zip(batches, zip(*seen_at, strict=True), strict=True):
             users = users_all[batch * batch_size : (batch + 1) * batch_size]
             scores = model.query(users) @ item_table.T
-            flat = scores.view(-1)
-            for index, n in enumerate(seen_counts):
-                flat.index_fill_(0, positions[index][offsets[index] : offsets[index] + n[batch]], float("-inf"))
-                offsets[index] += n[batch]
+            for excluded in positions:  # one write of -inf per excluded split
+                scores.view(-1).index_fill_(0, excluded, float("-inf"))
             topk = scores.topk(max_k, dim=1, sorted=True).indices
             lists.append(topk)
             if auc_beta is not None:
