@@ -57,3 +57,13 @@ def test_holm_and_bonferroni_on_worked_values():
     assert stats.adjust([0.5, 0.9], "holm") == pytest.approx([1.0, 1.0])
     with pytest.raises(ValueError):
         stats.adjust(p, "sidak")
+
+
+def test_a_difference_too_small_for_four_decimals_is_shown_in_scientific_notation():
+    from recx.reports.significance import signed
+
+    assert signed(-3.2e-6) == "-3.20e-06"  # not "-0.0000" beside a significance mark
+    assert signed(2.4e-5) == "+2.40e-05"
+    assert signed(-0.0) == signed(0.0) == "+0.0000"
+    assert signed(0.0123) == "+0.0123"
+    assert signed(-24.8687) == "-24.8687"

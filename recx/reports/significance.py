@@ -285,6 +285,14 @@ def pairs_matrix_markdown(pairs: pd.DataFrame) -> str:
     return "\n".join(blocks)
 
 
+def signed(difference: float) -> str:
+    """A difference with its sign, to 4 decimals, or in scientific notation when 4 decimals would print it as 0
+    (a significant difference of 3e-6 must not read "-0.0000")."""
+    if difference != 0 and abs(difference) < 5e-5:
+        return f"{difference:+.2e}"
+    return f"{difference + 0.0:+.4f}"
+
+
 def to_markdown(table: pd.DataFrame) -> str:
     header = (
         "| dataset | column | method | vs | users | difference | t | p (t) | p (rand.) | p adj. (t) | "
@@ -292,7 +300,7 @@ def to_markdown(table: pd.DataFrame) -> str:
     )
     shown = lambda value, form: "—" if pd.isna(value) else format(value, form)  # noqa: E731
     lines = [
-        f"| {r.dataset} | {r.column} | {r.method} | {r.baseline} | {r.users} | {r.difference:+.4f} | "
+        f"| {r.dataset} | {r.column} | {r.method} | {r.baseline} | {r.users} | {signed(r.difference)} | "
         f"{shown(r.t, '.2f')} | {shown(r.p_t, '.2g')} | {r.p_randomisation:.2g} | {shown(r.p_t_adjusted, '.2g')} | "
         f"{r.p_randomisation_adjusted:.2g}{' †' if r.significant else ''} |"
         for r in table.itertuples()
