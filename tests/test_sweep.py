@@ -1,5 +1,7 @@
 """`recx sweep`: expansion, skipping completed runs, long-format results and tables."""
 
+import re
+
 import pandas as pd
 import yaml
 
@@ -34,6 +36,9 @@ def test_sweep_runs_skips_and_tabulates(tmp_path, recx_cli):
     result = recx_cli("sweep", path, "--experiment", "small", "--out", out, "--data-root", data)
     assert result.code == 0, result.err
     assert "8 runs, 0 already complete" in result.out
+    # each run's lines name its method (two methods may share loss+sampler: mawu+wd and mawu+prism)
+    assert "ssm-pop epoch 2/2" in result.out and "softmax+popularity epoch" not in result.out
+    assert len(re.findall(r"run [0-9a-f]{12} \(ssm-pop\): set: ", result.out)) == 4
     results = pd.read_parquet(out / "results.parquet")
     for column in ["run_id", "dataset", "model", "loss", "sampler", "seed", "split", "metric", "k", "stratum", "value"]:
         assert column in results.columns

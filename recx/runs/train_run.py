@@ -59,8 +59,10 @@ def train_run(
     force: bool = False,
     diagnostics: bool = False,
     checkpoint_every: int | None = None,
+    label: str | None = None,
 ) -> RunOutcome:
-    """Train, evaluate on valid and test, mark complete, holding the run's lock throughout.
+    """Train, evaluate on valid and test, mark complete, holding the run's lock throughout. `label` names the run
+    in its progress lines (a sweep's method name; default: the model, or loss+sampler).
 
     By the folder's state (recx.runs.store): absent/empty: train from scratch; incomplete: train on from its
     checkpoint (`recx.training.fit.fit`, for `checkpoint_every`), else from scratch; trained: finish the
@@ -75,7 +77,7 @@ def train_run(
     check_against_dataset(config, dataset.n_items, ks, RunConfig.n_negatives, f"run {folder.name}")
     writable_folder(folder.parent, "runs folder")
     with exclusive(folder.parent / f".{folder.name}.lock", f"run {folder.name}"):
-        return _train_locked(config, dataset, folder, progress, ks, force, diagnostics, checkpoint_every)
+        return _train_locked(config, dataset, folder, progress, ks, force, diagnostics, checkpoint_every, label)
 
 
 def _check_folder(config: RunConfig, folder: Path, force: bool) -> str:
@@ -154,7 +156,9 @@ def _run_context(config: RunConfig, device, progress: Progress | None) -> Iterat
         yield shown
 
 
-def _train_locked(config, dataset, folder, progress, ks, force, with_diagnostics, checkpoint_every) -> RunOutcome:
+def _train_locked(
+    config, dataset, folder, progress, ks, force, with_diagnostics, checkpoint_every, label
+) -> RunOutcome:
     clean_stale(folder)
     current = _check_folder(config, folder, force)
     device = resolve_device(config.device)
@@ -171,12 +175,10 @@ def _train_locked(config, dataset, folder, progress, ks, force, with_diagnostics
                 store.load_weights(model, folder, device)
                 best_epoch = store.trained_epoch(folder)
             else:
-                _open_run(config, dataset, folder, target, current, replacing, device, shown)
-                model = _built(config, dataset, device)
-                best_epoch = fit(config, dataset, model, shown, _hooks(config, dataset, target, checkpoint_every))
-                store.save_weights(model, target)
-                store.mark_trained(target, best_epoch)
-                store.drop_checkpoint(target)
+                _open_run(config, dataset, folder, target, current, replacing, device, shown, label)
+                model, best_epoch = _trained(
+                    config, dataset, target, device, shown, _hooks(config, dataset, target, checkpoint_every, label)
+                )
             phase = "evaluation"
             results = _evaluate_splits(config, dataset, model, ks, shown, target)
             store.write_results(target, results)
@@ -214,10 +216,11 @@ def _train_locked(config, dataset, folder, progress, ks, force, with_diagnostics
     return RunOutcome(folder, best_epoch, results)
 
 
-def _open_run(config, dataset, folder: Path, target: Path, current: str, replacing: bool, device, shown) -> None:
+def _open_run(config, dataset, folder: Path, target: Path, current: str, replacing: bool, device, shown, label) -> None:
     """Say what the run trains, then write its folder's start (`target`: `folder`, or the sibling that replaces it)
     unless it goes on from its checkpoint; a resumable run's data must be the data it trained on."""
-    shown.console.print(f"run {config.run_id()}: {non_default_settings(config)}", highlight=False)
+    named = f" ({label})" if label else ""
+    shown.console.print(f"run {config.run_id()}{named}: {non_default_settings(config)}", highlight=False)
     note = bundle_note(config)
     if note:
         shown.console.print(f"note: {note}", highlight=False, soft_wrap=True)
@@ -230,6 +233,17 @@ def _open_run(config, dataset, folder: Path, target: Path, current: str, replaci
         if current == "absent":
             _note_runs_of_other_code(config, folder, shown)
         store.start_run(target, config, _environment(config, dataset, device))
+
+
+def _trained(config: RunConfig, dataset: Dataset, target: Path, device, shown, hooks: FitHooks):
+    """(model, selected epoch): the model built and fitted (from its checkpoint when `target` holds one), its
+    weights saved and the run marked trained."""
+    model = _built(config, dataset, device)
+    best_epoch = fit(config, dataset, model, shown, hooks)
+    store.save_weights(model, target)
+    store.mark_trained(target, best_epoch)
+    store.drop_checkpoint(target)
+    return model, best_epoch
 
 
 def _environment(config: RunConfig, dataset: Dataset, device) -> dict:
@@ -247,9 +261,9 @@ def _environment(config: RunConfig, dataset: Dataset, device) -> dict:
     }
 
 
-def _hooks(config: RunConfig, dataset: Dataset, folder: Path, checkpoint_every: int | None) -> FitHooks:
+def _hooks(config: RunConfig, dataset: Dataset, folder: Path, checkpoint_every: int | None, label) -> FitHooks:
     """The loop's validation (the config's metric on the valid split, when there is one), epochs.jsonl and
-    checkpoint.pt in `folder`."""
+    checkpoint.pt in `folder`; `label` names the run's progress lines."""
     metric, k = config.valid_metric_name
 
     def validate(model, after_batch) -> float:
@@ -263,6 +277,7 @@ def _hooks(config: RunConfig, dataset: Dataset, folder: Path, checkpoint_every: 
         checkpoint=folder / store.CHECKPOINT,
         checkpoint_every=checkpoint_every,
         resumed=lambda epochs_done: store.resume_run(folder, epochs_done),
+        label=label,
     )
 
 

@@ -83,7 +83,9 @@ def execute(task: RunTask, progress=None) -> Outcome:
                 return Outcome(SKIPPED)
             config = resolve(task.config, where=f"run {task.run_id}")
             dataset = cached_dataset(Path(task.data_root), config.dataset)
-            train_run(config, dataset, folder, progress=progress, ks=task.ks, diagnostics=task.diagnostics)
+            train_run(
+                config, dataset, folder, progress=progress, ks=task.ks, diagnostics=task.diagnostics, label=task.method
+            )
             return Outcome(DONE)
     except LockedError as error:
         return Outcome(LOCKED, str(error))

@@ -35,13 +35,15 @@ LOSS_REFRESH_S = 1.0  # the bar's running loss is read from the device at most t
 class FitHooks:
     """What the loop needs from its caller: the validation metric of the model (None: no validation; it reports
     its progress as after_batch(done, total)), where each epoch's record goes, the checkpoint file and how often to
-    write it (None: by time, see `fit`), and what to do when training goes on from a checkpoint after `epochs done`."""
+    write it (None: by time, see `fit`), what to do when training goes on from a checkpoint after `epochs done`, and
+    the run's name in the progress lines (None: the model, or loss+sampler)."""
 
     validate: Callable[[torch.nn.Module, Callable[[int, int], None]], float] | None
     log_epoch: Callable[[dict], None]
     checkpoint: Path
     checkpoint_every: int | None = None
     resumed: Callable[[int], None] = lambda epochs_done: None
+    label: str | None = None
 
 
 class _Checkpoints:
@@ -137,7 +139,7 @@ def fit(config: RunConfig, dataset: Dataset, model, progress: Progress, hooks: F
     """
     runner, loop = _start(config, dataset, model, progress, hooks)
     checkpoints = _Checkpoints(hooks.checkpoint, hooks.checkpoint_every)
-    name = config.model if model.losses == () else f"{config.loss}+{config.sampler}"
+    name = hooks.label or (config.model if model.losses == () else f"{config.loss}+{config.sampler}")
     task = progress.add_task(name, total=max(runner.n_steps, 1), status="", unit="step")
     epoch = loop.epoch
     for epoch in range(loop.epoch + 1, config.epochs + 1 if runner.n_steps else 1):
