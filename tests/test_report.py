@@ -212,3 +212,15 @@ def test_one_seed_draws_no_error_bars():
     drawn = lambda stds: plots.strata(means, stds, "NDCG@20", "t").axes[0].containers  # noqa: E731
     assert not any(isinstance(container, ErrorbarContainer) for container in drawn(means * np.nan))
     assert sum(isinstance(container, ErrorbarContainer) for container in drawn(means / 10)) == 2
+
+
+def test_a_report_of_one_method_says_there_is_nothing_to_compare(swept, tmp_path):
+    from recx import api
+
+    results = pd.read_parquet(swept / "results.parquet")
+    one = tmp_path / "one.parquet"
+    results[results.method == "bpr"].to_parquet(one, index=False)
+    api.report(one, tmp_path / "r", resamples=200)
+    report = (tmp_path / "r" / "report.md").read_text()
+    assert "(no test: one method per dataset, nothing to compare)" in report
+    assert "per-user results missing" not in report

@@ -281,6 +281,14 @@ def write_report(
     return report
 
 
+def _untested(rows: pd.DataFrame) -> str:
+    """Why a tests section is empty: each dataset has one method (nothing to compare), or per-user files are
+    missing."""
+    if rows.empty or rows.groupby("dataset")["method"].nunique().max() < 2:
+        return "(no test: one method per dataset, nothing to compare)\n"
+    return "(no test: per-user results missing)\n"
+
+
 def _runs_and_tests(ran: pd.DataFrame, tested: pd.DataFrame, notes: list[str], options: ReportOptions) -> list[str]:
     """What each row ran (budget.csv's table), then the paired tests against the baseline."""
     return [
@@ -297,7 +305,7 @@ def _runs_and_tests(ran: pd.DataFrame, tested: pd.DataFrame, notes: list[str], o
         "scipy.stats.permutation_test); "
         f"adjusted: {options.correction.capitalize()} over the methods compared in each dataset and column.",
         "",
-        significance.to_markdown(tested) if not tested.empty else "(no test: per-user results missing)\n",
+        significance.to_markdown(tested) if not tested.empty else _untested(ran),
         *[f"- {note}" for note in notes],
         "",
     ]
@@ -354,7 +362,7 @@ def _pairs_section(results, folders, keys, options: ReportOptions, resampled, ou
         "dataset and column; the sign: the row's method against the column's; † p < "
         f"{options.alpha}); every column's tests: `significance_pairs.md`.",
         "",
-        significance.pairs_matrix_markdown(pairs) if not pairs.empty else "(no test: per-user results missing)\n",
+        significance.pairs_matrix_markdown(pairs) if not pairs.empty else _untested(results),
     ]
 
 
