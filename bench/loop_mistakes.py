@@ -4,7 +4,9 @@ files of the checkout it is given and restores each with `git checkout`: give it
 you work in.
 
     git worktree add --detach /tmp/scratch HEAD
-    python bench/loop_mistakes.py /tmp/scratch [NAME-PART ...]
+    python bench/loop_mistakes.py /tmp/scratch [--full] [NAME-PART ...]
+
+`--full` runs the whole of tests/ on each mistake instead of the loop goldens and the related suite.
 """
 
 import json
@@ -55,8 +57,41 @@ MISTAKES = {
         "solves = [solves[(epoch - 1) % 2]]",
         "solves = [solves[epoch % 2]]",
     ),
+    "the same order every epoch (one permutation drawn once)": (
+        "recx/training/runners/base.py",
+        "        if self.config.fixed_order:\n",
+        "        if True:  # fixed_order\n",
+    ),
+    "MAWU's margins clipped before the loss reads them": (
+        "recx/losses/mawu.py",
+        "        margin = 1.0 - torch.sigmoid(self.user_margin[users] + self.item_margin[items])\n"
+        "        with torch.no_grad():\n"
+        "            self.user_margin.clamp_(0.0, 1.0)\n"
+        "            self.item_margin.clamp_(0.0, 1.0)\n",
+        "        with torch.no_grad():\n"
+        "            self.user_margin.clamp_(0.0, 1.0)\n"
+        "            self.item_margin.clamp_(0.0, 1.0)\n"
+        "        margin = 1.0 - torch.sigmoid(self.user_margin[users] + self.item_margin[items])\n",
+    ),
+    "XIR's half drawn from the batch at hand, not the run's batch size": (
+        "recx/samplers/xir.py",
+        "half = max(1, (self.args.n_resampled or run_batch_size) // 2)",
+        "half = max(1, (self.args.n_resampled or size) // 2)",
+    ),
+    "RG's validation tie not an improvement (patience not reset)": (
+        "recx/training/fit.py",
+        "return score >= best if config.half_steps else score > best",
+        "return score > best",
+    ),
+    "the shuffle applied to the users, not to their positives (pairs broken; interactions)": (
+        "recx/training/runners/interactions.py",
+        "users_of, items_of = self.users_of.index_select(0, order), self.items_of.index_select(0, order)",
+        "users_of, items_of = self.users_of.index_select(0, order), self.items_of",
+    ),
 }
-only = sys.argv[2:]
+FULL = "--full" in sys.argv[2:]
+only = [a for a in sys.argv[2:] if a != "--full"]
+TESTS = ["tests"] if FULL else SUBSET
 out = {}
 for name, (path, old, new) in MISTAKES.items():
     if only and not any(o in name for o in only):
@@ -67,7 +102,7 @@ for name, (path, old, new) in MISTAKES.items():
     open(p, "w").write(s.replace(old, new))
     try:
         r = subprocess.run(
-            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--tb=no", "-rf", *SUBSET],
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--tb=no", "-rf", *TESTS],
             cwd=W,
             capture_output=True,
             text=True,
