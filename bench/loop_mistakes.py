@@ -88,6 +88,11 @@ MISTAKES = {
         "users_of, items_of = self.users_of.index_select(0, order), self.items_of.index_select(0, order)",
         "users_of, items_of = self.users_of.index_select(0, order), self.items_of",
     ),
+    "MAWU's margins read at each pair's row of the batch, not its id's place among the batch's distinct ids": (
+        "recx/losses/mawu.py",
+        "    return torch.unique(ids, return_inverse=True)[1]\n",
+        "    return torch.arange(ids.numel(), device=ids.device)\n",
+    ),
 }
 FULL = "--full" in sys.argv[2:]
 only = [a for a in sys.argv[2:] if a != "--full"]
