@@ -1,6 +1,6 @@
 """Puts back, one at a time, plausible mistakes in the training loop around the golden-tested functions, runs the
 loop goldens and the related suite on each, and prints which tests fail (docs/fidelity.md, issue 43). It edits the
-files of the checkout it is given and restores each with `git checkout`: give it a scratch worktree, never the one
+files of the checkout it is given and writes each back as it found it: give it a scratch worktree, never the one
 you work in.
 
     git worktree add --detach /tmp/scratch HEAD
@@ -117,4 +117,4 @@ for name, (path, old, new) in MISTAKES.items():
         out[name] = {"summary": r.stdout.strip().splitlines()[-1], "failed": fails}
         print(name, json.dumps(out[name], indent=1), flush=True)
     finally:
-        subprocess.run(["git", "checkout", path], cwd=W)
+        open(p, "w").write(s)  # the file as it was, uncommitted edits included (git checkout would drop them)
