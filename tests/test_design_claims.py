@@ -20,6 +20,8 @@ EXCEPTIONS = {
     # the checkpoint's own partial file `.checkpoint.pt.partial-<pid>`, renamed when whole: a run removes the partial
     # file of a writer that died by its pid (docs/design.md, checkpoint.pt)
     ("recx/training/checkpoint.py", "open"),
+    # torch.save of the checkpoint's state into an in-memory buffer, written after its header into that partial file
+    ("recx/training/checkpoint.py", "save"),
     # append-only logs, a line the unit: epochs.jsonl (a restarted run reads whole lines only), a sweep worker's
     # stderr log and a failed task's traceback (appended while the sweep runs)
     ("recx/runs/store.py", "open"),

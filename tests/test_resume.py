@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -257,59 +256,3 @@ def test_kill_9_then_the_same_command_finishes_the_run(tiny_root, tiny, tmp_path
     )
     train_run(config, tiny, tmp_path / "whole")
     assert_same_run(folder, tmp_path / "whole")
-
-
-BEFORE_LAYERS = {
-    "kernel": {"sampler": "kernel", "optimizer": "lazy_adam", "lr": 0.01},
-    "popularity": {"sampler": "popularity"},
-}
-
-
-GOLDEN_CAPABILITY = "AVX2"  # torch's CPU kernels that computed the golden runs' first epochs
-
-
-@pytest.mark.parametrize("case", list(BEFORE_LAYERS))
-def test_a_checkpoint_of_the_recx_before_the_layers_resumes(tiny, tmp_path, monkeypatch, case):
-    """tests/golden/run_before_layers_<case>: run folders written by recx at 18309b4, before issue 23 moved the
-    modules of pickled classes (recx.samplers.kernel, recx.training.optim) and renamed the samplers' and alias table's
-    chosen kernels from `backend` to `kernels`; each stopped after the checkpoint of epoch 2 of 4 (the tiny dataset,
-    MF, softmax over kernel draws with lazy Adam, or over popularity draws). Today's recx goes on from it and ends
-    with the run it would have trained uninterrupted.
-
-    The golden epochs came from torch's AVX2 kernels; AVX-512 ones (softmax, products) round differently in the last
-    bits, so on such a CPU the test runs again in a process whose torch is held to AVX2 (ATEN_CPU_CAPABILITY)."""
-    if torch.backends.cpu.get_cpu_capability() != GOLDEN_CAPABILITY:
-        if os.environ.get("ATEN_CPU_CAPABILITY") == GOLDEN_CAPABILITY.lower():
-            pytest.skip("this CPU has no AVX2: the golden epochs' arithmetic cannot be repeated")
-        test = f"{Path(__file__).name}::test_a_checkpoint_of_the_recx_before_the_layers_resumes[{case}]"
-        result = subprocess.run(
-            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", test],
-            cwd=Path(__file__).parent,
-            env={**os.environ, "ATEN_CPU_CAPABILITY": GOLDEN_CAPABILITY.lower()},
-            capture_output=True,
-            text=True,
-        )
-        assert result.returncode == 0, result.stdout + result.stderr
-        return
-    config = resolve(
-        {
-            "seed": 3,
-            "dim": 8,
-            "epochs": 4,
-            "patience": 4,
-            "device": "cpu",
-            "dataset": "tiny",
-            "model": "mf",
-            "loss": "softmax",
-            "n_negatives": 20,
-            **BEFORE_LAYERS[case],
-        }
-    )
-    old = tmp_path / "old"
-    shutil.copytree(Path(__file__).parent / "golden" / f"run_before_layers_{case}", old)
-    assert store.resumable(old) and store.read_config(old) == config.to_dict()
-    trained = count_epochs(monkeypatch)
-    train_run(config, tiny, old)
-    assert trained == [3, 4]
-    train_run(config, tiny, tmp_path / "whole")
-    assert_same_run(old, tmp_path / "whole")

@@ -7,7 +7,7 @@ Where they come from, loaded once, before any name is looked up (the first read 
 - `RECX_PLUGINS`: module names, `.py` files or package folders, separated by the path separator (`:`);
 - `--plugin PATH_OR_MODULE` on the command line (repeatable) or `recx.use_plugins(...)` from Python (`request`).
 A local file is imported as the module `recx_plugin_<its stem>`, a package folder (one with `__init__.py`) as the
-package of its folder's name, so the classes a checkpoint pickles are found again when the same plugin is loaded. A plugin that fails to import is one RecxError naming it and the import error; a
+package of its folder's name. A plugin that fails to import is one RecxError naming it and the import error; a
 name that clashes with a built-in or another plugin's is refused by the registry with both owners named. Each run
 records the plugins loaded (`recorded()`: name, source, module, version, the sha256 of its code and the names it
 registered) in its environment.json, and a sweep's workers load the same ones (`worker_specs()`).

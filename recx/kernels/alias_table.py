@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import torch
 
-from recx.kernels.choice import resolve_kernels, restore_kernels
+from recx.kernels.choice import resolve_kernels
 
 
 def build_alias(weights: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -64,9 +64,6 @@ def draw_torch(prob: torch.Tensor, alias: torch.Tensor, uniforms: torch.Tensor) 
 
 class AliasTable:
     """A fixed distribution p ∝ weights on the weights' device; `sample` draws ids with the given generator."""
-
-    def __setstate__(self, state: dict) -> None:
-        restore_kernels(self, state)
 
     def __init__(self, weights: torch.Tensor, kernels: str = "auto"):
         self.prob, self.alias = build_alias(weights)

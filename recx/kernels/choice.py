@@ -49,12 +49,3 @@ def _say_torch_kernels_on_cuda() -> None:
             "(the gpu extra, or gpu-cuda13 on CUDA 13, for the CuPy kernels; --kernels torch silences this)",
             file=sys.stderr,
         )
-
-
-def restore_kernels(obj, state: dict) -> None:
-    """Unpickling (a checkpoint): a state pickled before the chosen implementation was renamed from `backend` to
-    `kernels` (issue 23) is read under the new name, so that a run interrupted then still resumes."""
-    if "backend" in state:
-        state = {**state, "kernels": state["backend"]}
-        del state["backend"]
-    obj.__dict__.update(state)

@@ -293,7 +293,7 @@ def load_weights(model, folder: Path, device) -> None:
     path = folder / "model.pt"
     remedy = "train the run again with --force"
     try:
-        state = torch.load(path, map_location=device)
+        state = torch.load(path, map_location=device, weights_only=True)
         verify(folder, "model.pt", remedy)
         model.load_state_dict(state)
     except FileNotFoundError:

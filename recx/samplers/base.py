@@ -10,7 +10,7 @@ import torch
 from recx.core.errors import RecxError
 from recx.data.dataset import Dataset
 from recx.kernels import membership
-from recx.kernels.choice import resolve_kernels, restore_kernels
+from recx.kernels.choice import resolve_kernels
 
 
 @dataclass
@@ -109,9 +109,6 @@ class Sampler:
     def has_closed_form(cls) -> bool:
         """Whether the sampler gives the normalised log q of any item (`log_probability`)."""
         return cls.log_probability is not Sampler.log_probability
-
-    def __setstate__(self, state: dict) -> None:
-        restore_kernels(self, state)
 
     def __init__(self, dataset: Dataset, n_negatives: int, args, generator: torch.Generator, kernels: str = "auto"):
         self.dataset = dataset

@@ -77,8 +77,7 @@ class CachedImportanceResampler(Sampler):
         if self.cache is None:
             self.run_batch_size = size
             self.cache = self.first_cache(self.args.cache_size or size)
-        run_batch_size = getattr(self, "run_batch_size", None) or size  # a sampler pickled before it was kept
-        half = max(1, (self.args.n_resampled or run_batch_size) // 2)
+        half = max(1, (self.args.n_resampled or self.run_batch_size or size) // 2)
         counts = [
             draw_counts(
                 resampling_weights(self, batch, part, self.log_p, training_item_mask(self, batch.users, part)),

@@ -1,33 +1,36 @@
 """Checkpoints of a training run: everything that decides the rest of the run, written whole after an epoch.
 
 A checkpoint holds the early-stopping state (epochs done, best score, best epoch and its weights, validations
-without improvement), the model's weights, the runner (its optimizer and optimizer state, sampler with its
-caches, tables or codebooks, loss parameters, learning-rate schedule and random generator) and the global random
-generators. The runner is pickled with the run's config, dataset, model and the model's parameters and buffers
-replaced by references, and restored onto the ones the resuming process builds (the same run id: the same
-configuration and data), so that the optimizer's state stays attached to the model's own parameters. Training on
-from epoch k gives the weights and results of an uninterrupted run, bit for bit on the CPU (tests/test_resume.py).
-A checkpoint may also be taken between two steps of an epoch (`LoopState.step` > 0, with the losses of the steps
-done): the runner keeps what it needs to go on from the next step (recx.training.runners.base).
+without improvement), the model's weights, the runner's state (its optimizer and schedule state, the sampler's
+caches, tables or codebooks, the loss's parameters, the run's random generator: recx.training.state) and the global
+random generators. It is data only: tensors, numbers, strings and lists and dicts of them, read back with torch's
+`weights_only` loader, which runs no code; the state goes onto the runner the resuming process builds from the same
+run id (the same configuration and data). Training on from epoch k gives the weights and results of an uninterrupted
+run, bit for bit on the CPU (tests/test_resume.py). A checkpoint may also be taken between two steps of an epoch
+(`LoopState.step` > 0, with the losses of the steps done): the runner keeps what it needs to go on from the next step
+(recx.training.runners.base).
 
 A checkpoint names its run: the run id, the hash of the resolved configuration and the data's identity
-(`Dataset.data_hash`) are pickled first, and a checkpoint of any other run, configuration or data is refused before
-anything is restored (one copied from a run of another lr or seed resumed silently). Checkpoints written before
-they named their run have no such record and resume as they did.
-The file is the sha256 of the pickled record and state followed by them, written whole: a temporary file
-`.checkpoint.pt.partial-<pid>` renamed over the previous checkpoint, which a failed write (disk full, file too large)
-leaves as it was. A partial file left by a process that died while writing is removed by the next run of the same
-folder (`remove_partials`, under the run's lock); a changed byte is reported on load.
+(`Dataset.data_hash`) are stored first, and a checkpoint of any other run, configuration or data is refused before
+anything is restored.
+The file is `MAGIC`, the sha256 of the rest, then torch.save's archive of the record and the state, written whole: a
+temporary file `.checkpoint.pt.partial-<pid>` renamed over the previous checkpoint, which a failed write (disk full,
+file too large) leaves as it was. A partial file left by a process that died while writing is removed by the next
+run of the same folder (`remove_partials`, under the run's lock); a changed byte is reported on load. A file without
+`MAGIC` was written by an older recx, which pickled whole objects (a file that could run code when read): it is
+refused unread.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 import json
 import os
 import pickle
 import re
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,35 +38,10 @@ import torch
 
 from recx.core.errors import RecxError
 from recx.data.dataset_folder import IDENTITY
+from recx.training import state
 
+MAGIC = b"recx checkpoint 2\n"
 DIGEST = hashlib.sha256().digest_size
-# Modules whose pickled classes moved since an older recx wrote a checkpoint, by their module today, and packages
-# renamed (recx.train became recx.training, so that `recx.train` is the front door's function; the compiled routines
-# were gathered into recx.kernels, issue 47 §3): the run still resumes
-# (tests/test_resume.py::test_a_checkpoint_of_the_recx_before_the_layers_resumes).
-MOVED_MODULES = {
-    "recx.samplers.kernel": "recx.samplers.quadratic_kernel",
-    "recx.train.optim": "recx.optim.optimizers",
-    "recx.core.jit": "recx.kernels.jit",
-    "recx.core.lanes": "recx.kernels.lanes",
-    "recx.core.prefetch": "recx.kernels.prefetch",
-    "recx.core.row_occurrences": "recx.kernels.row_occurrences",
-    "recx.optim.row_kernels": "recx.kernels.optimizer_rows",
-    "recx.losses.bpr_rows": "recx.kernels.bpr_rows",
-    "recx.models.als.cg_kernel": "recx.kernels.conjugate_gradient",
-    "recx.models.row_dots": "recx.kernels.row_dots",
-}
-MOVED_PACKAGES = {"recx.train.": "recx.training.", "recx.samplers.kernels.": "recx.kernels."}
-
-
-def moved(module: str) -> str:
-    """Where a pickled class's module is today."""
-    if module in MOVED_MODULES:
-        return MOVED_MODULES[module]
-    for old, new in MOVED_PACKAGES.items():
-        if module.startswith(old):
-            return new + module[len(old) :]
-    return module
 
 
 class WriteFailed(RecxError):
@@ -127,7 +105,7 @@ def remove_partials(path: Path) -> None:
 
 
 def _shared_objects(runner) -> dict[str, object]:
-    """Objects the resuming process rebuilds itself, by a stable name: config, dataset (and its split tensors),
+    """Objects the resuming process builds itself, by a stable name: config, dataset (and its split tensors),
     model, and the model's parameters and buffers."""
     objects: dict[str, object] = {"config": runner.config, "dataset": runner.dataset, "model": runner.model}
     objects.update({f"parameter:{name}": p for name, p in runner.model.named_parameters()})
@@ -139,47 +117,23 @@ def _shared_objects(runner) -> dict[str, object]:
     return objects
 
 
-class _Pickler(pickle.Pickler):
-    def __init__(self, file, names: dict[int, str]):
-        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
-        self.names = names
-
-    def persistent_id(self, obj):
-        return self.names.get(id(obj))
-
-
-class _Unpickler(pickle.Unpickler):
-    def __init__(self, file, objects: dict[str, object]):
-        super().__init__(file)
-        self.objects = objects
-
-    def find_class(self, module, name):
-        return super().find_class(moved(module), name)
-
-    def persistent_load(self, name):
-        if name not in self.objects:
-            raise pickle.UnpicklingError(f"the checkpoint refers to {name!r}, which this run does not have")
-        return self.objects[name]
-
-
 def save(path: Path, runner, loop: LoopState) -> None:
     """Write the checkpoint whole: a temporary file in the same folder, flushed, then renamed over `path`. A failed
     write raises WriteFailed, the previous checkpoint untouched and no partial file left."""
-    objects = _shared_objects(runner)
     payload = {
-        "loop": loop,
+        "run": run_record(runner),
+        "loop": {field.name: getattr(loop, field.name) for field in dataclasses.fields(loop)},
         "model": runner.model.state_dict(),
-        "runner": runner,
+        "runner": state.state_of(runner, _shared_objects(runner)),
         "rng": torch.get_rng_state(),
         "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None,
     }
     buffer = io.BytesIO()
-    pickler = _Pickler(buffer, {id(obj): name for name, obj in objects.items()})
-    pickler.dump(run_record(runner))
-    pickler.dump(payload)
+    torch.save(payload, buffer)
     partial = path.with_name(f".{path.name}.partial-{os.getpid()}")
     try:
         with open(partial, "wb") as handle:
+            handle.write(MAGIC)
             handle.write(hashlib.sha256(buffer.getbuffer()).digest())
             handle.write(buffer.getbuffer())
             handle.flush()
@@ -191,35 +145,40 @@ def save(path: Path, runner, loop: LoopState) -> None:
         partial.unlink(missing_ok=True)
 
 
-def load(path: Path, runner) -> tuple[object, LoopState]:
-    """(the checkpoint's runner, restored onto `runner`'s config, dataset and model; its early-stopping state). The
-    model's weights and the global random generators are restored in place. A damaged file, or the checkpoint of
-    another run, configuration or data, is a RecxError."""
+def load(path: Path, runner) -> LoopState:
+    """Restore the checkpoint onto `runner` (built for this run: its config, dataset and model), the model's weights
+    and the global random generators in place; the early-stopping state. A damaged file, one of an older recx, one
+    that holds anything but data, or the checkpoint of another run, configuration or data is a RecxError."""
     try:
         data = path.read_bytes()
-        if hashlib.sha256(data[DIGEST:]).digest() != data[:DIGEST]:
+        if not data.startswith(MAGIC):
+            raise RecxError(
+                f"{path}: a checkpoint of an older recx, which stored pickled objects (a file that can run code "
+                "when read): it is not read"
+            )
+        body = memoryview(data)[len(MAGIC) + DIGEST :]
+        if hashlib.sha256(body).digest() != data[len(MAGIC) : len(MAGIC) + DIGEST]:
             raise RecxError(
                 f"{path}: its content does not match its checksum (changed or damaged since it was written)"
             )
-        unpickler = _Unpickler(io.BytesIO(data[DIGEST:]), _shared_objects(runner))
-        payload = unpickler.load()
-        if "loop" not in payload:  # the run record; a checkpoint written before it was recorded starts with the state
-            _check_run(path, payload, run_record(runner))
-            payload = unpickler.load()
+        payload = torch.load(io.BytesIO(body), weights_only=True)
+        _check_run(path, payload["run"], run_record(runner))
         runner.model.load_state_dict(payload["model"])
+        state.restore(runner, payload["runner"], _shared_objects(runner))
+        loop = LoopState(**payload["loop"])
+        torch.set_rng_state(payload["rng"])
     except (
         OSError,
         EOFError,
         pickle.UnpicklingError,
+        zipfile.BadZipFile,
         AttributeError,
         KeyError,
         TypeError,
         ValueError,
         RuntimeError,
-        ImportError,
     ) as exc:
         raise RecxError(f"{path}: unreadable checkpoint ({type(exc).__name__}: {exc})") from None
-    torch.set_rng_state(payload["rng"])
     if payload["cuda_rng"] is not None and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(payload["cuda_rng"])
-    return payload["runner"], payload["loop"]
+    return loop

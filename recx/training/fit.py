@@ -176,7 +176,7 @@ def _start(config: RunConfig, dataset: Dataset, model, progress: Progress, hooks
     checkpoint.remove_partials(saved)
     if saved.is_file():
         try:
-            runner, loop = checkpoint.load(saved, runner)
+            loop = checkpoint.load(saved, runner)
         except RecxError as exc:
             raise RecxError(f"{exc}; pass --force to train the run again from the first epoch") from None
         hooks.resumed(loop.epoch)

@@ -24,7 +24,7 @@ from recx.training.runners.registry import RUNNERS
 @RUNNERS.register("alternating")
 class AlternatingEpochs(Runner):
     checkpoints_within_epoch = True
-    n_steps = 2  # a class attribute: checkpoints pickled before `half_steps` existed restore it
+    n_steps = 2
 
     def __init__(self, config, dataset, model, generator):
         super().__init__(config, dataset, model, generator)

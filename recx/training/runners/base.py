@@ -19,7 +19,8 @@ class Runner:
 
     A runner with `checkpoints_within_epoch` keeps `steps_done` (the steps of the current epoch done, set before each
     `after_step` and back to 0 when the epoch ends) and whatever else its next step needs as attributes, so that the
-    trainer may pickle it in `after_step` (recx.training.checkpoint): `train_epoch` of a runner restored with
+    trainer may checkpoint its state in `after_step` (recx.training.checkpoint, recx.training.state: tensors, numbers,
+    strings, generators, optimizers and the objects holding them): `train_epoch` of a runner restored with
     `steps_done` = s runs the epoch's steps from s + 1 on, in the same order, as if it had not stopped. An epoch's
     shuffled order is drawn by `shuffled` and drawn again on such a resume.
     """
