@@ -13,6 +13,7 @@ import pytest
 import torch
 
 import recx.samplers.codebooks as codebooks
+import recx.samplers.kmeans as kmeans_module
 from recx.config.run_config import resolve
 from recx.data.csr import CSR
 from recx.data.dataset import Dataset
@@ -165,6 +166,32 @@ def test_kmeans_matches_the_official_kmeans_from_the_same_start(case):
         centroids, labels = kmeans(half, tensor(DATA[f"{case}_initial_centroids"]), 300, 1e-6, generator)
         assert torch.equal(labels, torch.tensor(GOLDEN[case]["assignments"][part]))
         assert torch.allclose(centroids, tensor(GOLDEN[case]["codewords"][part]), **TIGHT)
+
+
+KMEANS = json.loads((Path(__file__).parent / "golden" / "official" / "fastvae_kmeans.json").read_text())
+
+
+def test_kmeans_stops_where_the_official_relative_rule_stops(monkeypatch):
+    """`kmeans` from the official start with the MIDX samplers' default iterations and tolerance, on the input of
+    `bench/official/fastvae_kmeans.py`: stop when L_prev - L < L_prev · 1e-6, L the squared error
+    (sampler_gpu_mm.py:30 at the golden's commit). L is ~2e5 and falls by 0.12 (5e-7 of L) at pass 5, where the
+    official loop stops; an absolute rule, L_prev - L < 1e-6, runs on to pass 9 and 3 other assignments. The
+    centroids, the assignments and the pass recx stopped at (its centroid updates + 1)."""
+    assert KMEANS["absolute_rule"]["passes"] != KMEANS["passes"]
+    updates = []
+    sums = kmeans_module.cluster_sums_of
+    monkeypatch.setattr(kmeans_module, "cluster_sums_of", lambda *args: updates.append(1) or sums(*args))
+    args = SAMPLERS.get("midx_uni").Args()
+    points = tensor(KMEANS["points"])
+    generator = torch.Generator().manual_seed(0)  # no cluster empties on this input: nothing random is drawn
+    centroids, labels = kmeans(
+        points, points[KMEANS["start"]], args.kmeans_iterations, args.kmeans_tolerance, generator
+    )
+    assert len(updates) + 1 == KMEANS["passes"], (
+        f"recx stopped at pass {len(updates) + 1}, the official at {KMEANS['passes']}"
+    )
+    assert torch.equal(labels, torch.tensor(KMEANS["assignments"]))
+    assert torch.allclose(centroids, tensor(KMEANS["centroids"]), **TIGHT)
 
 
 def dataset_with_counts(counts: list[int]) -> Dataset:

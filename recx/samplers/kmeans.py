@@ -1,10 +1,10 @@
-"""Lloyd's k-means as the FastVAE paper's official code clusters item sub-vectors (HERECJ/FastVae_Gpu,
-sampler_gpu_mm.py `kmeans`), in torch on the points' device.
+"""Lloyd's k-means as the FastVAE paper's official code clusters item sub-vectors (HERECJ/FastVae_Gpu at 1f46449,
+sampler_gpu_mm.py:13-38 `kmeans`), in torch on the points' device.
 
 From centroids C (k random points, or given ones), repeat up to `max_iterations` times:
     a_i = argmin_k d_ik,   d_ik = ‖x_i‖² - 2 x_i·c_k + ‖c_k‖²,   L = Σ_i d_{i a_i} (= Σ_i ‖x_i - c_{a_i}‖²);
-    stop when L_prev - L < tolerance · L_prev; else c_k = mean of its points, and every empty cluster gets a random
-    point (without replacement) as its centroid.
+    stop when L_prev - L < tolerance · L_prev (a relative fall: sampler_gpu_mm.py:30, tolerance 1e-6); else c_k =
+    mean of its points, and every empty cluster gets a random point (without replacement) as its centroid.
 It returns the last assignment and the last centroids (as the official code: if the iteration budget runs out, the
 centroids are one update past the assignment). Random choices read `generator`, so a seed fixes the result.
 """
