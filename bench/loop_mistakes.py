@@ -14,6 +14,9 @@ import os
 import subprocess
 import sys
 
+if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
+    print(__doc__)
+    sys.exit(0 if len(sys.argv) > 1 else 2)
 W = sys.argv[1]
 SUBSET = "tests/test_official_prism.py tests/test_official_hns.py tests/test_official_wrmf.py tests/test_official_fastvae.py tests/test_official_bir.py tests/test_official_rg.py tests/test_train_optim.py tests/test_train_schedule.py tests/test_train_sparse.py tests/test_train_row_gradients.py tests/test_train_positive_mask.py tests/test_models_als.py tests/test_models_weight_decay.py tests/test_resume.py tests/test_samplers_midx.py tests/test_sweep_als.py tests/test_contract.py".split()
 MISTAKES = {
