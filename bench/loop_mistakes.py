@@ -96,6 +96,11 @@ MISTAKES = {
         "    return torch.unique(ids, return_inverse=True)[1]\n",
         "    return torch.arange(ids.numel(), device=ids.device)\n",
     ),
+    "k-means stopped on an absolute fall of the loss, not a relative one": (
+        "recx/samplers/kmeans.py",
+        "if previous - loss < previous * tolerance:",
+        "if previous - loss < tolerance:",
+    ),
 }
 FULL = "--full" in sys.argv[2:]
 only = [a for a in sys.argv[2:] if a != "--full"]
