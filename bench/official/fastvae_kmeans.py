@@ -7,7 +7,7 @@ FASTVAE_CHECKOUT is a checkout of HERECJ/FastVae_Gpu or a bare mirror (its Pytho
 to a temporary folder). The unmodified `sampler_gpu_mm.kmeans(X, K)` (max_iter 300, as `MidxUniform.__init__` calls
 it) clusters 46 points of the plane into K = 6, CPU, float64, under torch.manual_seed(SEED): 40 points from N(0, I)
 and 6 from N((1000, 0), 100² I), rounded to 3 decimals (numpy's default_rng(SEED)). The far, wide group keeps one
-centroid and its squared error dominates the loss L (~1e5), so that the official rule, stop when
+centroid and its squared error dominates the loss L (~2e5), so that the official rule, stop when
 L_prev - L < L_prev · 1e-6 (sampler_gpu_mm.py:30), stops on a decrease of ~0.1, while an absolute rule
 L_prev - L < 1e-6 runs on to other centroids and assignments (checked here).
 
