@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import hashlib
 import importlib
 import json
 import os
@@ -53,6 +52,7 @@ from typing import Callable
 
 import pandas as pd
 import torch
+from gpu_pack import check_pack
 from gpu_runs import HEADLINE, REAL, RUNS, PackedRun, prepare_command, train_command
 
 from recx.config.run_config import resolve
@@ -209,24 +209,6 @@ def module_version(name: str) -> str:
         return f"missing ({type(missing).__name__})"
 
 
-def check_pack(pack: Path) -> tuple[bool, str]:
-    manifest = pack / "manifest.json"
-    if not manifest.is_file():
-        return False, f"{pack} holds no pack (make gpu-pack)"
-    files = json.loads(manifest.read_text())["files"]
-    bad = [
-        name
-        for name, card in files.items()
-        if not (pack / name).is_file() or hashlib.sha256((pack / name).read_bytes()).hexdigest() != card["sha256"]
-    ]
-    if bad:
-        return False, f"pack files missing or changed: {', '.join(bad)}"
-    return (
-        True,
-        f"pack {pack.name}: {len(files)} files, {sum(c['bytes'] for c in files.values()) / 2**20:.1f} MiB, checksums equal",
-    )
-
-
 def compile_kernels(check: Check) -> None:
     """Each CuPy kernel's source compiled by NVRTC for the current GPU (the architecture it targets)."""
     import cupy
@@ -266,7 +248,7 @@ def check_setup(ctx: Context) -> Check:
         f"- Python {platform.python_version()}, torch {torch.__version__} (CUDA build {torch.version.cuda}), "
         + ", ".join(f"{k} {v}" for k, v in versions.items())
     )
-    pack_ok, pack_line = check_pack(ctx.pack)
+    pack_ok, pack_line = check_pack(ctx.pack, "make gpu-pack")
     check.lines.append(f"- {pack_line}")
     check.ok = pack_ok
     if not ctx.dry:

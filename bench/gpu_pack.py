@@ -22,6 +22,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 from gpu_runs import RUN_FILES, RUNS, prepare_command, train_command
@@ -89,6 +90,52 @@ def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def write_pack(out: Path, fill: Callable[[Path], None], source: str, limit_mib: float, name: str) -> tuple[int, float]:
+    """Fill a staging folder beside `out` (`fill(staging)`), write its manifest.json (each file's size and sha256) and
+    swap it in for `out`: (files, MiB). A folder that is not a pack (no manifest.json) is never written into; `name`
+    starts each error."""
+    if out.exists() and not (out / "manifest.json").is_file():
+        sys.exit(f"{name}: {out} exists and is not a pack (no manifest.json); choose another --out")
+    staging = out.with_name(out.name + ".partial")
+    if staging.exists():
+        shutil.rmtree(staging)  # an interrupted pack of ours
+    staging.mkdir(parents=True)
+    fill(staging)
+    files = sorted(path for path in staging.rglob("*") if path.is_file())
+    total = sum(path.stat().st_size for path in files)
+    if total > limit_mib * 2**20:
+        sys.exit(f"{name}: {total / 2**20:.1f} MiB is over the {limit_mib} MiB the pack may take")
+    manifest = {
+        "made": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "source": source,
+        "files": {str(p.relative_to(staging)): {"bytes": p.stat().st_size, "sha256": sha256(p)} for p in files},
+    }
+    (staging / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+    if out.exists():
+        shutil.rmtree(out)  # a previous pack (it has our manifest)
+    staging.rename(out)
+    return len(files) + 1, total / 2**20
+
+
+def check_pack(pack: Path, remedy: str) -> tuple[bool, str]:
+    """(ok, one line): every file of the pack's manifest there with its sha256; `remedy` names the make target."""
+    manifest = pack / "manifest.json"
+    if not manifest.is_file():
+        return False, f"{pack} holds no pack ({remedy})"
+    files = json.loads(manifest.read_text())["files"]
+    bad = [
+        name
+        for name, card in files.items()
+        if not (pack / name).is_file() or hashlib.sha256((pack / name).read_bytes()).hexdigest() != card["sha256"]
+    ]
+    if bad:
+        return False, f"pack files missing or changed: {', '.join(bad)}"
+    return (
+        True,
+        f"pack {pack.name}: {len(files)} files, {sum(c['bytes'] for c in files.values()) / 2**20:.1f} MiB, checksums equal",
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--source", type=Path, default=ROOT.parent / "shared" / "data")
@@ -96,34 +143,21 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / ".gpu-pack")
     parser.add_argument("--no-cpu-runs", action="store_true", help="data only (the check then runs no CPU side)")
     options = parser.parse_args()
+
+    def fill(staging: Path) -> None:
+        data = staging / "data"
+        data.mkdir()
+        if options.synthetic:
+            synthetic_source(data)
+        else:
+            copy_source(options.source, data)
+        if not options.no_cpu_runs:
+            cpu_runs(data, staging / "cpu-runs", lambda run: run.dry_epochs if options.synthetic else run.cpu_epochs)
+
     out = options.out.resolve()
-    if out.exists() and not (out / "manifest.json").is_file():
-        sys.exit(f"gpu-pack: {out} exists and is not a pack (no manifest.json); choose another --out")
-    staging = out.with_name(out.name + ".partial")
-    if staging.exists():
-        shutil.rmtree(staging)  # an interrupted pack of ours
-    data = staging / "data"
-    data.mkdir(parents=True)
-    if options.synthetic:
-        synthetic_source(data)
-    else:
-        copy_source(options.source, data)
-    if not options.no_cpu_runs:
-        cpu_runs(data, staging / "cpu-runs", lambda run: run.dry_epochs if options.synthetic else run.cpu_epochs)
-    files = sorted(path for path in staging.rglob("*") if path.is_file())
-    total = sum(path.stat().st_size for path in files)
-    if total > LIMIT_MIB * 2**20:
-        sys.exit(f"gpu-pack: {total / 2**20:.1f} MiB is over the {LIMIT_MIB} MiB the pack may take")
-    manifest = {
-        "made": time.strftime("%Y-%m-%dT%H:%M:%S"),
-        "source": "synthetic" if options.synthetic else str(options.source.resolve()),
-        "files": {str(p.relative_to(staging)): {"bytes": p.stat().st_size, "sha256": sha256(p)} for p in files},
-    }
-    (staging / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
-    if out.exists():
-        shutil.rmtree(out)  # a previous pack (it has our manifest)
-    staging.rename(out)
-    print(f"gpu-pack: {out} ({len(files) + 1} files, {total / 2**20:.1f} MiB)")
+    source = "synthetic" if options.synthetic else str(options.source.resolve())
+    files, mib = write_pack(out, fill, source, LIMIT_MIB, "gpu-pack")
+    print(f"gpu-pack: {out} ({files} files, {mib:.1f} MiB)")
 
 
 if __name__ == "__main__":
