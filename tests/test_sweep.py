@@ -1,5 +1,6 @@
 """`recx sweep`: expansion, skipping completed runs, long-format results and tables."""
 
+import json
 import re
 
 import pandas as pd
@@ -218,3 +219,43 @@ def test_a_dry_run_says_which_datasets_are_missing_and_how_they_would_be_prepare
     )
     assert "dataset absent: not prepared under" in text and "has no recipe for it in 'datasets'" in text
     assert not (tmp_path / "data").exists()  # a dry run prepares nothing
+
+
+def test_the_tables_of_a_stopped_sweep_hold_its_complete_runs_and_train_nothing(tmp_path, recx_cli):
+    """What a sweep stopped midway finished is reported (bench/gpu_headlines.py after its time budget): a method with
+    some grid points complete keeps its row at the best of those, a method with none is left out, nothing trains."""
+    import io
+
+    from rich.console import Console
+
+    from recx.reports.report import report_sweep
+    from recx.runs import store
+    from recx.sweeps.experiments import plan
+    from recx.sweeps.sweep import finished_tables
+
+    path = tmp_path / "experiments.yaml"
+    path.write_text(yaml.safe_dump(EXPERIMENT))
+    out, data = tmp_path / "out", tmp_path / "data"
+    assert recx_cli("sweep", path, "-e", "small", "--out", out, "--data-root", data, "--seeds", "0").code == 0
+    spec = {**EXPERIMENT["experiments"]["small"], "seeds": [0]}
+    planned = {run.run_id: run.method for run in plan(spec, "small", path)}
+    bpr_kept, bpr_stopped = sorted(run_id for run_id, method in planned.items() if method == "bpr")
+    for run_id in [bpr_stopped, *(run_id for run_id, method in planned.items() if method == "ssm-pop")]:
+        (out / "runs" / run_id / "COMPLETE").unlink()  # stopped in training
+        (out / "runs" / run_id / "INCOMPLETE").write_text("training started; not finished\n")
+    (out / "results.parquet").unlink()
+    before = {folder.name: store.state(folder) for folder in (out / "runs").iterdir() if folder.is_dir()}
+
+    outcome = finished_tables(path, "small", out)
+    assert outcome is not None
+    assert set(outcome.results.run_id) == {bpr_kept} and set(outcome.results.method) == {"bpr"}
+    assert set(pd.read_parquet(out / "results.parquet").run_id) == {bpr_kept}
+    record = json.loads((out / "experiment.json").read_text())
+    assert record["run"]["tiny"] == {"bpr": {"grid_points": 1, "seeds": 1}}
+    assert record["planned"]["tiny"]["bpr"] == {"grid_points": 2, "seeds": 2}
+    report_sweep(outcome, Console(file=io.StringIO(), width=200))
+    assert "bpr" in (out / "table.md").read_text() and "ssm-pop" not in (out / "table.md").read_text()
+    assert {folder.name: store.state(folder) for folder in (out / "runs").iterdir() if folder.is_dir()} == before
+
+    (out / "runs" / bpr_kept / "COMPLETE").unlink()
+    assert finished_tables(path, "small", out) is None

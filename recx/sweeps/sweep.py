@@ -267,6 +267,22 @@ def _write_tables(whole: dict, name: str, path: Path, overrides: SweepOverrides,
     return results
 
 
+def finished_tables(path: Path, name: str, out: Path, settings: dict | None = None) -> SweepOutcome | None:
+    """The tables of the experiment's runs complete in `out`, training nothing: what a sweep stopped midway (Ctrl-C,
+    a time budget) finished, for its report (recx.reports.report.report_sweep). Writes results.parquet,
+    experiment.json and convergence.parquet as a finished sweep does (a method's row at its best complete grid point;
+    its reduced grid marked in the report); None when no run is complete. `settings`: the sweep's --set values (the
+    run ids hold them)."""
+    whole = experiment_spec(load_experiments(path), name, path)
+    overrides = SweepOverrides(settings=dict(settings or {}))
+    runs_dir = out / "runs"
+    if not complete_elsewhere(plan_each_method(whole, name, path, overrides.settings), [], runs_dir):
+        return None
+    results = _write_tables(whole, name, path, overrides, [], out)
+    folders = {run_id: runs_dir / run_id for run_id in results.run_id.unique()}
+    return SweepOutcome(name, out, results, folders, table_layout(whole, name, path))
+
+
 def run_sweep(
     path: Path,
     name: str,
