@@ -13,7 +13,8 @@ sweep_out = $(if $(OUT),--out $(OUT)/$(1))
 CI_OUT ?= build/ci-reproduce
 
 .PHONY: setup quickstart test lint test-gpu bench catalog gowalla reproduce-prism reproduce-hns reproduce-bir reproduce-fastvae \
-	reproduce-rg reproduce-headlines ci-reproduce gpu-pack gpu-check gpu-check-cpu
+	reproduce-rg reproduce-headlines ci-reproduce gpu-pack gpu-check gpu-check-cpu \
+	headlines-pack reproduce-headlines-gpu reproduce-headlines-gpu-cpu
 
 setup:
 	$(PYTHON) -m pip install torch==2.13.0
@@ -56,6 +57,38 @@ gpu-check:
 gpu-check-cpu:
 	$(PYTHON) bench/gpu_pack.py --synthetic --out $(CI_OUT)/gpu-pack
 	RECX_GPU_CHECK_FORCE_CPU=1 $(MAKE) gpu-check GPU_PACK=$(CI_OUT)/gpu-pack GPU_OUT=$(CI_OUT)/gpu-check
+
+# The five headline experiments from scratch on one lent GPU machine (README "GPU", docs/reproductions/README.md):
+# `make headlines-pack` here first (the datasets' source files, 6 MiB, into .headlines-pack/, which travels with the
+# checkout), then there the HEADLINES_GPU line as is: the datasets prepared, the five sweeps at once with HEADLINES_JOBS
+# workers shared among them on the one GPU, the sweeps still running stopped HEADLINES_RESERVE seconds before the
+# HEADLINES_BUDGET ends (their runs keep their checkpoints in HEADLINES_WORK: the same command goes on from them), each
+# experiment's report; writes headlines.md, .json, .log and .tar.gz into HEADLINES_OUT and exits non-zero on a failure.
+# reproduce-headlines-gpu-cpu runs that same command line on a synthetic pack with the CPU forced, every run capped at
+# 2 epochs (CI's dry run).
+HEADLINES_PACK ?= .headlines-pack
+HEADLINES_OUT ?= build/headlines-out
+HEADLINES_WORK ?= build/headlines
+HEADLINES_BUDGET ?= 570
+HEADLINES_RESERVE ?= 60
+HEADLINES_JOBS ?= 16
+HEADLINES_FLAGS ?=
+HEADLINES_GPU = PYTHONPATH=. $(PYTHON) bench/gpu_headlines.py --device cuda --data $(HEADLINES_PACK) \
+	--out $(HEADLINES_OUT) --work $(HEADLINES_WORK) --budget-s $(HEADLINES_BUDGET) --reserve-s $(HEADLINES_RESERVE) \
+	--jobs $(HEADLINES_JOBS) $(HEADLINES_FLAGS)
+
+headlines-pack:
+	PYTHONPATH=. $(PYTHON) bench/headlines_pack.py --out $(HEADLINES_PACK)
+
+reproduce-headlines-gpu:
+	$(HEADLINES_GPU)
+
+reproduce-headlines-gpu-cpu:
+	rm -rf $(CI_OUT)/headlines $(CI_OUT)/headlines-out
+	PYTHONPATH=. $(PYTHON) bench/headlines_pack.py --synthetic --out $(CI_OUT)/headlines-pack
+	RECX_GPU_CHECK_FORCE_CPU=1 $(MAKE) reproduce-headlines-gpu HEADLINES_PACK=$(CI_OUT)/headlines-pack \
+		HEADLINES_OUT=$(CI_OUT)/headlines-out HEADLINES_WORK=$(CI_OUT)/headlines HEADLINES_BUDGET=400 HEADLINES_JOBS=5 \
+		HEADLINES_FLAGS=--require-complete
 
 bench:
 	$(PYTHON) bench/eval_speed.py
