@@ -1,7 +1,7 @@
 """`make reproduce-headlines-gpu`: the five headline experiments from scratch on one lent GPU machine, side by side,
 within a time budget, with no install.
 
-    PYTHONPATH=. python3 bench/gpu_headlines.py --device cuda --data .headlines-pack --out OUT --budget-s 570 --jobs 16
+    PYTHONPATH=. python3 bench/gpu_headlines.py --device cuda --data .headlines-pack --out OUT --budget-s 560 --jobs 16
 
 needs only what the lent machine has (Python 3.12, torch with CUDA, CuPy, numpy, scipy, pandas, pyarrow, typer, rich,
 numba) and the pack `make headlines-pack` made (bench/headlines_pack.py: the datasets' source files). Steps:
@@ -39,6 +39,7 @@ import signal
 import sys
 import tarfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -64,15 +65,18 @@ RUN_FILES |= {store.COMPLETE, store.TRAINED, store.INCOMPLETE}
 
 
 class Log:
-    """Progress lines, printed at once and kept for headlines.log."""
+    """Progress lines, printed and appended to headlines.log at once (a command cut short still returns them)."""
 
-    def __init__(self, started: float):
-        self.started, self.lines = started, []
+    def __init__(self, started: float, path: Path):
+        self.started, self.path, self.lines = started, path, []
+        path.write_text("")
 
     def __call__(self, text: str) -> None:
         line = f"[{time.monotonic() - self.started:5.0f} s] {text}"
         self.lines.append(line)
         print(line, flush=True)
+        with open(self.path, "a") as log:
+            log.write(line + "\n")
 
 
 def python() -> str:
@@ -195,13 +199,97 @@ def tails(jobs: list[Job], lines: int = 15) -> list[str]:
     return out
 
 
+@dataclass
+class Headlines:
+    """One command's settings and state: the experiments, their plans and sweeps, where things go, the log."""
+
+    names: tuple[str, ...]
+    device: str
+    settings: dict  # the sweeps' --set values
+    work: Path
+    out: Path
+    budget_s: float
+    reserve_s: float
+    log: Log
+    setup: str = ""
+    plans: dict = field(default_factory=dict)  # name -> (planned runs, paper block)
+    split: dict = field(default_factory=dict)  # name -> workers
+    jobs: list[Job] = field(default_factory=list)
+
+
+def reached(run: Headlines) -> tuple[list[RunRow], dict]:
+    """Every planned run's row, read from its folder, and each sweep's figures."""
+    rows: list[RunRow] = []
+    sweeps = {}
+    for job in run.jobs:
+        stopped = budget_stopped(job)
+        planned, paper = run.plans[job.name]
+        rows += [run_row(job.name, r, run.work / job.name / "runs" / r.run_id, paper, stopped) for r in planned]
+        state = "not started" if job.process is None else f"exit {job.code}"
+        state += ", stopped by the budget" if stopped else ""
+        sweeps[job.name] = {
+            "jobs": run.split[job.name],
+            "exit": job.code,
+            "stopped_by_budget": stopped,
+            "seconds": round(job.seconds, 1),
+            "line": f"sweep {state}, {job.seconds:.0f} s, --jobs {run.split[job.name]}",
+        }
+    return rows, sweeps
+
+
+def summarise(run: Headlines, rows: list[RunRow], sweeps: dict, verdict: str, notes: list[str]) -> None:
+    """headlines.md, .json and .log into OUT."""
+    complete = sum(row.state == "complete" for row in rows)
+    elapsed = time.monotonic() - run.log.started
+    header = [
+        f"# recx headlines on one {'GPU' if run.device == 'cuda' else 'CPU (dry run)'}: {verdict}",
+        "",
+        f"{time.strftime('%Y-%m-%d %H:%M:%S')}; {run.setup}",
+        f"{elapsed:.0f} s of a {run.budget_s:.0f} s budget ({run.reserve_s:.0f} s kept for the tables); "
+        f"{complete} of {len(rows)} runs complete; workers "
+        + ", ".join(f"{name} {count}" for name, count in run.split.items()),
+        f"command: {' '.join(['python3', *sys.argv])}",
+        *notes,
+    ]
+    (run.out / "headlines.md").write_text(markdown(rows, sweeps, header))
+    about = {"device": run.device, "verdict": verdict, "setup": run.setup, "budget_s": run.budget_s}
+    figures = as_json(rows, sweeps, {**about, "elapsed_s": round(elapsed, 1)})
+    (run.out / "headlines.json").write_text(json.dumps(figures, indent=1) + "\n")
+    (run.out / "headlines.log").write_text("\n".join([*run.log.lines, "", *tails(run.jobs)]) + "\n")
+
+
+def budget_stopped(job: Job) -> bool:
+    """Stopped at the budget's end (or by Ctrl-C) before it ended by itself."""
+    return bool(job.stopped) and job.code != 0
+
+
+def start(run: Headlines, pack: Path, jobs_total: int) -> bool:
+    """Plan, prepare the data, run the sweeps until they end or the budget's end; False when something failed."""
+    ok, run.setup = setup_line(run.device, pack)
+    run.log(f"setup: {run.setup}")
+    run.plans = {name: planned_runs(name, run.settings) for name in run.names}
+    run.split = split_jobs(jobs_total, {name: len(run.plans[name][0]) for name in run.names})
+    for name in run.names:
+        job = Job(name, sweep_command(name, run.work, run.split[name], run.settings), run.work / "logs" / f"{name}.log")
+        job.env = child_env(run.split[name], run.device == "cpu")
+        run.jobs.append(job)
+    stop_at = run.log.started + run.budget_s - run.reserve_s
+    if not (ok and prepare_data(run.names, pack, run.work / "data", run.work, stop_at, run.log)):
+        return False
+    run.log("sweeps: " + ", ".join(f"{job.name} --jobs {run.split[job.name]}" for job in run.jobs))
+    planned = {name: run.plans[name][0] for name in run.names}
+    tick = 5.0 if run.device == "cpu" else 30.0
+    run_until(run.jobs, stop_at, GRACE_S, lambda jobs: progress(planned, run.work, jobs, run.log), tick)
+    return all(job.code == 0 or budget_stopped(job) for job in run.jobs)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--data", type=Path, default=ROOT / ".headlines-pack", help="the pack (make headlines-pack)")
     parser.add_argument("--out", type=Path, default=ROOT / "build" / "headlines-out", help="folder for the summary")
     parser.add_argument("--work", type=Path, default=ROOT / "build" / "headlines", help="data and runs (resumable)")
-    parser.add_argument("--budget-s", type=float, default=570, help="wall-clock seconds for the whole command")
+    parser.add_argument("--budget-s", type=float, default=560, help="wall-clock seconds for the whole command")
     parser.add_argument("--reserve-s", type=float, default=60, help="seconds of the budget kept for the tables")
     parser.add_argument("--jobs", type=int, default=usable_cpus(), help="runs at once, all experiments together")
     parser.add_argument("--only", default="", help=f"comma-separated experiments (default: {', '.join(HEADLINES)})")
@@ -214,78 +302,30 @@ def main() -> int:
     if device == "cuda" and not torch.cuda.is_available():
         parser.error(f"--device cuda: CUDA is not available here; use --device cpu (or {FORCE_CPU}=1) for the dry run")
     signal.signal(signal.SIGTERM, interrupt)
-    started = time.monotonic()
-    deadline = started + options.budget_s
-    log = Log(started)
     options.out.mkdir(parents=True, exist_ok=True)
-    work = options.work.resolve()
-    settings: dict = {"device": device, **({"epochs": DRY_EPOCHS} if device == "cpu" else {})}
-    ok, line = setup_line(device, options.data.resolve())
-    log(f"setup: {line}")
-    plans = {name: planned_runs(name, settings) for name in names}
-    split = split_jobs(options.jobs, {name: len(plans[name][0]) for name in names})
-    jobs = [
-        Job(name, sweep_command(name, work, split[name], settings), work / "logs" / f"{name}.log") for name in names
-    ]
-    for job in jobs:
-        job.env = child_env(split[job.name], device == "cpu")
+    settings = {"device": device, **({"epochs": DRY_EPOCHS} if device == "cpu" else {})}
+    log = Log(time.monotonic(), options.out / "headlines.log")
+    run = Headlines(
+        names, device, settings, options.work.resolve(), options.out, options.budget_s, options.reserve_s, log
+    )
     interrupted = False
     try:
-        ok = ok and prepare_data(names, options.data.resolve(), work / "data", work, deadline - options.reserve_s, log)
-        if ok:
-            log("sweeps: " + ", ".join(f"{job.name} --jobs {split[job.name]}" for job in jobs))
-            runs = {name: plans[name][0] for name in names}
-            tick = 5.0 if device == "cpu" else 30.0
-            run_until(jobs, deadline - options.reserve_s, GRACE_S, lambda js: progress(runs, work, js, log), tick)
+        ok = start(run, options.data.resolve(), options.jobs)
     except KeyboardInterrupt:
-        interrupted = True
+        ok, interrupted = False, True
         log("interrupted: the sweeps were stopped; their runs keep their checkpoints")
-    rows: list[RunRow] = []
-    sweeps = {}
-    for job in jobs:
-        stopped = bool(job.stopped) and job.code != 0
-        failed = job.code not in (0, None) and not stopped
+    rows, sweeps = reached(run)
+    summarise(run, rows, sweeps, "tables and archive under way", [])  # in OUT before anything else
+    for job in run.jobs:
         if job.process is not None and job.code != 0:
-            ok = tables(job.name, work, settings, log) and ok
-        ok = ok and not failed
-        runs, paper = plans[job.name]
-        rows += [run_row(job.name, run, work / job.name / "runs" / run.run_id, paper, stopped) for run in runs]
-        state = (
-            "not started"
-            if job.process is None
-            else f"exit {job.code}" + (", stopped by the budget" if stopped else "")
-        )
-        sweeps[job.name] = {
-            "jobs": split[job.name],
-            "exit": job.code,
-            "stopped_by_budget": stopped,
-            "seconds": round(job.seconds, 1),
-            "line": f"sweep {state}, {job.seconds:.0f} s, --jobs {split[job.name]}",
-        }
-    incomplete = [row for row in rows if row.state != "complete"]
-    if options.require_complete and incomplete:
-        ok = False
-    elapsed = time.monotonic() - started
-    header = [
-        f"# recx headlines on one {'GPU' if device == 'cuda' else 'CPU (dry run)'}",
-        "",
-        f"{time.strftime('%Y-%m-%d %H:%M:%S')}; {line}",
-        f"{elapsed:.0f} s of a {options.budget_s:.0f} s budget ({options.reserve_s:.0f} s kept for the tables); "
-        f"{len(rows) - len(incomplete)} of {len(rows)} runs complete; jobs "
-        + ", ".join(f"{name} {count}" for name, count in split.items()),
-        f"command: {' '.join(['python3', *sys.argv])}",
-    ]
-    left = archive(work, list(names), options.out / "headlines.tar.gz")
-    if left:
-        header.append("left out of headlines.tar.gz (size): " + "; ".join(left))
-    (options.out / "headlines.md").write_text(markdown(rows, sweeps, header))
-    about = {"device": device, "setup": line, "budget_s": options.budget_s, "elapsed_s": round(elapsed, 1)}
-    (options.out / "headlines.json").write_text(json.dumps(as_json(rows, sweeps, about), indent=1) + "\n")
+            ok = tables(job.name, run.work, settings, log) and ok
+    left = archive(run.work, list(names), options.out / "headlines.tar.gz")
+    notes = ["left out of headlines.tar.gz (size): " + "; ".join(left)] if left else []
+    complete = sum(row.state == "complete" for row in rows)
+    ok = ok and (complete == len(rows) or not options.require_complete)
     verdict = "interrupted" if interrupted else "ok" if ok else "FAILED"
-    log(
-        f"{verdict}: {len(rows) - len(incomplete)} of {len(rows)} runs complete; summary {options.out / 'headlines.md'}"
-    )
-    (options.out / "headlines.log").write_text("\n".join([*log.lines, "", *tails(jobs)]) + "\n")
+    log(f"{verdict}: {complete} of {len(rows)} runs complete; summary {options.out / 'headlines.md'}")
+    summarise(run, rows, sweeps, verdict, notes)
     return 130 if interrupted else 0 if ok else 1
 
 
