@@ -69,7 +69,7 @@ gpu-check-cpu:
 HEADLINES_PACK ?= .headlines-pack
 HEADLINES_OUT ?= build/headlines-out
 HEADLINES_WORK ?= build/headlines
-HEADLINES_BUDGET ?= 570
+HEADLINES_BUDGET ?= 560
 HEADLINES_RESERVE ?= 60
 HEADLINES_JOBS ?= 16
 HEADLINES_FLAGS ?=

@@ -18,8 +18,9 @@ from typing import Callable
 
 # Workers per experiment at 16 jobs, from the projected GPU wall time (docs/reproductions/README.md, "On one GPU"):
 # PRISM's eight early-stopped runs are the longest (125-250 epochs each), so all eight start at once; FastVAE's six
-# and RG's 26 (20 of them short WRMF points) share three each; HNS's and BIR's three fixed-budget runs one each.
-WEIGHTS = {"prism-headline": 8, "fastvae-headline": 3, "rg-headline": 3, "hns-headline": 1, "bir-headline": 1}
+# share three (two rounds of ~210 and ~280 s), RG's 26 two, BIR's three two (XIR's run the longest), HNS's three one
+# (300-400 s in a row).
+WEIGHTS = {"prism-headline": 8, "fastvae-headline": 3, "rg-headline": 2, "bir-headline": 2, "hns-headline": 1}
 
 
 def split_jobs(total: int, runs: dict[str, int], weights: dict[str, int] = WEIGHTS) -> dict[str, int]:

@@ -27,9 +27,9 @@ def test_the_workers_are_shared_by_weight_at_least_one_each_and_never_more_than_
     assert split_jobs(16, HEADLINE_RUNS) == {
         "prism-headline": 8,
         "hns-headline": 1,
-        "bir-headline": 1,
+        "bir-headline": 2,
         "fastvae-headline": 3,
-        "rg-headline": 3,
+        "rg-headline": 2,
     }
     assert set(split_jobs(1, HEADLINE_RUNS).values()) == {1}
     assert split_jobs(64, {"hns-headline": 3}) == {"hns-headline": 3}
