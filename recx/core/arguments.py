@@ -2,11 +2,10 @@
 
 Every public function of recx.api checks its arguments with these functions before any work, and the command line
 hands its options to those functions (parsing only what a shell gives as text, with these same functions), so a bad
-value gets the same one-line RecxError from both (issue 46, item 2: `recx.train(42)`, `recx.evaluate(run, 'test',
-'10')` or `batch_size='big'` ended in a TypeError or IndexError deep inside, and `ks=[0]` wrote rows of 0.0 that the
-command line refuses). The error names the argument as the caller wrote it: the parameter from Python
-(`batch_size 'big': expected an integer >= 1`), the option on the command line (`--batch-size 0: ...`), which
-`from_command_line` selects for the duration of a command.
+value gets the same one-line RecxError from both (`recx.train(42)`, `recx.evaluate(run, 'test', '10')`,
+`batch_size='big'` or `ks=[0]` are refused before any work, never a TypeError deep inside). The error names the
+argument as the caller wrote it: the parameter from Python (`batch_size 'big': expected an integer >= 1`), the
+option on the command line (`--batch-size 0: ...`), which `from_command_line` selects for the duration of a command.
 """
 
 from __future__ import annotations

@@ -233,7 +233,7 @@ def _import(label: str, source: str, module: str, do_import, version=None, sha25
         raise RecxError(f"plugin {label} failed to import: {type(exc).__name__}: {exc}") from None
     except Exception as exc:
         raise RecxError(f"plugin {label} failed to import: {type(exc).__name__}: {exc}") from None
-    except SystemExit as exc:  # it would end recx, with its exit status and no word (issue 46, item 4)
+    except SystemExit as exc:  # it would end recx, with its exit status and no word
         raise RecxError(
             f"plugin {label} called sys.exit({exc.code!r}) while it was imported; a plugin's module should only "
             "define and register its classes"

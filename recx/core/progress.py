@@ -1,6 +1,6 @@
 """What a user sees while recx works: rich progress bars on a terminal; on a pipe or a file (CI, `nohup`, a cluster
-job's log) one plain line per epoch and, in between, a plain progress line at a steady interval (issue 46, item 6: a
-Netflix-size training sent to a file showed nothing for 11 minutes)."""
+job's log) one plain line per epoch and, in between, a plain progress line at a steady interval (a long epoch sent to a file
+is never silent)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Counted nouns in messages: "1 item", "2 items", "1,234 users" (issue 46: "1 items", "over 1 runs")."""
+"""Counted nouns in messages: "1 item", "2 items", "1,234 users" (never "1 items")."""
 
 from __future__ import annotations
 

@@ -30,14 +30,6 @@ class Model(nn.Module):
     n_users: int
     n_items: int
 
-    def __init_subclass__(cls, **kwargs) -> None:
-        """A plugin's model written before issue 47 names its runner `training_kind`, `trainer_note` its note: read
-        for one release."""
-        super().__init_subclass__(**kwargs)
-        for old, new in (("training_kind", "runner"), ("trainer_note", "runner_note")):
-            if old in cls.__dict__ and new not in cls.__dict__:
-                setattr(cls, new, cls.__dict__[old])
-
     @classmethod
     def check_args(cls, args) -> None:
         """Refuse (RecxError naming `model_args.<key>`) arguments that this class does not take together."""

@@ -1,4 +1,4 @@
-"""What each report row ran (issue 43, section 3): epochs and why they stopped, grid points, seeds, device and
+"""What each report row ran: epochs and why they stopped, grid points, seeds, device and
 training time, so that a smoke run never reads as a reproduction.
 
 Per run, from its folder: the epochs it ran (epochs.jsonl), its cap (config `epochs`), its patience, whether it

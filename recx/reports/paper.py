@@ -1,4 +1,4 @@
-"""The paper beside recx (issue 43, section 3): each published figure of the experiment's `paper:` block with recx's
+"""The paper beside recx: each published figure of the experiment's `paper:` block with recx's
 value of the same dataset, method, metric and cut-off on the report's split (mean ± std over seeds, or the single
 value), Δ = (recx − paper) / paper, and whether |Δ| lies within the experiment's stated tolerance."""
 

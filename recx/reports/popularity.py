@@ -1,4 +1,4 @@
-"""The report's "popularity and coverage" section (issue 45): per dataset, every method's accuracy beside the
+"""The report's "popularity and coverage" section: per dataset, every method's accuracy beside the
 beyond-accuracy metrics its runs recorded (the registered metrics that are not accuracy metrics: ARP, APLT, EPC,
 coverage, Gini, entropy, exposure share per stratum, and any plugin's), and a plot of the accuracy against ARP and
 coverage (one point per method: the trade-off popularity-bias papers discuss).

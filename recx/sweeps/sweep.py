@@ -243,7 +243,7 @@ def _print_plan(runs: list, pending: list, content: dict, data_root: Path, path:
             highlight=False,
         )
     for method, note in dict.fromkeys((run.method, bundle_note(run.config)) for run in runs):
-        if note:  # the loss's default bundle the method's runs leave out, and why (issue 46, item 6)
+        if note:  # the loss's default bundle the method's runs leave out, and why
             console.print(f"  note: method {method}: {note}", highlight=False, soft_wrap=True)
     for dataset_name in dict.fromkeys(run.config.dataset for run in pending):
         missing = dataset_state(content, dataset_name, data_root, path.parent)
