@@ -24,6 +24,12 @@ from recx.eval.evaluator import evaluate
 from recx.training.build import build_model
 
 GOWALLA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "gowalla"
+KS = [10, 20, 50]
+
+
+def evaluated_model(dataset, device: torch.device):
+    """The model the bench evaluates: MF, dim 64, recx's default initialisation."""
+    return build_model(resolve({"dataset": "gowalla", "dim": 64}), dataset, device)
 
 
 def bare_topk(query: torch.Tensor, items: torch.Tensor, batch_size: int, k: int) -> torch.Tensor:
@@ -60,8 +66,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as root:
         prepare("gowalla", PrepareOptions(format="lightgcn", source=args.source), Path(root))
         dataset = load_dataset(Path(root), "gowalla").to(device)
-    model = build_model(resolve({"dataset": "gowalla", "dim": 64}), dataset, device)
-    ks = [10, 20, 50]
+    model = evaluated_model(dataset, device)
+    ks = KS
     users = torch.nonzero(dataset.test.row_lengths() > 0).flatten()
     query, items = model.query(users), model.item_table()
     evaluate(model, dataset, "test", ks, args.batch_size)  # warm-up

@@ -30,6 +30,7 @@ import math
 import statistics
 import time
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -233,26 +234,53 @@ def paired(ours, theirs, batches, rounds: int) -> list[tuple[float, float]]:
     return pairs
 
 
-def bench_path(data_root, experiments, name, method, dataset_name, steps, rounds) -> dict:
-    """`steps` steps of `train_step` and of the plain-torch Floor, paired in `rounds`; per epoch."""
+class InteractionPath(NamedTuple):
+    config: Any
+    model: Any
+    runner: InteractionEpochs
+    floor: Floor
+    batches: list[tuple[torch.Tensor, torch.Tensor]]
+
+    def recx_step(self, users: torch.Tensor, positives: torch.Tensor) -> torch.Tensor:
+        return runner_step(self.runner, users, positives)
+
+
+def runner_step(runner, users: torch.Tensor, positives: torch.Tensor) -> torch.Tensor:
+    """`train_step` on an interactions runner as `recx train` builds it: the step of InteractionEpochs.train_epoch."""
+    return train_step(runner.model, runner.sampler, runner.loss_fn, runner.optimizer, runner.config, users, positives)
+
+
+def run_batches(runner, size: int, count: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """The first `count` (users, positives) batches of `size` of the runner's training interactions in one shuffled
+    order (seed 1)."""
+    order = torch.randperm(runner.items_of.numel(), generator=torch.Generator().manual_seed(1))
+    return [
+        (runner.users_of[order[s * size : (s + 1) * size]], runner.items_of[order[s * size : (s + 1) * size]])
+        for s in range(count)
+    ]
+
+
+def interaction_path(data_root, experiments, name, method, dataset_name, n_batches: int) -> InteractionPath:
+    """The path's config, model and runner as `recx sweep` builds them, the Floor from the same model, and
+    `n_batches` of the run's own shuffled batches."""
     config = headline_config(experiments, name, method, dataset_name)
     dataset = load_dataset(data_root, dataset_name)
     model = build_model(config, dataset, torch.device("cpu"))
     runner = InteractionEpochs(config, dataset, model, torch.Generator().manual_seed(config.seed))
     floor = Floor(config, dataset, model, runner.loss_fn)
-    order = torch.randperm(runner.items_of.numel(), generator=torch.Generator().manual_seed(1))
-    size = config.batch_size
-    batches = [
-        (runner.users_of[order[s * size : (s + 1) * size]], runner.items_of[order[s * size : (s + 1) * size]])
-        for s in range(steps + 2)
-    ]
+    return InteractionPath(config, model, runner, floor, run_batches(runner, config.batch_size, n_batches))
+
+
+def bench_path(data_root, experiments, name, method, dataset_name, steps, rounds) -> dict:
+    """`steps` steps of `train_step` and of the plain-torch Floor, paired in `rounds`; per epoch."""
+    path = interaction_path(data_root, experiments, name, method, dataset_name, steps + 2)
+    config, model, runner, floor, batches = path
     check = None
     if floor.kind in ("directau", "mawu", "in_batch_pop", "full_softmax"):
         ours = training_loss(model, runner.sampler, runner.loss_fn, config, *batches[0]).item()
         theirs = floor.loss(*batches[0]).item()
         check = abs(ours - theirs) / max(abs(theirs), 1e-12)
-    recx_step = lambda u, p: train_step(model, runner.sampler, runner.loss_fn, runner.optimizer, config, u, p)  # noqa: E731
-    pairs = paired(recx_step, floor.step, batches, rounds)
+    pairs = paired(path.recx_step, floor.step, batches, rounds)
     n_steps = runner.n_steps
     return {
         "path": f"{name} {method}",
@@ -279,9 +307,10 @@ def exact_half_step_floor(n_rows: int, length: int, dim: int) -> float:
     return time.perf_counter() - started
 
 
-def bench_alternating(data_root, experiments, name, method, dataset_name, rounds) -> dict:
-    """An RG iteration (user then item half-step, exact solves) as `recx train` runs it, against the floor of the
-    same rows and mean lengths (`exact_half_step_floor`), paired in rounds."""
+def alternating_path(data_root, experiments, name, method, dataset_name):
+    """(an RG iteration as `recx train` runs it (als_speed.RecxIterations: user then item half-step), the floor: the
+    plain-torch exact half-steps of as many rows of the mean lengths (`exact_half_step_floor`)); each returns its
+    seconds."""
     from als_speed import RecxIterations
 
     config = headline_config(experiments, name, method, dataset_name)
@@ -292,6 +321,13 @@ def bench_alternating(data_root, experiments, name, method, dataset_name, rounds
     floor = lambda: sum(  # noqa: E731
         exact_half_step_floor(rows, max(1, round(nnz / rows)), config.dim) for rows in (users, items)
     )
+    return iteration, floor
+
+
+def bench_alternating(data_root, experiments, name, method, dataset_name, rounds) -> dict:
+    """An RG iteration (user then item half-step, exact solves) as `recx train` runs it, against the floor of the
+    same rows and mean lengths (`exact_half_step_floor`), paired in rounds."""
+    iteration, floor = alternating_path(data_root, experiments, name, method, dataset_name)
     iteration()
     pairs = [(iteration(), floor()) for _ in range(rounds)]
     return {
@@ -349,9 +385,27 @@ class VAEFloor:
         return loss.detach()
 
 
-def bench_users(data_root, experiments, name, method, dataset_name, steps, rounds) -> dict:
-    """`steps` user batches of the users runner (the loop body of UserEpochs.train_epoch) and of VAEFloor, paired
-    in `rounds`; per epoch, FastVAE's per-epoch sampler rebuild (MIDX's codebooks) added to recx's figure."""
+class UsersPath(NamedTuple):
+    config: Any
+    runner: Any
+    floor: VAEFloor
+    batches: list[tuple[torch.Tensor]]
+    rebuild: float  # seconds of the sampler's per-epoch rebuild (MIDX's codebooks), 0 without a sampler
+
+    def recx_step(self, users: torch.Tensor, nnz: int | None = None) -> None:
+        """The body of UserEpochs.train_epoch's loop, the loss record aside (`nnz`: the users' training items, which
+        the epoch reads once for all its steps; None: read here)."""
+        runner = self.runner
+        objective = runner.batch_objective(users, nnz)
+        runner.clear_gradients()
+        objective.backward()
+        runner.optimizer.step()
+        runner.updates += 1
+
+
+def users_path(data_root, experiments, name, method, dataset_name, n_batches: int) -> UsersPath:
+    """The users runner as `recx sweep` builds it (its sampler rebuilt once, as at an epoch's start), VAEFloor from
+    the same model, and `n_batches` user batches in one shuffled order (seed 1)."""
     from recx.training.runners.users import UserEpochs
 
     config = headline_config(experiments, name, method, dataset_name)
@@ -366,20 +420,19 @@ def bench_users(data_root, experiments, name, method, dataset_name, steps, round
         rebuild = time.perf_counter() - started
     order = runner.users[torch.randperm(runner.users.numel(), generator=torch.Generator().manual_seed(1))]
     size = config.batch_size
-    batches = [(order[s * size : (s + 1) * size],) for s in range(steps + 2)]
+    batches = [(order[s * size : (s + 1) * size],) for s in range(n_batches)]
+    return UsersPath(config, runner, floor, batches, rebuild)
 
-    def recx_step(users):
-        objective = runner.batch_objective(users)
-        runner.clear_gradients()
-        objective.backward()
-        runner.optimizer.step()
-        runner.updates += 1
 
-    pairs = paired(recx_step, floor.step, batches, rounds)
-    n_steps = runner.n_steps
+def bench_users(data_root, experiments, name, method, dataset_name, steps, rounds) -> dict:
+    """`steps` user batches of the users runner (the loop body of UserEpochs.train_epoch) and of VAEFloor, paired
+    in `rounds`; per epoch, FastVAE's per-epoch sampler rebuild (MIDX's codebooks) added to recx's figure."""
+    path = users_path(data_root, experiments, name, method, dataset_name, steps + 2)
+    pairs = paired(path.recx_step, path.floor.step, path.batches, rounds)
+    n_steps, rebuild = path.runner.n_steps, path.rebuild
     return {
         "path": f"{name} {method}",
-        "optimizer": config.optimizer,
+        "optimizer": path.config.optimizer,
         "recx": statistics.median(p[0] for p in pairs) * n_steps + rebuild,
         "floor": statistics.median(p[1] for p in pairs) * n_steps,
         "ratio": statistics.median((p[0] * n_steps + rebuild) / (p[1] * n_steps) for p in pairs),

@@ -61,6 +61,8 @@ CASES = {
     "fastvae": ("fastvae (defaults)", {"model": "fastvae"}),
 }
 
+FLOOR_SHARED = {"bpr": None, "softmax": 2000}  # each MF case's loss -> its floor's shared items (None: B dot products)
+
 
 def synchronize(device: torch.device) -> None:
     if device.type == "cuda":
@@ -114,15 +116,22 @@ def timed_epochs(config, dataset, device: torch.device, baselines: dict, epochs:
     return times, theirs
 
 
-def floor_epoch(n_steps: int, batch: int, dim: int, n_shared: int | None, device: torch.device):
-    """A callable timing one epoch (`n_steps` steps) of the floor: forward + backward of the score products alone on
-    random tensors, B dot products (n_shared None) or [B, d] x [d, n]."""
+def floor_step(batch: int, dim: int, n_shared: int | None, device: torch.device):
+    """One step of the floor as a callable: forward + backward of the score products alone on random tensors, B dot
+    products (n_shared None) or [B, d] x [d, n]."""
     query = torch.randn(batch, dim, device=device, requires_grad=True)
     items = torch.randn(n_shared or 2 * batch, dim, device=device, requires_grad=True)
 
     def step():
         scores = query @ items.T if n_shared else (query * items[:batch]).sum(-1) - (query * items[batch:]).sum(-1)
         scores.sum().backward()
+
+    return step
+
+
+def floor_epoch(n_steps: int, batch: int, dim: int, n_shared: int | None, device: torch.device):
+    """A callable timing one epoch (`n_steps` steps) of the floor (`floor_step`)."""
+    step = floor_step(batch, dim, n_shared, device)
 
     def epoch() -> float:
         synchronize(device)
@@ -245,10 +254,7 @@ def main() -> None:
     )
     if implicit_epochs is None:
         print("implicit BPR: not installed (pip install implicit) or not on CPU; skipped", flush=True)
-    floors = {
-        "bpr": floor_epoch(n_steps, 2048, 64, None, device),
-        "softmax": floor_epoch(n_steps, 2048, 64, 2000, device),
-    }
+    floors = {loss: floor_epoch(n_steps, 2048, 64, n_shared, device) for loss, n_shared in FLOOR_SHARED.items()}
     print(
         f"{'case':32s} {'optimizer':>15s} {'s/epoch':>8s} {'floor':>8s} {'/floor':>17s} {'implicit':>9s} "
         f"{'/implicit':>17s}"
