@@ -166,7 +166,7 @@ def prepare(
     **options,
 ) -> Path:
     """Prepare a dataset under the data root (default $RECX_DATA, else ./data) and return its folder. `options`:
-    ratios, seed, rating, min_rating, kcore, split, preset, skip_bad_lines, dataset, synthetic (a mapping of the
+    ratios, seed, rating, kcore, split, preset, skip_bad_lines, dataset, synthetic (a mapping of the
     generator's settings), as `recx prepare` takes them. `refresh_checksums`: instead, record the current checksums
     of an existing dataset's files in its card.json, once their content is checked to be the one the card records
     (files a pipeline saved again with other Parquet options).
@@ -211,10 +211,6 @@ def _prepare_options(format: str | None, source: Path | None, options: dict) -> 
     for key, value in options.items():
         if key == "kcore":
             checked[key] = arguments.optional_integer(value, key, minimum=0, note="(0: off)")
-        elif key == "min_rating":
-            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
-                raise arguments.refuse(key, value, "expected a number")
-            checked[key] = value
         else:
             checked[key] = checks[key](value, key)
     if checked.get("synthetic") is None:

@@ -11,7 +11,6 @@ in recx.shell.options. Each command imports recx.api when it runs, behind a spin
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional, TypeVar
 
 import typer
 
@@ -30,15 +29,6 @@ app = typer.Typer(
     "format and experiment by name.",
 )
 COMPLETE_VAR = "_RECX_COMPLETE"
-K = TypeVar("K", str, Optional[str])
-
-
-def _ks(ks: K, old_k: str | None) -> K | str:
-    """--ks, or the old spelling --k (with a note)."""
-    if old_k is not None:
-        terminal.renamed("--k", "--ks", "the cut-offs, ks in experiments")
-        return old_k
-    return ks
 
 
 @app.callback(invoke_without_command=True)
@@ -74,7 +64,6 @@ def prepare(
     data_root: o.DataRoot = None,
     preset: o.Preset = None,
     rating: o.Rating = None,
-    min_rating: o.MinRating = None,
     kcore: o.Kcore = None,
     split: o.SplitKind = None,
     ratios: o.Ratios = None,
@@ -88,7 +77,7 @@ def prepare(
     with loading():
         from recx import api
 
-    given = dict(ratios=ratios, seed=seed, min_rating=min_rating, rating=rating, kcore=kcore, split=split)
+    given = dict(ratios=ratios, seed=seed, rating=rating, kcore=kcore, split=split)
     given.update(preset=preset, skip_bad_lines=skip_bad_lines, dataset=dataset)
     folder = api.prepare(
         name, format, source, data_root=data_root, force=force, refresh_checksums=refresh_checksums, **given
@@ -113,7 +102,6 @@ def train(
     track: o.Track = None,
     track_uri: o.TrackUri = None,
     ks: o.Ks = "10,20,50",
-    old_k: o.OldK = None,
     *,
     settings: dict,
 ):
@@ -132,7 +120,7 @@ def train(
             config,
             data_root=data_root,
             run_dir=folder,
-            ks=_ks(ks, old_k),
+            ks=ks,
             force=force,
             diagnostics=diagnostics,
             checkpoint_every=checkpoint_every,
@@ -150,7 +138,6 @@ def evaluate_run(
     run_dir: o.RunToEvaluate = None,
     split: o.Split = "test",
     ks: o.Ks = "10,20,50",
-    old_k: o.OldK = None,
     dump_topk: o.DumpTopk = None,
     lists: o.Lists = None,
     dataset: o.ListsDataset = None,
@@ -170,7 +157,6 @@ def evaluate_run(
     with loading():
         from recx import api
 
-    ks = _ks(ks, old_k)
     if lists is not None:
         dataset = terminal.required(
             dataset if run_dir is None else None,
@@ -260,7 +246,6 @@ def report(
     baseline: o.Baseline = None,
     metrics: o.Metrics = None,
     ks: o.TableKs = None,
-    old_k: o.OldK = None,
     stratified: o.Stratified = None,
     split: o.Split = "test",
     correction: o.Correction = "holm",
@@ -280,7 +265,7 @@ def report(
         runs=runs,
         baseline=baseline,
         metrics=metrics,
-        ks=_ks(ks, old_k),
+        ks=ks,
         stratified=stratified,
         split=split,
         correction=correction,
@@ -326,15 +311,11 @@ def diagnose_sampler(
     users: o.Users = 100,
     draws: o.Draws = 100_000,
     n_codewords: o.NCodewords = 64,
-    codewords: o.OldCodewords = None,
     seed: o.DrawSeed = 0,
     plot: o.Plot = None,
     device: o.Device = "auto",
 ):
     """KL(proposal || softmax) and total variation per user, for the run's random initialisation and trained model."""
-    if codewords is not None:
-        terminal.renamed("--codewords", "--n-codewords", "the MIDX samplers' n_codewords")
-        n_codewords = codewords
     with loading():
         from recx import api
 

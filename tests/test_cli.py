@@ -121,8 +121,8 @@ def test_threshold_that_removes_everything(tmp_path, recx_cli):
         "triplets",
         "--source",
         source,
-        "--min-rating",
-        "4",
+        "--rating",
+        ">=4",
         "--data-root",
         tmp_path / "d",
     )

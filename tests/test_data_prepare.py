@@ -203,7 +203,7 @@ def test_mat_triplets_synthetic(tmp_path):
     out = prepare("m", PrepareOptions(format="mat", source=tmp_path / "m.mat", ratios="50/50"), tmp_path / "d")
     assert card(out)["n_interactions"] == int(matrix.nnz)
     (tmp_path / "t.txt").write_text("1 2 5\n1 3 4\n2 2 1\n")
-    out = prepare("t", PrepareOptions(format="triplets", source=tmp_path / "t.txt", min_rating=2), tmp_path / "d")
+    out = prepare("t", PrepareOptions(format="triplets", source=tmp_path / "t.txt", rating=">=2"), tmp_path / "d")
     assert card(out)["n_interactions"] == 2 and card(out)["parameters"]["rating"] == ">=2"
     out = prepare("s", PrepareOptions(format="synthetic", synthetic={"n_users": 50, "n_items": 40}), tmp_path / "d")
     assert card(out)["n_users"] == 50

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from recx.config.run_config import resolve
+from recx.core.errors import RecxError
 from recx.training.build import build_loss, build_model, build_sampler
 from recx.training.runners.interactions import run_optimizer
 from recx.training.step import training_loss
@@ -119,9 +120,7 @@ def test_margin_decay_needs_full_decay():
         resolve({"loss": "mawu", "loss_args": {"margin_decay": True}, "weight_decay_mode": "batch"})
 
 
-def test_the_old_run_key_weight_decay_loss_is_margin_decay():
-    """`weight_decay_loss` (a run key before issue 47) is read as MAWU's margin_decay for one release: the same run."""
-    old = resolve({"loss": "mawu", "weight_decay_loss": True, "weight_decay": 1e-6})
-    new = resolve({"loss": "mawu", "loss_args": {"margin_decay": True}, "weight_decay": 1e-6})
-    assert old.run_id() == new.run_id() and old.loss_args["margin_decay"] is True
-    assert resolve({"loss": "mawu", "weight_decay_loss": False}).run_id() == resolve({"loss": "mawu"}).run_id()
+def test_the_retired_run_key_weight_decay_loss_is_an_unknown_key():
+    """MAWU's margin decay has one spelling, loss_args.margin_decay."""
+    with pytest.raises(RecxError, match="unknown key 'weight_decay_loss'"):
+        resolve({"loss": "mawu", "weight_decay_loss": True, "weight_decay": 1e-6})

@@ -88,9 +88,5 @@ def test_diagnose_command_writes_the_table_and_figure(recx_cli, tiny_root, tmp_p
     assert set(table.model) == {"random init", "trained"} and len(table) == 2 * 7 * 3
     assert table[table.sampler == "midx"].kl.abs().max() < 1e-5
     assert figure.stat().st_size > 10_000
-    old = recx_cli(
-        "diagnose", "sampler", run, "--users", "2", "--draws", "500", "--codewords", "4", "--sampler", "midx"
-    )
-    assert old.code == 0 and "--codewords is now --n-codewords" in old.out, old.err
     unknown = recx_cli("diagnose", "sampler", run, "--sampler", "nope")
     assert unknown.code == 1 and "unknown sampler 'nope'" in unknown.err

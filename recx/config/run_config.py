@@ -134,7 +134,6 @@ def _fill_args(kind: str, args_class, given: dict, where: str) -> dict:
 
 def resolve(raw: dict, where: str = "config") -> RunConfig:
     """Validate keys, names and ranges (recx.config.schema), fill component defaults. Errors name the key at fault."""
-    raw = _renamed_keys(raw)
     known = {f.name: f for f in fields(RunConfig)}
     unknown = sorted(set(raw) - set(known))
     if unknown:
@@ -184,20 +183,6 @@ def resolve(raw: dict, where: str = "config") -> RunConfig:
     check_valid_metric(config.valid_metric, where)
     config.plugin_code = checked_plugin_code(config, raw.get("plugin_code"), where)
     return config
-
-
-def _renamed_keys(raw: dict) -> dict:
-    """Run keys that became the loss's own arguments, read for one release as the loss declares them
-    (`Loss.former_run_keys`: run key -> its argument; a true value sets the argument, a false one is the default)."""
-    loss = raw.get("loss", LOSSES.default)
-    renamed = LOSSES.get(loss).former_run_keys if loss in LOSSES else {}
-    if not set(renamed) & set(raw):
-        return raw
-    raw = dict(raw)
-    for key, argument in renamed.items():
-        if raw.pop(key, False):
-            raw["loss_args"] = {**(raw.get("loss_args") or {}), argument: True}
-    return raw
 
 
 def role_names(config: RunConfig) -> dict[str, tuple[Any, str]]:

@@ -29,13 +29,12 @@ DEFAULTS: dict[str, Any] = {"rating": "all", "kcore": 0, "split": "per-user-rand
 
 @dataclass
 class PrepareOptions:
-    """None means: the preset's value, else DEFAULTS. `min_rating` is the older spelling of `rating='>=X'`."""
+    """None means: the preset's value, else DEFAULTS."""
 
     format: str | None = None
     source: Path | None = None
     ratios: str | None = None
     seed: int = 0
-    min_rating: float | None = None
     synthetic: dict = field(default_factory=dict)
     rating: str | None = None
     kcore: int | None = None
@@ -51,8 +50,6 @@ def resolve(options: PrepareOptions) -> dict:
     if options.preset is not None:
         params.update(preset(options.preset))
     explicit = {"rating": options.rating, "kcore": options.kcore, "split": options.split, "ratios": options.ratios}
-    if options.min_rating is not None and options.rating is None:
-        explicit["rating"] = f">={options.min_rating:g}"
     params.update({key: value for key, value in explicit.items() if value is not None})
     if int(params["kcore"]) < 0:
         raise RecxError(f"--kcore {params['kcore']}: expected 0 (off) or a positive integer")

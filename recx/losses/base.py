@@ -83,7 +83,6 @@ class Loss:
     fuses_shared_candidates: bool = False
     fuses_segments: bool = False
     fuses_row_gradients: bool = False
-    former_run_keys: ClassVar[dict[str, str]] = {}  # run keys that became this loss's boolean arguments (one release)
 
     def __init__(self, args, dataset=None):
         self.args = args

@@ -117,7 +117,6 @@ class MAWU(Loss):
     summary = "MAWU: margin-aware alignment (learned margins) plus weighted uniformity (negatives unused)"
     Args = MAWUArgs
     uses_negatives = False
-    former_run_keys = {"weight_decay_loss": "margin_decay"}  # a run key until issue 47
 
     def __init__(self, args: MAWUArgs, dataset=None):
         super().__init__(args, dataset)

@@ -50,7 +50,6 @@ Device = Annotated[
 ]
 Split = Annotated[str, typer.Option(help="valid or test.")]
 Ks = Annotated[str, typer.Option(help="Cut-offs K, comma separated (each at most the number of items).")]
-OldK = Annotated[Optional[str], typer.Option("--k", hidden=True, help="The old spelling of --ks.")]
 Track = Annotated[Optional[str], typer.Option(help=TRACK_HELP, autocompletion=completion.choices("mlflow"))]
 TrackUri = Annotated[
     Optional[str],
@@ -85,7 +84,6 @@ Preset = Annotated[
     ),
 ]
 Rating = Annotated[Optional[str], typer.Option(help="Which ratings are positives: all, >=4, >3.5 ... (default: all)")]
-MinRating = Annotated[Optional[float], typer.Option(help="Same as --rating '>=X'.")]
 Kcore = Annotated[Optional[int], typer.Option(help="Iterative k-core on users and items (0: off). (default: 0)")]
 SplitKind = Annotated[
     Optional[str],
@@ -308,8 +306,5 @@ Samplers = Annotated[
 Users = Annotated[int, typer.Option(help="Users sampled for the KL / TV table.")]
 Draws = Annotated[int, typer.Option(help="Draws per user where a law is estimated (Figure 2, DNS).")]
 NCodewords = Annotated[int, typer.Option(help="Codewords per MIDX codebook (MIDX's n_codewords; Figure 2: 64).")]
-OldCodewords = Annotated[
-    Optional[int], typer.Option("--codewords", hidden=True, help="The old spelling of --n-codewords.")
-]
 DrawSeed = Annotated[int, typer.Option(help="Seed of the user sample and of the draws.")]
 Plot = Annotated[Optional[Path], typer.Option(help="Write the paper's Figure 2 (cumulative probability) as PNG.")]

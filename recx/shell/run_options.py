@@ -19,10 +19,8 @@ import yaml
 from recx.config.schema import HELP, RANGES, REGISTERED
 from recx.core import yaml_values
 from recx.core.errors import RecxError
-from recx.shell import catalog, completion, terminal
+from recx.shell import catalog, completion
 
-# Old spellings kept, hidden, for one release: option -> the setting it now is.
-OLD_SPELLINGS = {"negatives": "n_negatives"}
 SET_HELP = (
     "Any config key, KEY=VALUE; nested: sampler_args.variant=log (`recx list samplers` shows each one's arguments)."
 )
@@ -70,12 +68,6 @@ def _option(key: str, forced: bool) -> inspect.Parameter:
     return inspect.Parameter(key, inspect.Parameter.KEYWORD_ONLY, default=info, annotation=Optional[kind])
 
 
-def _old_spelling(old: str) -> inspect.Parameter:
-    info = typer.Option(None, flag(old), hidden=True, help=f"The old spelling of {flag(OLD_SPELLINGS[old])}.")
-    kind = _kind(OLD_SPELLINGS[old])
-    return inspect.Parameter(f"old_{old}", inspect.Parameter.KEYWORD_ONLY, default=info, annotation=Optional[kind])
-
-
 def _set_option(help: str) -> inspect.Parameter:
     info = typer.Option([], "--set", help=help)
     return inspect.Parameter("set_", inspect.Parameter.KEYWORD_ONLY, default=info, annotation=list[str])
@@ -113,12 +105,7 @@ def _mapping(key: str, text: str) -> dict:
 
 
 def _given(keys: list[str], values: dict) -> dict:
-    """The settings the user gave: flags (old spellings noted), then --set over them."""
-    for old, key in OLD_SPELLINGS.items():
-        value = values.pop(f"old_{old}", None)
-        if value is not None and key in keys:
-            terminal.renamed(flag(old), flag(key), f"the config key {key}")
-            values[key] = values[key] if values.get(key) is not None else value
+    """The settings the user gave: flags, then --set over them."""
     flags = {key: values.pop(key) for key in keys}
     given = {
         key: _mapping(key, value) if key.endswith("_args") else value
@@ -145,8 +132,7 @@ def with_settings(*, skip: tuple[str, ...] = (), forced: bool = False, set_help:
             for p in inspect.signature(command, eval_str=True).parameters.values()
             if p.name != "settings"
         ]
-        olds = [_old_spelling(old) for old, key in OLD_SPELLINGS.items() if key in keys]
-        added = [_option(key, forced) for key in keys] + olds + [_set_option(set_help)]
+        added = [_option(key, forced) for key in keys] + [_set_option(set_help)]
         ordered = own + added if forced else added + own
         run.__signature__ = inspect.Signature(ordered)  # type: ignore[attr-defined]
         run.__annotations__ = {p.name: p.annotation for p in ordered}

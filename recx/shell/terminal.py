@@ -69,10 +69,6 @@ def progress(quiet: bool):
     return make_progress(quiet)
 
 
-def renamed(old: str, new: str, what: str) -> None:
-    say(f"note: {old} is now {new} ({what}); the old spelling goes in the next release")
-
-
 @contextlib.contextmanager
 def loading():
     """On a terminal, a spinner while torch and the registries load (seconds on a busy machine); it is erased
