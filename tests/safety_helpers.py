@@ -8,7 +8,7 @@ from pathlib import Path
 def snapshot(*roots: Path, strict: bool = False) -> dict:
     """path -> (is_dir, size, mtime) of every path under `roots` (the roots included).
 
-    Not strict: folder mtimes and `.lock` files are left out (a command may create its lock file, nothing else).
+    Not strict: folder mtimes and `.lock` files are left out (another process may hold a lock file meanwhile).
     """
     found = {}
     for root in roots:

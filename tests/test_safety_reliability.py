@@ -164,7 +164,7 @@ def test_a_failed_eval_write_keeps_the_previous_results(run, recx_cli, monkeypat
     result = recx_cli("eval", run)
     assert_user_error(
         result,
-        "eval_test.parquet failed (No space left on device)",
+        "eval_test.parquet failed: no space left on device (the file system mounted at",
         "the previous eval_test.parquet, if any, is unchanged",
     )
     assert (run / "eval_test.parquet").read_bytes() == before
@@ -226,7 +226,9 @@ def test_a_name_too_long_for_the_file_system_is_refused_up_front(tmp_path, recx_
 def test_a_write_failure_during_train_is_one_message(tiny_root, tmp_path, recx_cli, monkeypatch):
     disk_full(monkeypatch)
     result = train(recx_cli, tiny_root, tmp_path / "r")
-    assert_user_error(result, "results.parquet failed (No space left on device)", "run the same command again")
+    assert_user_error(
+        result, "results.parquet failed: no space left on device (the file system mounted at", "run the same command"
+    )
     assert "internal error" not in result.err
 
 

@@ -23,7 +23,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from recx.core.errors import RecxError
-from recx.core.folders import atomic_file, clean_stale, swap_in, temp_sibling, writable_folder, write_text_atomic
+from recx.core.folders import (
+    atomic_file,
+    clean_stale,
+    failure_reason,
+    swap_in,
+    temp_sibling,
+    writable_folder,
+    write_text_atomic,
+)
 from recx.core.names import check_name
 from recx.core.versions import RECX_VERSION
 
@@ -171,7 +179,9 @@ def write_dataset(
         swap_in(tmp, final)
     except OSError as exc:
         shutil.rmtree(tmp, ignore_errors=True)
-        raise RecxError(f"writing dataset {name!r} under {root} failed: {exc.strerror or exc}") from None
+        raise RecxError(
+            f"writing dataset {name!r} under {root} failed: {failure_reason(root, exc)}; nothing was kept"
+        ) from None
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

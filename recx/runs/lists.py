@@ -18,9 +18,9 @@ are misses), lists of users without a held-out item (not evaluated).
 The folder (`runs/<id>` by default, the id a hash of the lists, the data and the split; `--out`): `lists.json` (the
 source file and its sha256, the dataset and its data hash, the split, the cut-offs, the counts above),
 `results.parquet` (recx's long format with `method` the lists' name), `per_user_<split>.parquet`, checksums and
-`COMPLETE`. A folder that already holds an evaluation of lists is refused unless `force`; with `force` the new one
-is written aside and swapped in when complete, so the old one stays whole until then. The folder is locked while
-it is written.
+`COMPLETE`, written aside and swapped in when complete (a killed command leaves no half-written folder under the
+name). A folder that already holds an evaluation of lists is refused unless `force`; with `force` the old one stays
+whole until the new one is swapped in. The folder is locked while it is written.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ import pyarrow.parquet as pq
 import torch
 
 from recx.core.errors import RecxError
-from recx.core.folders import clean_stale, swap_in, temp_sibling, writable_folder, write_text_atomic
+from recx.core.folders import clean_stale, failure_reason, swap_in, temp_sibling, writable_folder, write_text_atomic
 from recx.core.lock import exclusive
 from recx.core.names import check_name
 from recx.core.words import counted
@@ -322,10 +322,10 @@ def lists_evaluation(
 
 
 def _write(folder: Path, current: str, record: dict, evaluation: Evaluation, results: pd.DataFrame, split: str):
-    """The folder's files, written into `folder` (absent or empty: removed again on failure), or for a folder that
-    already holds lists into a temporary sibling swapped in when complete."""
+    """The folder's files, written into a temporary sibling swapped in when complete (a kill leaves no half-written
+    folder under the name), or into an empty `folder` the user made (its files removed again on failure)."""
     replacing = current == "complete"
-    target = temp_sibling(folder) if replacing else folder
+    target = folder if current == "empty" else temp_sibling(folder)
     kept = f"{folder} is unchanged" if replacing else "nothing was kept"
     try:
         target.mkdir(parents=True, exist_ok=True)
@@ -334,11 +334,11 @@ def _write(folder: Path, current: str, record: dict, evaluation: Evaluation, res
         write_lists(target, split, evaluation)
         store.write_results(target, results, kept=kept)
         store.mark_complete(target)
-        if replacing:
+        if target != folder:
             swap_in(target, folder)
     except OSError as exc:
         _remove(target, replacing or current == "absent", folder)
-        raise RecxError(f"{folder}: cannot write the evaluated lists ({exc.strerror or exc}); {kept}") from None
+        raise RecxError(f"{folder}: cannot write the evaluated lists ({failure_reason(folder, exc)}); {kept}") from None
     except BaseException:
         _remove(target, replacing or current == "absent", folder)
         raise

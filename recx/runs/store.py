@@ -277,15 +277,19 @@ def clear_run(folder: Path) -> None:
         (folder / name).unlink(missing_ok=True)
 
 
+def _save_state(state: dict, path: Path) -> None:
+    """torch.save through a file object: an OS error (a full disk: ENOSPC) reaches the caller as the OSError it is,
+    where torch.save to a path reports it as "[enforce fail at inline_container.cc]"."""
+    with open(path, "wb") as handle:
+        torch.save(state, handle)
+
+
 def save_weights(model, folder: Path) -> None:
-    """model.pt written whole; a failed write (disk full: torch's RuntimeError too) is one message."""
+    """model.pt written whole; a failed write is one message (a full disk named as such)."""
     try:
-        write_artifact(folder, "model.pt", lambda path: torch.save(model.state_dict(), path))
-    except RuntimeError as exc:
-        raise RecxError(
-            f"writing {folder / 'model.pt'} failed ({exc}); {NOT_KEPT}. Free some space, then run the "
-            "same command again"
-        ) from None
+        write_artifact(folder, "model.pt", lambda path: _save_state(model.state_dict(), path))
+    except RuntimeError as exc:  # torch's own writer failed for a reason it does not give as an OSError
+        raise write_failed(folder / "model.pt", exc, NOT_KEPT) from None
 
 
 def load_weights(model, folder: Path, device) -> None:

@@ -4,6 +4,7 @@ valid and test, marked complete; a failed or interrupted run leaves its folder i
 from __future__ import annotations
 
 import contextlib
+import glob
 import shutil
 import sys
 import traceback
@@ -26,7 +27,7 @@ from recx.core import plugins
 from recx.core.device import deterministic_algorithms, resolve_device
 from recx.core.errors import Interrupted, RecxError, attach_log
 from recx.core.folders import clean_stale, swap_in, temp_sibling, writable_folder, write_text_atomic
-from recx.core.lock import exclusive
+from recx.core.lock import LockedError, exclusive
 from recx.core.memory import keep_freed_memory
 from recx.core.names import check_name
 from recx.core.progress import make_progress, shown_task
@@ -76,8 +77,26 @@ def train_run(
     ks = sorted(set((ks or DEFAULT_KS) + [config.valid_metric_name[1]]))
     check_against_dataset(config, dataset.n_items, ks, RunConfig.n_negatives, f"run {folder.name}")
     writable_folder(folder.parent, "runs folder")
-    with exclusive(folder.parent / f".{folder.name}.lock", f"run {folder.name}"):
+    with exclusive(run_lock(folder), f"run {folder.name}"):
         return _train_locked(config, dataset, folder, progress, ks, force, diagnostics, checkpoint_every, label)
+
+
+def run_lock(folder: Path) -> Path:
+    return folder.parent / f".{folder.name}.lock"
+
+
+def tidy(folder: Path) -> None:
+    """Remove what a killed command left of a run that is not trained again (a `--force` run's temporary folder,
+    the run's lock file), holding the run's lock; nothing while another process holds it."""
+    name = glob.escape(folder.name)
+    left = [run_lock(folder), *folder.parent.glob(f".{name}.tmp-*"), *folder.parent.glob(f".{name}.old-*")]
+    if not any(path.exists() for path in left):
+        return
+    try:
+        with exclusive(run_lock(folder), f"run {folder.name}"):
+            clean_stale(folder)
+    except LockedError:
+        pass
 
 
 def _check_folder(config: RunConfig, folder: Path, force: bool) -> str:

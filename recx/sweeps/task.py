@@ -73,13 +73,14 @@ def execute(task: RunTask, progress=None) -> Outcome:
     """Train the task's run unless it is complete or claimed; RecxError and crashes become a failed outcome (the
     traceback of a crash goes to the task's log)."""
     from recx.config.run_config import resolve
-    from recx.runs.train_run import train_run
+    from recx.runs.train_run import tidy, train_run
 
     folder = Path(task.folder)
     try:
         plugins.request(*task.plugins)
         with exclusive(task.claim, f"run {task.run_id}"):
             if store.is_complete(folder):
+                tidy(folder)
                 return Outcome(SKIPPED)
             config = resolve(task.config, where=f"run {task.run_id}")
             dataset = cached_dataset(Path(task.data_root), config.dataset)
