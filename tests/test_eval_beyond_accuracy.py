@@ -1,7 +1,8 @@
 """Beyond-accuracy metrics (issue 45, section 1): ARP, APLT, EPC (per user), item coverage, Gini, Shannon entropy and
 the exposure share per stratum (catalogue-level), each against a hand-worked example and an independent numpy
 implementation written from RecBole's / Elliot's definitions (per-user Python loops, Counter, sorted counts), on
-random lists (short lists included) scored through the evaluator, the lists path and the bootstrap."""
+random lists (short lists included) scored through the evaluator, the lists path and the bootstrap. The per-user
+metrics of a list's items (ARP, APLT, EPC) average over the users with a list: a half-covered case pins it."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from recx.data.csr import CSR
 from recx.eval.bootstrap import catalogue_replicates, interval, paired_p, resample_weights
 from recx.eval.catalogue import Catalogue, Exposure, catalogue_of, exposure_counts
 from recx.eval.evaluator import evaluate, score_lists
-from recx.eval.metrics.registry import catalogue_metrics, per_user_metrics
+from recx.eval.metrics.registry import average, catalogue_metrics, listed_users, per_user_metrics
 from recx.eval.strata import popularity_strata
 from recx.testing import random_dataset
 
@@ -60,11 +61,16 @@ def np_exposure(lists, stratum):
     return {name: count[index] / total for index, name in enumerate(STRATA)}
 
 
-def np_arp(lists, popularity):  # Elliot ARP / RecBole AveragePopularity (an empty list: 0)
+# The per-user metrics of a list's items: a list's value over the items it holds, the mean over the users with a list
+# (a user without one recommends nothing: no value, as Elliot and RecBole, which see only the users they have lists of).
+
+
+def np_arp(lists, popularity):  # Elliot ARP / RecBole AveragePopularity
     values = []
     for row in lists:
         row = [i for i in row if i >= 0]
-        values.append(sum(popularity[i] for i in row) / len(row) if row else 0.0)
+        if row:
+            values.append(sum(popularity[i] for i in row) / len(row))
     return float(np.mean(values))
 
 
@@ -72,7 +78,8 @@ def np_aplt(lists, tail):  # Elliot APLT with the long tail given
     values = []
     for row in lists:
         row = [i for i in row if i >= 0]
-        values.append(len(set(row) & tail) / len(row) if row else 0.0)
+        if row:
+            values.append(len(set(row) & tail) / len(row))
     return float(np.mean(values))
 
 
@@ -84,7 +91,8 @@ def np_epc(lists, relevant, popularity, n_users):  # Elliot EPC: rel x log disco
             discount = 1 / math.log(rank + 2) * math.log(2)
             found += (item in seen) * discount * (1 - popularity[item] / n_users)
             norm += discount
-        values.append(found / norm if norm > 0 else 0.0)
+        if norm > 0:
+            values.append(found / norm)
     return float(np.mean(values))
 
 
@@ -119,9 +127,11 @@ def recx_values(lists, relevant, popularity, n_train_users, ks, held_out_share=N
     popularity = torch.tensor(popularity, dtype=torch.float64)
     catalogue = Catalogue(popularity, popularity_strata(popularity), n_train_users, held_out_share)
     n_relevant = torch.tensor([len(seen) for seen in relevant])
-    values = {key: float(v.mean()) for key, v in per_user_metrics(hits, n_relevant, ks, None, items, catalogue).items()}
+    per_user = per_user_metrics(hits, n_relevant, ks, None, items, catalogue)
+    values = {key: float(average(key, v)) for key, v in per_user.items()}
     counts = {k: exposure_counts(items, k, len(popularity)) for k in ks}
-    whole = catalogue_metrics(counts, torch.tensor(float(len(lists)), dtype=torch.float64), catalogue)
+    lists = listed_users(items).sum().to(torch.float64)
+    whole = catalogue_metrics(counts, lists, catalogue)
     return values | {key: float(v[0]) for key, v in whole.items()}
 
 
@@ -218,6 +228,58 @@ def test_the_evaluator_and_the_lists_path_equal_the_numpy_implementation(tiny):
         assert evaluate(model, tiny, "test", ks, batch_size=7).values == result.values  # groups of one batch
     finally:
         evaluator.METRIC_ROWS = old_rows
+
+
+def test_a_user_without_a_list_has_no_value_and_a_short_list_its_own_items():
+    """Hand-worked: the three lists above plus a user without a list and one with a single item at K = 2."""
+    lists, held_out = LISTS + [[-1, -1], [1, -1]], HELD_OUT + [{3}, {1}]
+    got = recx_values(lists, held_out, POPULARITY, 50, [2])
+    assert got[("arp", 2, "all")] == pytest.approx((27.5 + 40 + 5 + 30) / 4, abs=1e-12)  # not / 5
+    assert got[("aplt", 2, "all")] == pytest.approx((0.5 + 0 + 1 + 0) / 4, abs=1e-12)
+    d1 = 1 / math.log2(3)
+    assert got[("epc", 2, "all")] == pytest.approx((2 * 0.9 * d1 / (1 + d1) + 0.4) / 4, abs=1e-12)
+    assert got[("coverage", 2, "all")] == pytest.approx(5 / 20, abs=1e-12)  # the same five items
+    # NDCG counts the user without a list as a miss: user 1 (1 + 0) / (1 + d1), the others d1, d1 / (1 + d1), 0, 1
+    ndcg = [d1, 1 / (1 + d1), d1, 0.0, 1.0]
+    assert got[("ndcg", 2, "all")] == pytest.approx(sum(ndcg) / 5, abs=1e-12)
+
+
+def test_a_half_covered_case_averages_over_the_users_with_a_list(tiny):
+    """Lists for half the evaluated users (a quarter of them short), none for the others, through the lists path:
+    ARP, APLT and EPC are the numpy means over the users with a list and equal those users' lists scored alone; the
+    catalogue-level metrics are numpy's over those lists; NDCG and Recall count a user without a list as a miss; the
+    per-user file holds a row per user with a list for ARP and per evaluated user for NDCG."""
+    from recx.runs.per_user import per_user_table
+
+    users = torch.nonzero(tiny.test.row_lengths() > 0).flatten()
+    rng = np.random.default_rng(5)
+    depth, ks = 10, [5, 10]
+    items = torch.full((users.numel(), depth), -1, dtype=torch.long)
+    for row in range(0, users.numel(), 2):
+        length = depth if row % 4 == 0 else int(rng.integers(1, depth))
+        items[row, :length] = torch.from_numpy(rng.permutation(tiny.n_items)[:length])
+    listed = (items >= 0).any(1)
+    assert 0 < int(listed.sum()) < users.numel() and ((items >= 0).sum(1)[listed] < depth).any()
+    got = score_lists(tiny, "test", users, items, ks)
+    alone = score_lists(tiny, "test", users[listed], items[listed], ks)
+    held_out = [set(tiny.test.indices[tiny.test.indptr[u] : tiny.test.indptr[u + 1]].tolist()) for u in users.tolist()]
+    popularity = tiny.item_popularity.double().tolist()
+    n_train_users = int((tiny.train.row_lengths() > 0).sum())
+    share = int(listed.sum()) / users.numel()
+    for k in ks:
+        for key, value in np_all(items.tolist(), held_out, popularity, n_train_users, k).items():
+            assert got.values[key] == pytest.approx(value, rel=1e-12, abs=1e-12), key
+        for metric in ("arp", "aplt", "epc", "coverage", "gini", "entropy"):
+            assert got.values[(metric, k, "all")] == pytest.approx(alone.values[(metric, k, "all")], abs=1e-12)
+        for metric in ("ndcg", "recall"):
+            diluted = alone.values[(metric, k, "all")] * share
+            assert got.values[(metric, k, "all")] == pytest.approx(diluted, abs=1e-12), metric
+    assert got.n_listed == int(listed.sum()) and got.n_users == users.numel()
+    table = per_user_table(got).to_pandas()
+    overall = table[(table.k == 10) & (table.stratum == "all")]
+    arp, ndcg = overall[overall.metric == "arp"], overall[overall.metric == "ndcg"]
+    assert len(arp) == got.n_listed and len(ndcg) == users.numel()
+    assert arp.value.mean() == pytest.approx(got.values[("arp", 10, "all")], abs=1e-12)
 
 
 # --- the bootstrap -------------------------------------------------------------------------------------------------

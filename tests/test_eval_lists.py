@@ -113,8 +113,18 @@ def test_short_and_missing_lists_are_noted_and_count_as_misses(tiny_root, tmp_pa
     )
     assert result.code == 0, result.err
     evaluated = test.user.nunique()
-    assert f"{evaluated - 1:,} evaluated users have no list (all misses)" in result.out
-    assert "1 list is shorter than K=5" in result.out
+    out = result.out.replace("\n", "")
+    assert (
+        f"{evaluated - 1:,} evaluated users have no list: all misses for the accuracy metrics; APLT, ARP, EPC are "
+        "averaged over the 1 user with a list, and the catalogue-level metrics (Coverage, Entropy, Exposure, Gini) "
+        "count its 1 list" in out
+    ), out
+    assert (
+        "1 list is shorter than K=5: the missing places are misses for the accuracy metrics; APLT, ARP, EPC of a "
+        "list are over the items it holds" in out
+    )
+    record = json.loads((tmp_path / "o" / "lists.json").read_text())
+    assert (record["listed_users"], record["users"]) == (1, evaluated)
 
 
 def test_report_puts_lists_beside_a_run_with_paired_tests(run, tiny_root, tmp_path, recx_cli):
@@ -294,3 +304,40 @@ def test_one_of_a_count_is_singular(tiny_root, tmp_path, recx_cli):
     report = recx_cli("report", tmp_path / "o" / "results.parquet", "--out", tmp_path / "report", "--ks", "5")
     assert report.code == 0, report.err
     assert "mean ± std over 1 run (seed) per method" in (tmp_path / "report" / "report.md").read_text()
+
+
+def test_lists_for_half_the_users_keep_arp_and_say_over_how_many_users(run, tiny_root, tmp_path, recx_cli):
+    """A run's own lists, then the same lists for every other user only: NDCG falls (a user without a list is all
+    misses) but ARP, APLT and EPC are the run's per-user values averaged over the users with a list; the note, the
+    report's popularity section and its tests say over how many users."""
+    top = tmp_path / "top.parquet"
+    assert recx_cli("eval", run, "--ks", "10", "--dump-topk", top).code == 0
+    frame = pd.read_parquet(top)
+    kept = sorted(frame.user.unique())[::2]
+    half = tmp_path / "half.parquet"
+    frame[frame.user.isin(kept)].to_parquet(half)
+    flags = ("--dataset", "tiny", "--data-root", tiny_root, "--ks", "10", "--name", "half", "--out", tmp_path / "h")
+    result = recx_cli("eval", "--lists", half, *flags)
+    assert result.code == 0, result.err
+    evaluated = frame.user.nunique()
+    assert f"{evaluated - len(kept):,} evaluated users have no list" in result.out.replace("\n", "")
+    full = pd.read_parquet(run / "per_user_test.parquet").query("k == 10 and stratum == 'all'")
+    users = pd.read_parquet(tiny_root / "tiny" / "users.parquet")["id"].astype(str)
+    listed = set(users[users.isin(kept)].index)
+    values = pd.read_parquet(tmp_path / "h" / "results.parquet").query("k == 10 and stratum == 'all'")
+    got = values.set_index("metric").value
+    for metric in ("arp", "aplt", "epc"):
+        rows = full[(full.metric == metric) & full.user.isin(listed)]
+        assert got[metric] == pytest.approx(rows.value.mean(), abs=1e-12), metric
+    ndcg = full[full.metric == "ndcg"]
+    assert got["ndcg"] == pytest.approx(ndcg[ndcg.user.isin(listed)].value.sum() / len(ndcg), abs=1e-12)
+    report = tmp_path / "report"
+    result = recx_cli(
+        "report", run / "results.parquet", tmp_path / "h" / "results.parquet", "--out", report, "--ks", "10"
+    )
+    assert result.code == 0, result.err
+    text = (report / "report.md").read_text().replace("\n", " ")
+    assert f"half: {len(kept):,} of its {evaluated:,} evaluated users have a list; APLT, ARP, EPC average over" in text
+    lines = (report / "report.md").read_text().splitlines()
+    rows = {line.split(" | ")[1]: line.split(" | ")[4] for line in lines if line.startswith("| tiny | ")}
+    assert rows["ARP@10"] == str(len(kept)) and rows["NDCG@10"] == str(evaluated), rows

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from recx.eval.catalogue import Catalogue, exposure_counts
-from recx.eval.metrics.registry import catalogue_metrics
+from recx.eval.metrics.registry import catalogue_metrics, listed_users
 
 CHUNK_BYTES = 1 << 26  # memory of one chunk of replicates' weights or counts (float64)
 
@@ -39,7 +39,8 @@ def catalogue_replicates(
     items: torch.Tensor, catalogue: Catalogue, ks: list[int], resamples: int, seed: int = 0
 ) -> dict[tuple[str, int, str], np.ndarray]:
     """{(metric, k, key): float64 [resamples]} of every catalogue-level metric over `resamples` bootstrap
-    resamples of the users of items [U, K] (rows in ascending user id, -1 where a list ends)."""
+    resamples of the users of items [U, K] (rows in ascending user id, -1 where a list ends; a user without a list
+    is drawn like the others and adds no list)."""
     n_users, n_items = items.shape[0], catalogue.n_items
     chunk = max(1, CHUNK_BYTES // (8 * max(n_users, n_items)))
     found: dict[tuple[str, int, str], list[np.ndarray]] = {}
@@ -47,7 +48,7 @@ def catalogue_replicates(
         count = min(chunk, resamples - first)
         weights = torch.from_numpy(resample_weights(n_users, first, count, seed))
         counts = {k: exposure_counts(items, k, n_items, weights) for k in ks}
-        lists = weights.sum(1)
+        lists = weights @ listed_users(items).to(torch.float64)
         for key, values in catalogue_metrics(counts, lists, catalogue).items():
             found.setdefault(key, []).append(values.cpu().numpy())
     return {key: np.concatenate(parts) for key, parts in found.items()}

@@ -65,7 +65,8 @@ def catalogue_of(train: CSR, held_out: CSR | None = None, strata: torch.Tensor |
 class Exposure:
     """How often the lists recommend each item within a cut-off: counts float64 [R, n_items], for R weightings of
     the evaluated users (R = 1: each user once, the metric's value; a bootstrap: R resamples of the users, each
-    user counted as often as it was drawn), lists float64 [R] (the weighted number of lists) and the catalogue.
+    user counted as often as it was drawn), lists float64 [R] (the weighted number of lists that hold an item: a
+    user without a list adds none) and the catalogue.
     Σ_j counts[r, j] is the number of recommendations (lists x K, less the places of lists shorter than K)."""
 
     counts: torch.Tensor

@@ -16,7 +16,15 @@ from recx.core.errors import RecxError
 from recx.data.csr import CSR
 from recx.data.dataset import Dataset
 from recx.eval.catalogue import HELD_OUT_SHARE, Catalogue, catalogue_of
-from recx.eval.metrics.registry import METRICS, catalogue_metrics, list_counts, per_user_metrics
+from recx.eval.metrics.registry import (
+    METRICS,
+    average,
+    catalogue_metrics,
+    list_counts,
+    listed_users,
+    needs_list,
+    per_user_metrics,
+)
 from recx.eval.strata import STRATA
 
 # Top-K lists are scored by the metrics in groups of at least this many users (a few kernels per metric for the
@@ -30,7 +38,10 @@ class Evaluation:
     "all" or a stratum for the stratum), with the held-out interactions' share per stratum (`heldout_share`, repeated
     at each k beside the exposure shares);
     when asked, the evaluated users (ascending id) with their top-K lists and/or their per-user values (float64 on
-    the CPU, same keys, same user order; the per-user metrics only); `catalogue` the facts the metrics read."""
+    the CPU, same keys, same user order; the per-user metrics only; NaN where a `needs_list` metric has no value);
+    `catalogue` the facts the metrics read. `n_listed`: the evaluated users with a list (all of them for a model's
+    lists), over whom the `needs_list` metrics are averaged and whose lists the catalogue-level metrics count; a
+    `needs_list` metric has no average when no user has a list."""
 
     values: dict[tuple[str, int, str], float]
     n_users: int
@@ -38,6 +49,7 @@ class Evaluation:
     topk: torch.Tensor | None = None
     per_user: dict[tuple[str, int, str], torch.Tensor] | None = None
     catalogue: Catalogue | None = None
+    n_listed: int | None = None
 
     def listed(self) -> tuple[torch.Tensor, torch.Tensor]:
         """(users [U], top-K lists [U, K]) of an evaluation asked for them."""
@@ -63,6 +75,16 @@ def held_out_rows(csr: CSR, users: torch.Tensor) -> tuple[torch.Tensor, torch.Te
     return indptr, csr.indices[starts + within].to(torch.long)
 
 
+def averages(
+    per_user: dict[tuple[str, int, str], torch.Tensor], whole: dict[tuple[str, int, str], torch.Tensor]
+) -> dict[tuple[str, int, str], float]:
+    """Each per-user key's average (`average`) and each catalogue-level value, in one host read; a key without a
+    value (a `needs_list` metric when no user has a list) is left out."""
+    means = torch.stack([average(key, values) for key, values in per_user.items()] + list(whole.values())).tolist()
+    found = dict(zip([*per_user, *whole], means, strict=True))
+    return {key: mean for key, mean in found.items() if mean == mean or not needs_list(key[0])}
+
+
 def catalogue_values(
     counts: dict[int, torch.Tensor], n_lists: int, catalogue: Catalogue
 ) -> dict[tuple[str, int, str], torch.Tensor]:
@@ -77,8 +99,10 @@ def catalogue_values(
 
 
 def score_lists(dataset: Dataset, split: str, users: torch.Tensor, items: torch.Tensor, ks: list[int]) -> Evaluation:
-    """Every cut-off metric of given top-K lists: items [U, K] (-1 where a list ends) of `users` [U] (ascending, each
-    with a held-out item), with per-user values, as `evaluate` computes them from a model's lists."""
+    """Every cut-off metric of given top-K lists: items [U, K] (-1 where a list ends; a row of -1: a user without a
+    list) of `users` [U] (ascending, each with a held-out item), with per-user values, as `evaluate` computes them
+    from a model's lists. A user without a list counts as all misses for the accuracy metrics, is left out of the
+    `needs_list` metrics, and adds no list to the catalogue-level metrics."""
     target = dataset.split(split)
     catalogue = catalogue_of(dataset.train, target)
     listed = items >= 0
@@ -86,10 +110,10 @@ def score_lists(dataset: Dataset, split: str, users: torch.Tensor, items: torch.
     strata = torch.where(listed, catalogue.strata[items.clamp_min(0)], -1)
     held_out = functools.partial(held_out_rows, target, users)
     per_user = per_user_metrics(hits, target.row_lengths()[users], ks, strata, items, catalogue, held_out)
-    whole = catalogue_values(list_counts(items, ks, dataset.n_items), users.numel(), catalogue)
-    means = torch.stack([values.mean() for values in per_user.values()] + list(whole.values())).tolist()
-    averages = dict(zip([*per_user, *whole], means, strict=True))
-    return Evaluation(averages, users.numel(), users, items, {key: v.cpu() for key, v in per_user.items()}, catalogue)
+    n_listed = int(listed_users(items).sum())
+    whole = catalogue_values(list_counts(items, ks, dataset.n_items), n_listed, catalogue)
+    per_user_cpu = {key: v.cpu() for key, v in per_user.items()}
+    return Evaluation(averages(per_user, whole), users.numel(), users, items, per_user_cpu, catalogue, n_listed)
 
 
 def excluded_splits(dataset: Dataset, split: str) -> list[CSR]:
@@ -193,14 +217,13 @@ def evaluate(
         if keep_topk:
             tops.append(items)
     per_user = {key: torch.cat(chunks) for key, chunks in {**parts, **row_parts}.items()}
-    whole = catalogue_values(counts, users_all.numel(), catalogue)
-    means = torch.stack([values.mean() for values in per_user.values()] + list(whole.values())).tolist()  # one read
-    averages = dict(zip([*per_user, *whole], means, strict=True))
+    whole = catalogue_values(counts, users_all.numel(), catalogue)  # every user has a list of max_k items
     return Evaluation(
-        averages,
+        averages(per_user, whole),
         int(users_all.numel()),
         users_all if keep_topk or keep_per_user else None,
         torch.cat(tops) if keep_topk else None,
         {key: values.cpu() for key, values in per_user.items()} if keep_per_user else None,
         catalogue,
+        int(users_all.numel()),
     )

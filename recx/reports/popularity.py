@@ -20,13 +20,15 @@ from pathlib import Path
 
 import pandas as pd
 
+from recx.core.words import counted
 from recx.eval.bootstrap import interval
 from recx.eval.catalogue import HELD_OUT_SHARE
-from recx.eval.metrics.registry import METRICS
+from recx.eval.metrics.registry import METRICS, heading, needs_list
 from recx.eval.strata import STRATA
 from recx.reports import plots, significance
 from recx.reports.resampled import Resampled
 from recx.reports.tables import column_name
+from recx.runs import lists
 
 BUILT_IN_ROWS = {HELD_OUT_SHARE}  # results' rows that are facts of the split, not metrics
 CSV_COLUMNS = ["dataset", "method", "column", "metric", "k", "stratum", "mean", "std", "count", "ci_low", "ci_high"]
@@ -84,6 +86,24 @@ def missing(rows: pd.DataFrame, keys: list[tuple[str, int, str]]) -> list[str]:
     ]
 
 
+def listed(rows: pd.DataFrame, folders: dict[str, Path]) -> list[str]:
+    """A note per row of evaluated lists that leave some evaluated users without a list: over how many users its
+    per-user metrics of a list's items, and over how many lists its catalogue-level metrics, ran."""
+    per_list = ", ".join(heading(m) for m in dict.fromkeys(rows.metric) if needs_list(m)) or "their per-list metrics"
+    notes = []
+    for (dataset, method), group in rows.groupby(["dataset", "method"], sort=False):
+        counts = [lists.listed_users(folders[run_id]) for run_id in group.run_id.unique() if run_id in folders]
+        partial = [count for count in counts if count is not None and count[0] < count[1]]
+        for with_list, evaluated in dict.fromkeys(partial):
+            notes.append(
+                f"{dataset} {method}: {with_list:,} of its {counted(evaluated, 'evaluated user')} "
+                f"{'has' if with_list == 1 else 'have'} a list; {per_list} average over {'it' if with_list == 1 else 'those'}"
+                f" and the catalogue-level metrics count {counted(with_list, 'list')} (a user without a list is a miss "
+                "for the accuracy metrics)"
+            )
+    return notes
+
+
 def _recorded_owner(folder: Path | None, metric: str) -> list[str]:
     """The plugins environment.json records as registering `metric` (all its plugins when it names none)."""
     if folder is None or not (folder / "environment.json").is_file():
@@ -118,7 +138,7 @@ def section(
     tested, notes = significance.compare(
         rows, folders, baseline, keys, split, correction, resamples, alpha, resampled=resampled
     )
-    notes += missing(rows, keys)
+    notes += missing(rows, keys) + listed(rows, folders)
     cells = []
     for dataset, runs in rows.groupby("dataset", sort=False):
         for method, group in runs.groupby("method", sort=False):

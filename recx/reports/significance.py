@@ -2,7 +2,8 @@
 column, by paired tests over the test users (recx.reports.stats: scipy's paired t-test and randomisation test, Holm
 or Bonferroni over the comparisons made in that dataset and column: the methods against the baseline, or all pairs).
 A method's per-user value is its mean over seeds, read from each run's per_user_<split>.parquet; users are those both
-methods were evaluated on (the users with a test item).
+methods have a value for (the users with a test item; for ARP, APLT and EPC of evaluated lists, those with a list in
+both: `needs_list`).
 
 A catalogue-level metric (coverage, Gini, ...: one value of all lists, no per-user value) is compared by the paired
 bootstrap over the same users instead (recx.eval.bootstrap, from each run's top-K lists: recx.reports.resampled):
@@ -79,7 +80,7 @@ def _means(
 
 
 def _tested(dataset, key, method, other, x_frame, y_frame, resamples: int, seed: int) -> dict:
-    pair = pd.concat([x_frame[key], y_frame[key]], axis=1, join="inner").to_numpy()
+    pair = pd.concat([x_frame[key], y_frame[key]], axis=1, join="inner").dropna().to_numpy()  # users valued in both
     x, y = pair[:, 0], pair[:, 1]
     t, p_t = stats.paired_t(x, y)
     return {

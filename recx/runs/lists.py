@@ -11,9 +11,13 @@ Refused, with a count and examples: users or items the dataset does not have, an
 items at the same rank in one user's list (their order would be the file's row order), a rank that is not a positive
 integer, a score that is not a finite number. Equal scores within a list are ordered by the item's position in the
 dataset's items.parquet (its contiguous id), never by the file's row order, and counted in a note. Noted, with a
-count: evaluated users without a list and lists shorter than K (the missing places are misses), listed items that
-recx's own ranking excludes for the split (the user's training items, and for test its validation items: here they
-are misses), lists of users without a held-out item (not evaluated).
+count: evaluated users without a list and lists shorter than K, listed items that recx's own ranking excludes for
+the split (the user's training items, and for test its validation items: here they are misses), lists of users
+without a held-out item (not evaluated). A missing list or place is a miss for the accuracy metrics (NDCG, Recall,
+...: every evaluated user counts); the metrics of a list's items (`needs_list`: ARP, APLT, EPC) are computed over the
+items a list holds, so a short list over its own items and a user without a list not at all (the average runs over
+the users with a list); the catalogue-level metrics count the items of the lists there are. The notes and
+lists.json (`listed_users`) say how many users have a list.
 
 The folder (`runs/<id>` by default, the id a hash of the lists, the data and the split; `--out`): `lists.json` (the
 source file and its sha256, the dataset and its data hash, the split, the cut-offs, the counts above),
@@ -45,6 +49,7 @@ from recx.core.words import counted
 from recx.data.dataset import Dataset
 from recx.data.dataset_folder import IDENTITY, read_ids, sha256_of
 from recx.eval.evaluator import Evaluation, excluded_splits, score_lists
+from recx.eval.metrics.registry import cutoff_metrics, heading
 from recx.runs import store
 from recx.runs.per_user import CATALOGUE, lists_name, write_lists, write_per_user
 
@@ -207,13 +212,19 @@ def ranked_items(
         )
     lengths = np.bincount(rows[evaluated], minlength=users.numel())
     listless = int((lengths == 0).sum())
+    listed = users.numel() - listless
+    per_list, whole = _metric_names()
     if listless:
-        notes.append(f"{counted(listless, 'evaluated user')} {'has' if listless == 1 else 'have'} no list (all misses)")
+        notes.append(
+            f"{counted(listless, 'evaluated user')} {'has' if listless == 1 else 'have'} no list: all misses for the "
+            f"accuracy metrics; {per_list} are averaged over the {counted(listed, 'user')} with a list, and {whole} "
+            f"count {'its' if listed == 1 else 'their'} {counted(listed, 'list')}"
+        )
     short = int(((lengths > 0) & (lengths < k)).sum())
     if short:
         notes.append(
-            f"{counted(short, 'list')} {'is' if short == 1 else 'are'} shorter than K={k} (the missing places are "
-            "misses)"
+            f"{counted(short, 'list')} {'is' if short == 1 else 'are'} shorter than K={k}: the missing places are "
+            f"misses for the accuracy metrics; {per_list} of a list are over the items it holds"
         )
     keep = evaluated & (frame.place.to_numpy() < k)
     items = torch.full((users.numel(), k), -1, dtype=torch.long)
@@ -221,6 +232,24 @@ def ranked_items(
         frame.item_code.to_numpy()[keep].astype(np.int64)
     )
     return items, notes
+
+
+def _metric_names() -> tuple[str, str]:
+    """("ARP, APLT, EPC", "Coverage, Gini, ..."): the registered per-user metrics of a list's items (`needs_list`) and
+    the catalogue-level metrics, by their headings, for the notes."""
+    per_list = [heading(name) for name, metric in cutoff_metrics() if metric.needs_list]
+    whole = [heading(name) for name, _ in cutoff_metrics("catalogue")]
+    return ", ".join(per_list) or "no metric", f"the catalogue-level metrics ({', '.join(whole) or 'none'})"
+
+
+def listed_users(folder: Path) -> tuple[int, int] | None:
+    """(users with a list, evaluated users) of a folder of evaluated lists (its lists.json), None for any other
+    folder or a lists.json that does not record them."""
+    try:
+        record = json.loads((folder / store.LISTS_FILE).read_text())
+        return int(record["listed_users"]), int(record["users"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def _excluded_note(dataset: Dataset, split: str, users: torch.Tensor, items: torch.Tensor) -> str | None:
@@ -310,6 +339,7 @@ def lists_evaluation(
         "split": split,
         "ks": ks,
         "users": users.numel(),
+        "listed_users": evaluation.n_listed,
         "notes": notes,
     }
     check_name(folder.name, "lists folder name (--out)")

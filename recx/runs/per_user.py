@@ -3,8 +3,10 @@ by paired tests over the same users and anyone can recompute the averages; and t
 they were scored against, from which the catalogue-level metrics' bootstrap intervals and paired tests are drawn.
 
 `per_user_<split>.parquet`: user (int32, the contiguous id), metric, k (int32), stratum, value (float64); one row
-per evaluated user (users with at least one item in the split) and (metric, k, stratum) of the per-user metrics. The
-mean of `value` over a (metric, k, stratum) group is exactly the run's result for that key.
+per evaluated user (users with at least one item in the split) and (metric, k, stratum) of the per-user metrics,
+but for the users a `needs_list` metric (ARP, APLT, EPC) has no value for (no list: evaluated lists only). The mean
+of `value` over a (metric, k, stratum) group is exactly the run's result for that key, and its row count the users
+it averages.
 
 `topk_<split>.parquet`: user, rank (1 first), item (int32 contiguous ids), one row per listed place of every
 evaluated user (a short list has fewer rows; a user without a list one row of rank 0, item -1); metadata `k`. `catalogue.parquet`: popularity (float64, training
@@ -42,15 +44,18 @@ def per_user_table(evaluation: Evaluation) -> pa.Table:
         names, codes = np.unique(np.array(values), return_inverse=True)
         return pa.DictionaryArray.from_arrays(pa.array(np.repeat(codes.astype("int32"), n)), pa.array(names.tolist()))
 
-    return pa.table(
+    values = np.concatenate([per_user[key].numpy() for key in keys]) if keys else np.zeros(0)
+    table = pa.table(
         {
             "user": pa.array(np.tile(users, len(keys))),
             "metric": labels([metric for metric, _, _ in keys]),
             "k": pa.array(np.repeat(np.array([k for _, k, _ in keys], dtype="int32"), n)),
             "stratum": labels([stratum for _, _, stratum in keys]),
-            "value": pa.array(np.concatenate([per_user[key].numpy() for key in keys])),
+            "value": pa.array(values),
         }
     )
+    valued = ~np.isnan(values)  # a needs_list metric of a user without a list: no row
+    return table if valued.all() else table.filter(pa.array(valued))
 
 
 def write_per_user(folder: Path, split: str, evaluation: Evaluation) -> None:

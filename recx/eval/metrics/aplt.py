@@ -2,7 +2,8 @@
 
     APLT@K(u) = |L_u@K ∩ Γ| / |L_u@K|,
 
-L_u@K the user's top-K list (a user whose list is empty: 0) and Γ the long tail: recx's "unpopular" stratum, the
+L_u@K the items of the user's top-K list (a short list's own items; a user without a list has no value and is left
+out of the average: `needs_list`) and Γ the long tail: recx's "unpopular" stratum, the
 items outside the top 20% by training popularity (the paper's short head is the top 20% too; recx.eval.strata).
 Elliot's `APLT` (its long tail from its own popularity split) and RecBole's `TailPercentage` (its `tail_ratio`) define
 Γ by their settings; recx uses the strata its tables already report, so APLT is the list's share of the "unpopular"
@@ -19,6 +20,7 @@ class AveragePercentageLongTail(Metric):
     summary = "share of each top K on long-tail items (the unpopular stratum; Elliot APLT, RecBole TailPercentage)"
     heading = "APLT"
     accuracy = False
+    needs_list = True
 
     def per_user(self, top: TopK, k: int) -> torch.Tensor:
         tail = top.per_place(top.catalogue.tail, k).sum(1)

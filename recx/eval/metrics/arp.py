@@ -2,7 +2,8 @@
 
     ARP@K(u) = Σ_{i ∈ L_u@K} φ(i) / |L_u@K|,
 
-φ(i) the item's training interactions and L_u@K the user's top-K list (a user whose list is empty: 0). Elliot's
+φ(i) the item's training interactions and L_u@K the items of the user's top-K list: a short list's own items, and
+a user without a list has no value (`needs_list`: left out of the average, not counted as 0). Elliot's
 `ARP` and RecBole's `AveragePopularity` (the same formula; lower means less popular recommendations).
 """
 
@@ -16,6 +17,7 @@ class AverageRecommendationPopularity(Metric):
     summary = "mean training popularity of the items in each top K (Elliot ARP, RecBole AveragePopularity)"
     heading = "ARP"
     accuracy = False
+    needs_list = True
 
     def per_user(self, top: TopK, k: int) -> torch.Tensor:
         total = top.per_place(top.catalogue.popularity, k).sum(1)

@@ -5,7 +5,8 @@
 hit_r whether the item at place r (rank r + 1) is held out for the user, φ(i) the users who trained on item i (its
 training interactions: recx's interactions are distinct pairs) and |U| the users with a training interaction. The
 relevance-aware, rank-discounted form of Elliot's `EPC` (binary relevance, the logarithmic discount, the
-normaliser over the list's places); higher: relevant items that fewer users have seen.
+normaliser over the list's places: a short list over its own places); higher: relevant items that fewer users
+have seen. A user without a list has no value (`needs_list`: left out of the average, not counted as 0).
 """
 
 import torch
@@ -18,6 +19,7 @@ class ExpectedPopularityComplement(Metric):
     summary = "rank-discounted novelty 1 - φ(i)/|U| of the hits in each top K (Elliot EPC)"
     heading = "EPC"
     accuracy = False
+    needs_list = True
 
     def per_user(self, top: TopK, k: int) -> torch.Tensor:
         catalogue = top.catalogue

@@ -12,6 +12,11 @@ table `heading`, and one of:
 - `per_user_scores(scores, relevant, beta)`: a metric of the full score row (`cutoff = False`, `recx eval --auc`).
 `accuracy`: the metric rewards hits (higher is better); only a per-user accuracy metric may be `valid_metric`.
 `additive`: the metric sums over the popularity strata (it is reported per stratum).
+`needs_list`: a per-user metric of the items a list holds (ARP, APLT, EPC): computed over the items the list holds
+within the cut-off (a short list over its own items), and a user whose list holds none has no value (not 0), so the
+average runs over the users with a list. An accuracy metric counts a missing place as a miss instead: every
+evaluated user has a value. Catalogue-level metrics count the items of the lists there are (`Exposure.lists`: the
+lists holding an item).
 """
 
 from __future__ import annotations
@@ -129,6 +134,7 @@ class Metric:
     level: ClassVar[str] = "user"  # "user": per-user values averaged over users; "catalogue": one value of all lists
     accuracy: ClassVar[bool] = True  # rewards hits (higher is better): may be the validation metric when per-user
     additive: ClassVar[bool] = False  # strata sum to the overall value: reported per popularity stratum
+    needs_list: ClassVar[bool] = False  # per user over the listed items: no value for a user without a list
     in_table: ClassVar[bool] = False  # a column of the report's table by default
 
     def per_user(self, top: TopK, k: int) -> torch.Tensor:
@@ -208,7 +214,8 @@ def per_user_metrics(
 
     Returns {(metric, k, stratum): float64 [U]} for every registered per-user cut-off metric, with stratum "all"
     for the overall values and, for additive metrics, one key per popularity stratum; a metric that reads what the
-    caller did not give (items, catalogue, held-out items) is left out."""
+    caller did not give (items, catalogue, held-out items) is left out. A `needs_list` metric's value is NaN for a
+    user whose list holds no item (`average` leaves it out)."""
     top = TopK(hits, n_relevant, items, catalogue, held_out)
     strata = (
         [] if hit_strata is None else [(name, top.within(hit_strata == index)) for index, name in enumerate(STRATA)]
@@ -218,6 +225,8 @@ def per_user_metrics(
         try:
             for k in ks:
                 out[(name, k, "all")] = metric.per_user(top, k)
+                if metric.needs_list:
+                    out[(name, k, "all")] = torch.where(top.listed(k).any(1), out[(name, k, "all")], torch.nan)
                 if metric.additive:
                     for stratum, restricted in strata:
                         out[(name, k, stratum)] = metric.per_user(restricted, k)
@@ -227,6 +236,22 @@ def per_user_metrics(
             for key in [key for key in out if key[0] == name]:
                 del out[key]
     return out
+
+
+def needs_list(metric: str) -> bool:
+    """Whether a registered metric has no value for a user without a list (False for an unknown name)."""
+    return metric in METRICS and METRICS.get(metric).needs_list
+
+
+def average(key: tuple[str, int, str], values: torch.Tensor) -> torch.Tensor:
+    """The mean of a key's per-user values [U]: over every user, or for a `needs_list` metric over the users with a
+    value (NaN when none has one)."""
+    return values.nanmean() if needs_list(key[0]) else values.mean()
+
+
+def listed_users(items: torch.Tensor) -> torch.Tensor:
+    """bool [U]: the lists items [U, K] (-1 where a list ends) that hold an item."""
+    return (items >= 0).any(1)
 
 
 def catalogue_metrics(
