@@ -220,7 +220,7 @@ def test_a_report_of_one_method_says_there_is_nothing_to_compare(swept, tmp_path
     results = pd.read_parquet(swept / "results.parquet")
     one = tmp_path / "one.parquet"
     results[results.method == "bpr"].to_parquet(one, index=False)
-    api.report(one, tmp_path / "r", resamples=200)
+    api.report(one, tmp_path / "r", runs=swept / "runs", resamples=200)
     report = (tmp_path / "r" / "report.md").read_text()
     assert "(no test: one method per dataset, nothing to compare)" in report
     assert "per-user results missing" not in report

@@ -11,7 +11,9 @@ seconds: validation and checkpoints excluded). Why it stopped:
   was still improving, so the row is marked ‡ (not converged);
 - `fixed budget`: the cap is the protocol (no validation, or patience >= cap: the paper's fixed epoch count);
 - `nothing to train`: no epoch (MostPop).
-A row is marked § when it ran fewer grid points or seeds than its experiment plans (experiment.json).
+A row is marked § when it ran fewer grid points or seeds than its experiment plans (experiment.json), and ¶ when
+runs of its results were left out because their folders are missing, incomplete or damaged
+(recx.runs.collection.checked_runs): its seeds count the runs read ("1 of 2"), and `left out` names the others.
 """
 
 from __future__ import annotations
@@ -19,16 +21,32 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Sequence
 
 import pandas as pd
 
 from recx.models.registry import MODELS
 from recx.runs import store
+from recx.runs.collection import LeftOut
 
-CAPPED, REDUCED = "‡", "§"
+CAPPED, REDUCED, LEFT_OUT = "‡", "§", "¶"
+COLUMNS = [
+    "dataset",
+    "method",
+    "mark",
+    "seeds",
+    "grid points",
+    "epochs",
+    "cap",
+    "stopped by",
+    "device",
+    "training s per run",
+    "left out",
+]
 LEGEND = {
     CAPPED: "stopped at its epoch cap before early stopping (or capped below the paper's epochs): not converged",
     REDUCED: "ran fewer grid points or seeds than its experiment plans",
+    LEFT_OUT: "runs of its results are missing, incomplete or damaged: left out of its means, counts and tests",
 }
 
 
@@ -69,13 +87,20 @@ def run_budget(folder: Path, paper_epochs: int | None) -> RunBudget:
     return RunBudget(len(records), cap, stopped, device, seconds, capped)
 
 
-def budget_rows(results: pd.DataFrame, folders: dict[str, Path], record: dict | None) -> pd.DataFrame:
-    """One row per (dataset, method) of the results: seeds, grid points, epochs, cap, why stopped, device, training
-    seconds per run, and the mark of the row ('' / ‡ / § / ‡§)."""
+def budget_rows(
+    results: pd.DataFrame, folders: dict[str, Path], record: dict | None, left: Sequence[LeftOut] = ()
+) -> pd.DataFrame:
+    """One row per (dataset, method) of the results or of the runs `left` out: seeds (the runs read, of those the
+    results or the plan hold), grid points, epochs, cap, why stopped, device, training seconds per run, the runs
+    left out and why, and the mark of the row (‡, §, ¶ or none)."""
     paper_epochs = ((record or {}).get("paper") or {}).get("epochs")
     rows = []
-    for (dataset, method), group in results.groupby(["dataset", "method"], sort=False):
+    groups = {key: group for key, group in results.groupby(["dataset", "method"], sort=False)}
+    for gone in left:
+        groups.setdefault((gone.dataset, gone.method), results.iloc[:0])
+    for (dataset, method), group in groups.items():
         budgets = [run_budget(folders[run_id], paper_epochs) for run_id in group.run_id.unique() if run_id in folders]
+        omitted = [gone for gone in left if (gone.dataset, gone.method) == (dataset, method)]
         planned: dict = ((record or {}).get("planned", {}).get(dataset) or {}).get(method) or {}
         run: dict = ((record or {}).get("run", {}).get(dataset) or {}).get(method) or {}
         reduced = bool(planned and run) and (
@@ -83,21 +108,36 @@ def budget_rows(results: pd.DataFrame, folders: dict[str, Path], record: dict | 
         )
         seeds = group.run_id.nunique()
         epochs = sorted({b.epochs for b in budgets})
+        of = planned["seeds"] if planned else seeds + len(omitted)
+        marks = (CAPPED if any(b.capped for b in budgets) else "") + (REDUCED if reduced else "")
         rows.append(
             {
                 "dataset": dataset,
                 "method": method,
-                "mark": (CAPPED if any(b.capped for b in budgets) else "") + (REDUCED if reduced else ""),
-                "seeds": f"{seeds} of {planned['seeds']}" if planned else str(seeds),
-                "grid points": f"{run['grid_points']} of {planned['grid_points']}" if planned and run else "",
-                "epochs": "–".join(map(str, (epochs[0], epochs[-1]) if len(epochs) > 1 else epochs)),
+                "mark": marks + (LEFT_OUT if omitted else ""),
+                "seeds": f"{seeds} of {of}" if planned or omitted else str(seeds),
+                "grid points": f"{run['grid_points'] if seeds else 0} of {planned['grid_points']}"
+                if planned and run
+                else "",
+                "epochs": "–".join(map(str, (epochs[0], epochs[-1]) if len(epochs) > 1 else epochs)) if epochs else "",
                 "cap": "/".join(sorted({str(b.cap) for b in budgets})),
                 "stopped by": "; ".join(dict.fromkeys(b.stopped for b in budgets)),
                 "device": "/".join(sorted({b.device for b in budgets})),
-                "training s per run": round(sum(b.seconds for b in budgets) / max(len(budgets), 1), 1),
+                "training s per run": round(sum(b.seconds for b in budgets) / len(budgets), 1) if budgets else "",
+                "left out": "; ".join(f"run {gone.run_id} (seed {gone.seed}): {gone.why}" for gone in omitted),
             }
         )
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def left_out_notes(rows: pd.DataFrame) -> list[str]:
+    """One note per row with runs left out: which, why, and what the row then rests on."""
+    return [
+        f"{row['dataset']} {row['method']}: {row['seeds']} runs read; left out of its means, counts and tests: "
+        f"{row['left out']}"
+        for _, row in rows.iterrows()
+        if row["left out"]
+    ]
 
 
 def legend(rows: pd.DataFrame) -> str:

@@ -24,7 +24,7 @@ from recx.eval.strata import STRATA
 from recx.reports import budget, paper, plots, popularity, significance, stats, tables
 from recx.reports.resampled import DEFAULT_RESAMPLES, Resampled
 from recx.reports.tables import column_name, summary
-from recx.runs.collection import epochs, flat_config
+from recx.runs.collection import checked_runs, epochs, flat_config
 from recx.runs.convergence import FILE as CONVERGENCE
 from recx.sweeps.record import read_record
 from recx.sweeps.sweep import SweepOutcome
@@ -227,8 +227,18 @@ def check_report_folder(out: Path, force: bool) -> None:
 def write_report(
     results: pd.DataFrame, folders: dict[str, Path], out: Path, options: ReportOptions, force: bool = False
 ) -> str:
-    """Write every file of the report to `out` (see check_report_folder); returns report.md's text."""
+    """Write every file of the report to `out` (see check_report_folder); returns report.md's text. Only runs whose
+    folder is there, complete and intact are read (recx.runs.collection.checked_runs): the others are named, and
+    left out of the means, counts and tests."""
     check_report_folder(out, force)
+    results, left = checked_runs(results, folders, options.split)
+    if left and results[results.split == options.split].empty:
+        shown = "; ".join(f"run {run.run_id}: {run.why}" for run in left[:3])
+        raise RecxError(
+            f"none of the {len(left)} runs of the results could be read ({shown}{'; ...' if len(left) > 3 else ''}); "
+            "a report reads each run's folder (runs/<run id> beside the results file, or --runs FOLDER), complete "
+            "and unchanged"
+        )
     options = options.resolve(results)
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -250,7 +260,7 @@ def write_report(
     )
     marks = {(r.dataset, r.method, r.column): True for r in tested.itertuples() if r.significant}
     record = experiment_record(options.sources)
-    ran = budget.budget_rows(results[results.split == options.split], folders, record)
+    ran = budget.budget_rows(results[results.split == options.split], folders, record, left)
     row_marks = {(row.dataset, row.method): row.mark for row in ran.itertuples() if row.mark}
     markdown = tables.to_markdown(table, marks, row_marks)
     write_atomic(out / "table.md", markdown)
@@ -266,6 +276,7 @@ def write_report(
         *_header(results, options),
         markdown,
         budget.legend(ran),
+        *_listed(budget.left_out_notes(ran)),
         STRATA_DEFINITION if options.stratified else "",
         "",
         *paper_text,
@@ -279,6 +290,11 @@ def write_report(
     report = "\n".join(text) + "\n"
     write_atomic(out / "report.md", report)
     return report
+
+
+def _listed(notes: list[str]) -> list[str]:
+    """Notes as a Markdown list set apart from the paragraph before it (nothing when there are none)."""
+    return ["", *[f"- {note}" for note in notes], ""] if notes else []
 
 
 def _untested(rows: pd.DataFrame) -> str:

@@ -1,8 +1,10 @@
 """Runs as a report reads them: long-format results files and, per run id, the run folder beside them
-(`runs/<run id>/`), its epochs and its config (read through recx.runs.store)."""
+(`runs/<run id>/`), its epochs and its config (read through recx.runs.store). A results file is a summary of run
+folders: `checked_runs` keeps the rows of the runs whose folder is there, complete and intact, and names the others."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -41,10 +43,56 @@ def load_results(paths: list[Path], runs_dir: Path | None = None) -> tuple[pd.Da
 
 
 def _folders(results: Path, base: Path, run_ids) -> dict[str, Path]:
-    """Each run's folder: the folder holding `results` when it is one run's own results (a completed run folder,
-    or evaluated lists), else `base/<id>`."""
-    own = len(run_ids) == 1 and store.state(results.parent) == "complete"
-    return {run_id: results.parent if own else base / run_id for run_id in run_ids}
+    """Each run's folder: the folder holding `results` when it is one run's own results (a run folder, complete or
+    not, or evaluated lists), else `base/<id>`."""
+    folder = results.parent
+    own = len(run_ids) == 1 and any((folder / name).is_file() for name in ("config.yaml", store.LISTS_FILE))
+    return {run_id: folder if own else base / run_id for run_id in run_ids}
+
+
+@dataclass(frozen=True)
+class LeftOut:
+    """A run of the results that a report leaves out: its row (dataset, method), seed, and why."""
+
+    dataset: str
+    method: str
+    run_id: str
+    seed: object
+    why: str
+
+
+def _problem(folder: Path | None, split: str) -> str | None:
+    """Why a run's folder cannot back its results (None when it can): absent, not complete (no COMPLETE marker), or
+    a file the report reads that is missing or changed since recx wrote it (its recorded sha256)."""
+    if folder is None or not folder.exists():
+        return f"missing (no folder {folder})" if folder is not None else "missing (no run folder known)"
+    current = store.state(folder)
+    if current != "complete":
+        return f"incomplete ({folder} is {current}: no {store.COMPLETE} marker)"
+    recorded = store.recorded_checksums(folder)
+    if recorded is None:  # written before recx recorded checksums: read unchecked, with store's note
+        store.verify(folder, "results.parquet", "")
+        return None
+    read = ("results.parquet", f"per_user_{split}.parquet", f"topk_{split}.parquet", "catalogue.parquet")
+    for name in (name for name in read if name in recorded):
+        try:
+            store.verify(folder, name, "train or evaluate the run again")
+        except RecxError as error:
+            return f"damaged ({error})"
+    return None
+
+
+def checked_runs(results: pd.DataFrame, folders: dict[str, Path], split: str) -> tuple[pd.DataFrame, list[LeftOut]]:
+    """(the rows of the runs whose folder is there, complete (its COMPLETE marker) and intact (the recorded sha256
+    of each file a report reads: results, per-user values, top-K lists, catalogue), the runs left out and why)."""
+    problems = {run_id: _problem(folders.get(run_id), split) for run_id in results.run_id.unique()}
+    bad = {run_id for run_id, problem in problems.items() if problem is not None}
+    firsts = results[results.run_id.isin(bad)].drop_duplicates("run_id")
+    left = [
+        LeftOut(row.dataset, row.method, row.run_id, getattr(row, "seed", None), str(problems[row.run_id]))
+        for row in firsts.itertuples()
+    ]
+    return results[~results.run_id.isin(bad)], left
 
 
 def _check_types(frame: pd.DataFrame, path: Path) -> None:
