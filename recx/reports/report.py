@@ -24,7 +24,7 @@ from recx.eval.strata import STRATA
 from recx.reports import budget, paper, plots, popularity, significance, stats, tables
 from recx.reports.resampled import DEFAULT_RESAMPLES, Resampled
 from recx.reports.tables import column_name, summary
-from recx.runs.collection import checked_runs, epochs, flat_config
+from recx.runs.collection import LeftOut, checked_runs, epochs, flat_config
 from recx.runs.convergence import FILE as CONVERGENCE
 from recx.sweeps.record import read_record
 from recx.sweeps.sweep import SweepOutcome
@@ -231,14 +231,7 @@ def write_report(
     folder is there, complete and intact are read (recx.runs.collection.checked_runs): the others are named, and
     left out of the means, counts and tests."""
     check_report_folder(out, force)
-    results, left = checked_runs(results, folders, options.split)
-    if left and results[results.split == options.split].empty:
-        shown = "; ".join(f"run {run.run_id}: {run.why}" for run in left[:3])
-        raise RecxError(
-            f"none of the {len(left)} runs of the results could be read ({shown}{'; ...' if len(left) > 3 else ''}); "
-            "a report reads each run's folder (runs/<run id> beside the results file, or --runs FOLDER), complete "
-            "and unchanged"
-        )
+    results, left = _readable(results, folders, options.split)
     options = options.resolve(results)
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -290,6 +283,20 @@ def write_report(
     report = "\n".join(text) + "\n"
     write_atomic(out / "report.md", report)
     return report
+
+
+def _readable(results: pd.DataFrame, folders: dict[str, Path], split: str) -> tuple[pd.DataFrame, list[LeftOut]]:
+    """The results of the runs a report may read, and the runs left out (recx.runs.collection.checked_runs); none
+    readable is one error naming them."""
+    results, left = checked_runs(results, folders, split)
+    if left and results[results.split == split].empty:
+        shown = "; ".join(f"run {run.run_id}: {run.why}" for run in left[:3])
+        raise RecxError(
+            f"none of the {len(left)} runs of the results could be read ({shown}{'; ...' if len(left) > 3 else ''}); "
+            "a report reads each run's folder (runs/<run id> beside the results file, or --runs FOLDER), complete "
+            "and unchanged"
+        )
+    return results, left
 
 
 def _listed(notes: list[str]) -> list[str]:
