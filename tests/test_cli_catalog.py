@@ -7,7 +7,8 @@ from recx.shell import catalog
 
 def test_stored_catalog_matches_the_registries():
     """Fails when a sampler, loss, model or format is added, renamed or given other arguments or defaults (or a
-    run config default changes) without `python -m recx.shell.catalog --write` (make catalog)."""
+    run config default changes, or a run setting's declaration in recx.config.schema: its help, range, choices) without
+    `python -m recx.shell.catalog --write` (make catalog)."""
     assert catalog.STORED.read_text() == catalog.render(catalog.build()), (
         "recx/catalog.json is out of date: run `python -m recx.shell.catalog --write` (make catalog)"
     )

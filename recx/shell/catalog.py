@@ -5,13 +5,14 @@ Each entry is a name, the module that defines it, its arguments with their defau
 reader) and its one-line summary (the class's `summary`, else the first sentence of its docstring).
 
 Reading the registries imports torch and every registered module (seconds), so `--help`, `--version` and shell
-completion read `catalog.json` beside this file instead: the same entries and the run config's defaults, written by
-`python -m recx.shell.catalog --write` (`make catalog`) and checked against the live registries by tests/test_cli_catalog.py.
+completion read `catalog.json` beside this file instead: the same entries, the run config's defaults and the run
+settings' command-line options (recx.shell.run_options: each one's type, help and range, from recx.config.schema),
+written by `python -m recx.shell.catalog --write` (`make catalog`) and checked against the live registries and the
+schema by tests/test_cli_catalog.py.
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import functools
 import inspect
@@ -136,18 +137,41 @@ def _experiments(path: Path) -> list[Entry]:
     ]
 
 
+def _settings(defaults: dict, choices: dict) -> list[dict]:
+    """The run settings as the command line offers them (recx.shell.run_options), in recx.config.schema.HELP's order:
+    each one's key, its option's type (bool, int, float; str for a word or a YAML mapping), its declared help, and
+    what it accepts: `registered` (the catalogue kind whose names it takes, listed when --help is shown, with the
+    plugins' names) or `accepts` (its range, or its choices when its help does not name them all)."""
+    from recx.config.schema import HELP, RANGES, REGISTERED
+
+    settings = []
+    for key, help in HELP.items():
+        setting = {"key": key, "type": "str" if key.endswith("_args") else type(defaults[key]).__name__, "help": help}
+        if key in REGISTERED:
+            setting["registered"] = REGISTERED[key]
+        elif not all(choice in help for choice in choices.get(key, [])):
+            setting["accepts"] = ": " + ", ".join(choices[key])
+        if key in RANGES:
+            setting["accepts"] = ", " + RANGES[key].describe()
+        settings.append(setting)
+    return settings
+
+
 def build() -> dict:
-    """The stored catalogue, from the live registries: the built-in entries of every kind but experiments, and the
-    run config's defaults and the choices of its settings that take one of a few words."""
+    """The stored catalogue, from the live registries: the built-in entries of every kind but experiments, the run
+    config's defaults and the choices of its settings that take one of a few words, and the run settings' options
+    (`_settings`: what `recx train --help` shows, so that it reads them here rather than building them)."""
     from recx.config.run_config import CHOICES, RunConfig
 
     defaults = {key: value for key, value in dataclasses.asdict(RunConfig()).items() if not isinstance(value, dict)}
+    choices = {key: list(values) for key, values in CHOICES.items()}
     return {
         "entries": {
             kind: [dataclasses.asdict(entry) for entry in entries(kind) if is_builtin(entry)] for kind in STORED_KINDS
         },
         "defaults": defaults,
-        "choices": {key: list(values) for key, values in CHOICES.items()},
+        "choices": choices,
+        "settings": _settings(defaults, choices),
     }
 
 
@@ -214,7 +238,15 @@ def stored_choices(key: str) -> list[str]:
     return stored()["choices"].get(key, [])
 
 
+def stored_settings() -> list[dict]:
+    """The run settings' options (`_settings`), in the order --help shows them (no registry, nor the configuration,
+    is imported)."""
+    return stored()["settings"]
+
+
 def main(argv: list[str] | None = None) -> int:
+    import argparse
+
     parser = argparse.ArgumentParser(
         prog="python -m recx.shell.catalog", description="Write or check recx/shell/catalog.json."
     )

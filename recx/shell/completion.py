@@ -10,9 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-import yaml
 
-from recx.data.root import default_data_root
 from recx.shell import catalog
 
 
@@ -38,6 +36,8 @@ def choices(*values: str):
 
 def datasets(ctx: typer.Context, incomplete: str) -> list[str]:
     """Prepared datasets: folders with a card.json under --data-root (as typed so far), else $RECX_DATA or ./data."""
+    from recx.data.root import default_data_root
+
     root = Path(ctx.params.get("data_root") or default_data_root())
     try:
         found = sorted(folder.name for folder in root.iterdir() if (folder / "card.json").is_file())
@@ -54,6 +54,8 @@ def downloadable(ctx: typer.Context, incomplete: str) -> list[str]:
 
 
 def presets(incomplete: str) -> list[str]:
+    import yaml
+
     from recx.data.presets import PRESETS_FILE
 
     return _starting(sorted(yaml.safe_load(PRESETS_FILE.read_text())["presets"]), incomplete)
@@ -72,6 +74,8 @@ def _experiments_file(ctx: typer.Context) -> Path:
 
 def experiments(ctx: typer.Context, incomplete: str) -> list[str]:
     """`recx sweep FILE -e NAME`: the experiments of FILE."""
+    import yaml
+
     try:
         found = (yaml.safe_load(_experiments_file(ctx).read_text()) or {}).get("experiments") or {}
     except (OSError, yaml.YAMLError, AttributeError):

@@ -1,6 +1,8 @@
 """The run settings as command-line options, generated from the configuration's declarations: `--key` for every
-setting of recx.config.schema.HELP (flag = config key, '_' written '-'), with its help, range or choices and default
-from the schema and the stored catalogue (no registry is imported), and `--set KEY=VALUE` for nested keys.
+setting of recx.config.schema.HELP (flag = config key, '_' written '-'), with its help, range or choices and default,
+and `--set KEY=VALUE` for nested keys. They are read from the stored catalogue (recx.shell.catalog: `make catalog`
+writes them from the schema, tests/test_cli_catalog.py checks them), so that `--help` imports neither the
+configuration nor any registry.
 
 A command decorated with `with_settings(...)` receives them as one mapping, `settings`: the keys the user gave, flags
 and --set together (--set is applied last: it wins); the one merge with a config file or an experiment is the
@@ -14,46 +16,45 @@ import inspect
 from typing import Callable, Optional
 
 import typer
-import yaml
 
-from recx.config.schema import HELP, RANGES, REGISTERED
-from recx.core import yaml_values
 from recx.core.errors import RecxError
 from recx.shell import catalog, completion
 
 SET_HELP = (
     "Any config key, KEY=VALUE; nested: sampler_args.variant=log (`recx list samplers` shows each one's arguments)."
 )
+TYPES = {"bool": bool, "int": int, "float": float, "str": str}
 
 
 def flag(key: str) -> str:
     return "--" + key.replace("_", "-")
 
 
-def _kind(key: str) -> type:
-    """bool, int, float or str (a mapping is given as YAML text) from the setting's stored default."""
-    if key.endswith("_args"):
-        return str
-    return type(catalog.stored_default(key))
+def _settings() -> dict[str, dict]:
+    """The stored run settings by key, in --help's order."""
+    return {setting["key"]: setting for setting in catalog.stored_settings()}
 
 
-def _help(key: str, forced: bool) -> str:
-    accepted = ""
-    if key in REGISTERED:
-        accepted = ": " + ", ".join(catalog.stored_names(REGISTERED[key]))
-    elif not all(choice in HELP[key] for choice in catalog.stored_choices(key)):
-        accepted = ": " + ", ".join(catalog.stored_choices(key))
-    if key in RANGES:
-        accepted = ", " + RANGES[key].describe()
+def _kind(setting: dict) -> type:
+    """bool, int, float or str (a mapping is given as YAML text)."""
+    return TYPES[setting["type"]]
+
+
+def _help(setting: dict, forced: bool) -> str:
+    key, declared = setting["key"], setting["help"].rstrip(".")
+    accepted = setting.get("accepts", "")
+    if not accepted and "registered" in setting:
+        accepted = ": " + ", ".join(catalog.stored_names(setting["registered"]))
     if forced:
-        return f"{HELP[key].rstrip('.')}{accepted}; forced in every run (default: the experiment's)."
+        return f"{declared}{accepted}; forced in every run (default: the experiment's)."
     default = "" if key.endswith("_args") else f" (default: {catalog.stored_default(key)})"
-    return f"{HELP[key].rstrip('.')}{accepted}.{default}"
+    return f"{declared}{accepted}.{default}"
 
 
-def _completion(key: str):
-    if key in REGISTERED:
-        return completion.registered(REGISTERED[key])
+def _completion(setting: dict):
+    key = setting["key"]
+    if "registered" in setting:
+        return completion.registered(setting["registered"])
     if key == "dataset":
         return completion.datasets
     if catalog.stored_choices(key):
@@ -61,11 +62,13 @@ def _completion(key: str):
     return None
 
 
-def _option(key: str, forced: bool) -> inspect.Parameter:
-    kind = _kind(key)
-    decls = [flag(key)] if kind is not bool else [f"{flag(key)}/--no-{flag(key)[2:]}"]
-    info = typer.Option(None, *decls, help=_help(key, forced), autocompletion=_completion(key), show_default=False)
-    return inspect.Parameter(key, inspect.Parameter.KEYWORD_ONLY, default=info, annotation=Optional[kind])
+def _option(setting: dict, forced: bool) -> inspect.Parameter:
+    kind, name = _kind(setting), flag(setting["key"])
+    decls = [name] if kind is not bool else [f"{name}/--no-{name[2:]}"]
+    info = typer.Option(
+        None, *decls, help=_help(setting, forced), autocompletion=_completion(setting), show_default=False
+    )
+    return inspect.Parameter(setting["key"], inspect.Parameter.KEYWORD_ONLY, default=info, annotation=Optional[kind])
 
 
 def _set_option(help: str) -> inspect.Parameter:
@@ -76,6 +79,10 @@ def _set_option(help: str) -> inspect.Parameter:
 def assignments(pairs: list[str], onto: dict | None = None) -> dict:
     """`--set key=value` (value parsed as YAML), dotted keys for nested args: sampler_args.variant=log; each one set
     in a copy of `onto` (the options given as flags: --set wins)."""
+    import yaml
+
+    from recx.core import yaml_values
+
     out: dict = {key: dict(value) if isinstance(value, dict) else value for key, value in (onto or {}).items()}
     for pair in pairs:
         key, sep, value = pair.partition("=")
@@ -95,6 +102,10 @@ def assignments(pairs: list[str], onto: dict | None = None) -> dict:
 
 
 def _mapping(key: str, text: str) -> dict:
+    import yaml
+
+    from recx.core import yaml_values
+
     try:
         value = yaml_values.load(text)
     except yaml.YAMLError:
@@ -121,7 +132,8 @@ def with_settings(*, skip: tuple[str, ...] = (), forced: bool = False, set_help:
     win over an experiment's (`recx sweep`, whose own options say which experiment)."""
 
     def decorate(command: Callable) -> Callable:
-        keys = [key for key in HELP if key not in skip]
+        settings = _settings()
+        keys = [key for key in settings if key not in skip]
 
         @functools.wraps(command)
         def run(*args, **values):
@@ -132,7 +144,7 @@ def with_settings(*, skip: tuple[str, ...] = (), forced: bool = False, set_help:
             for p in inspect.signature(command, eval_str=True).parameters.values()
             if p.name != "settings"
         ]
-        added = [_option(key, forced) for key in keys] + [_set_option(set_help)]
+        added = [_option(settings[key], forced) for key in keys] + [_set_option(set_help)]
         ordered = own + added if forced else added + own
         run.__signature__ = inspect.Signature(ordered)  # type: ignore[attr-defined]
         run.__annotations__ = {p.name: p.annotation for p in ordered}
