@@ -187,7 +187,7 @@ def evaluate_run(
     if dump_topk is not None:
         say(f"top-{max(evaluated.results.k)} lists (user, item, rank) of every user with a {split} item: {dump_topk}")
     if evaluated.diagnostics is not None:
-        console.print_json(data=evaluated.diagnostics, sort_keys=True)
+        console().print_json(data=evaluated.diagnostics, sort_keys=True)
 
 
 @app.command()
@@ -234,7 +234,7 @@ def sweep(
         address=address,
         track=track,
         track_uri=track_uri,
-        console=console,
+        console=console(),
     )
 
 
@@ -276,7 +276,7 @@ def report(
         force=force,
     )
     say((out / "table.md").read_text())
-    console.print(f"report: {out / 'report.md'}")
+    console().print(f"report: {out / 'report.md'}")
 
 
 @app.command("list")

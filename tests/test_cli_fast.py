@@ -18,8 +18,12 @@ HEAVY = (
     "recx.data.formats",
     "recx.config.run_config",
 )
+# What `--help` does not need either: the configuration's schema (the run settings' options are read from the stored
+# catalogue), pydantic (the validators Typer builds for the options it parses), numpy, rich, YAML.
+NOT_FOR_HELP = HEAVY + ("numpy", "pydantic", "recx.config", "recx.config.schema", "rich", "yaml")
 PROBE = """
 import json, sys
+modules = json.loads(sys.argv[2])
 sys.argv = ["recx", *json.loads(sys.argv[1])]
 try:
     from recx.__main__ import main
@@ -28,13 +32,13 @@ except SystemExit:
     pass
 finally:
     sys.stdout.flush()
-    print("\\nIMPORTED " + json.dumps(sorted(m for m in {heavy} if m in sys.modules)), file=sys.stderr)
-""".replace("{heavy}", repr(HEAVY))
+    print("\\nIMPORTED " + json.dumps(sorted(m for m in modules if m in sys.modules)), file=sys.stderr)
+"""
 
 
-def _probe(args, env=None):
+def _probe(args, env=None, modules=HEAVY):
     result = subprocess.run(
-        [sys.executable, "-c", PROBE, json.dumps(args)],
+        [sys.executable, "-c", PROBE, json.dumps(args), json.dumps(modules)],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -63,6 +67,58 @@ def test_answers_without_heavy_imports(args):
     out, err, imported = _probe(args)
     assert imported == [], f"recx {' '.join(args)} imported {imported}"
     assert out or err
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["--help"], ["train", "--help"], ["sweep", "--help"], ["eval", "--help"], ["diagnose", "sampler", "--help"]],
+)
+def test_help_builds_no_schema(args):
+    """--help reads the generated options from the stored catalogue: no torch, no configuration schema, no pydantic
+    validators, and importlib.metadata only when an installed package declares a plugin entry point."""
+    from recx.core import plugins
+
+    modules = NOT_FOR_HELP + (() if plugins.may_declare_entry_points() else ("importlib.metadata",))
+    out, err, imported = _probe(args, modules=modules)
+    assert imported == [], f"recx {' '.join(args)} imported {imported}"
+    assert out.startswith("Usage: recx"), err
+
+
+@pytest.mark.parametrize(
+    "args",
+    [[], ["train"], ["sweep"], ["eval"], ["prepare"], ["report"], ["list"], ["diagnose"], ["diagnose", "sampler"]],
+)
+def test_help_is_the_one_typer_gives(recx_cli, monkeypatch, args):
+    """`recx COMMAND --help`, answered without parsing recx's own options (terminal.command_help), prints what Typer's
+    own path prints, byte for byte."""
+    from recx.shell import terminal
+
+    fast = recx_cli(*args, "--help")
+    monkeypatch.setattr(terminal, "command_help", lambda app, words: False)
+    typer_path = recx_cli(*args, "--help")
+    assert fast.code == typer_path.code == 0
+    assert fast.out == typer_path.out and fast.out.startswith(f"Usage: recx {' '.join(args)}".rstrip())
+
+
+def test_entry_points_are_looked_for_where_importlib_metadata_looks(tmp_path, monkeypatch):
+    """plugins.may_declare_entry_points (read without importing importlib.metadata) says yes whenever
+    importlib.metadata finds a `recx.plugins` entry point: one in a .dist-info folder on sys.path is found, one of
+    another group is not, and a zip on sys.path is a yes (unsure)."""
+    import importlib.metadata
+
+    from recx.core import plugins
+
+    monkeypatch.setattr(sys, "path", [str(tmp_path)])
+    info = tmp_path / "someone_else-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: someone-else\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[console_scripts]\nelse = someone_else:main\n")
+    assert not plugins.may_declare_entry_points() and not importlib.metadata.entry_points(group=plugins.GROUP)
+    (info / "entry_points.txt").write_text("[recx.plugins]\nmine = someone_else.methods\n")
+    assert plugins.may_declare_entry_points() and importlib.metadata.entry_points(group=plugins.GROUP)
+    monkeypatch.setattr(sys, "path", [str(tmp_path / "nothing"), str(tmp_path / "info.zip")])
+    (tmp_path / "info.zip").write_bytes(b"")
+    assert plugins.may_declare_entry_points()
 
 
 def test_version_and_verbose_versions(recx_cli):

@@ -10,10 +10,20 @@ faults 6.1M -> 0.2M), for about 15% more resident memory. Linux with glibc only;
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import sys
 
 M_TRIM_THRESHOLD, M_TOP_PAD, M_MMAP_MAX = -1, -2, -4
+
+
+def _libc() -> ctypes.CDLL:
+    """glibc by its soname; else as ctypes finds it (which runs `ldconfig -p`: a process started for every recx
+    command, `--help` included)."""
+    try:
+        return ctypes.CDLL("libc.so.6")
+    except OSError:
+        from ctypes.util import find_library
+
+        return ctypes.CDLL(find_library("c") or "libc.so.6")
 
 
 def keep_freed_memory() -> bool:
@@ -21,8 +31,7 @@ def keep_freed_memory() -> bool:
     if not sys.platform.startswith("linux"):
         return False
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        mallopt = libc.mallopt
+        mallopt = _libc().mallopt
     except (OSError, AttributeError):
         return False
     return all(

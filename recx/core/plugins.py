@@ -22,9 +22,7 @@ loaded; a single `.py` file and a package holding a copy of it are other code.
 from __future__ import annotations
 
 import functools
-import hashlib
 import importlib
-import importlib.metadata
 import importlib.util
 import os
 import re
@@ -74,6 +72,8 @@ def note_registered(kind: str, name: str) -> None:
 def code_hash(module_name: str) -> str | None:
     """The sha256 of the code a class of module `module_name` comes from: its top-level package's `.py` files
     (`content_hash` of the package folder), or its module's file; None when the module has no source file."""
+    import hashlib
+
     module = sys.modules.get(module_name.split(".")[0])
     folders = sorted(getattr(module, "__path__", None) or [])
     source = getattr(module, "__file__", None)
@@ -149,6 +149,8 @@ def worker_specs() -> list[str]:
 def load() -> None:
     """Load every plugin once: the entry points, then RECX_PLUGINS, then the requested ones."""
     global _started
+    import importlib.metadata
+
     if _started:
         return
     _started = True
@@ -186,6 +188,8 @@ def _load_spec(spec: str, origin: str) -> None:
 
 def content_hash(path: Path) -> str:
     """sha256 of a file, or of a folder's `.py` files (their paths and contents, in order)."""
+    import hashlib
+
     if path.is_file():
         return hashlib.sha256(path.read_bytes()).hexdigest()
     digest = hashlib.sha256()
@@ -211,6 +215,8 @@ def _import_file(name: str, path: Path, package: Path | None = None):
 
 
 def _module_version(name: str) -> str | None:
+    import importlib.metadata
+
     top = name.split(".")[0]
     dists = importlib.metadata.packages_distributions().get(top, [])
     try:
@@ -254,14 +260,53 @@ def recorded() -> list[dict]:
     return [asdict(plugin) for plugin in _loaded]
 
 
+def may_declare_entry_points() -> bool:
+    """False when no installed distribution declares an entry point of GROUP. The entry_points.txt files that
+    importlib.metadata reads (in the .dist-info and .egg-info folders of sys.path's folders, and a .egg folder's
+    EGG-INFO) are searched for the group's name, without importing importlib.metadata: that import was a quarter
+    of what recx itself adds to `recx --help` (docs/performance.md). True, for importlib.metadata to answer, when
+    one may declare it, or when unsure (a zip file on sys.path, a finder of distributions other than Python's)."""
+    import importlib.machinery
+
+    finders = [finder for finder in sys.meta_path if getattr(finder, "find_distributions", None) is not None]
+    if any(finder is not importlib.machinery.PathFinder for finder in finders):
+        return True
+    for entry in sys.path:
+        root = entry or "."
+        try:
+            children = os.listdir(root)
+        except NotADirectoryError:
+            return True
+        except OSError:
+            continue
+        egg = os.path.basename(root).lower().endswith(".egg")
+        for child in children:
+            low = child.lower()
+            if not (low.endswith((".dist-info", ".egg-info")) or (egg and low == "egg-info")):
+                continue
+            try:
+                with open(os.path.join(root, child, "entry_points.txt"), "rb") as declared:
+                    if GROUP.encode() in declared.read():
+                        return True
+            except OSError:
+                continue
+    return False
+
+
 def fingerprint() -> str | None:
     """A hash of what would be loaded (entry points with their versions, RECX_PLUGINS and the requested specs with
     each file's content), without importing any of it: the key of the cached catalogue of plugin names. None when
     there is nothing to load."""
-    found = sorted(importlib.metadata.entry_points(group=GROUP), key=lambda e: e.name)
+    found = []
+    if may_declare_entry_points():
+        import importlib.metadata
+
+        found = sorted(importlib.metadata.entry_points(group=GROUP), key=lambda e: e.name)
     specs = worker_specs()
     if not found and not specs:
         return None
+    import hashlib
+
     digest = hashlib.sha256()
     for entry in found:
         dist = entry.dist

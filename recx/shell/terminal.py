@@ -17,24 +17,40 @@ from pathlib import Path
 from typing import TypeVar
 
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
 from recx.core import arguments
 from recx.core.errors import RecxError, attached_log
-from recx.core.folders import write_text_atomic
 from recx.shell import catalog
 
-# Piped output is not wrapped at 80 columns: tables stay one row per line.
-console = Console() if Console().is_terminal else Console(width=10_000)
 T = TypeVar("T")
 COMMAND_NAMES = {"evaluate_run": "eval"}  # a command's function name -> its name on the command line
 
 
+@functools.cache
+def console():
+    """The standard output's rich console, made when first used (an answer that prints nothing through it, such as
+    --help, does not import rich). Piped output is not wrapped at 80 columns: tables stay one row per line."""
+    from rich.console import Console
+
+    return Console() if Console().is_terminal else Console(width=10_000)
+
+
+def _stderr():
+    from rich.console import Console
+
+    return Console(stderr=True)
+
+
+def _error_line(label: str, message: str) -> None:
+    """`label: message` on standard error, the label in bold red."""
+    from rich.markup import escape
+
+    _stderr().print(f"[bold red]{label}:[/] {escape(message)}", highlight=False, soft_wrap=True)
+
+
 def say(text: str) -> None:
     """One line of plain text (never wrapped, no markup)."""
-    console.print(text, soft_wrap=True, highlight=False, markup=False)
+    console().print(text, soft_wrap=True, highlight=False, markup=False)
 
 
 def refuse_unless(condition: bool, message: str) -> None:
@@ -73,7 +89,7 @@ def progress(quiet: bool):
 def loading():
     """On a terminal, a spinner while torch and the registries load (seconds on a busy machine); it is erased
     before the command shows anything."""
-    shown = Console(stderr=True)
+    shown = _stderr()
     if not shown.is_terminal or "torch" in sys.modules:
         yield
         return
@@ -94,7 +110,7 @@ def handles_interrupts(command):
                 f"recx {name}; nothing half-written was kept (datasets and run folders are "
                 "swapped in only when complete)"
             )
-            Console(stderr=True).print(f"interrupted: {what}", highlight=False, soft_wrap=True, markup=False)
+            _stderr().print(f"interrupted: {what}", highlight=False, soft_wrap=True, markup=False)
             raise typer.Exit(130) from None
 
     return run
@@ -103,6 +119,8 @@ def handles_interrupts(command):
 def print_metrics(frame, title: str) -> None:
     """The title on its own line (never wrapped), then rows metric@k (metric alone for k = 0: AUC, OPAUC) and
     columns overall and per popularity stratum, from a results frame (metric, k, stratum, value)."""
+    from rich.table import Table
+
     from recx.eval.strata import STRATA
 
     values = {(r.metric, r.k, r.stratum): r.value for r in frame.itertuples()}
@@ -117,7 +135,7 @@ def print_metrics(frame, title: str) -> None:
     for metric, k in keys:
         cells = [f"{values[(metric, k, s)]:.4f}" if (metric, k, s) in values else "" for s in ("all",) + STRATA]
         table.add_row(f"{metric}@{k}" if k and metric not in facts else metric, *cells)
-    console.print(table)
+    console().print(table)
 
 
 def prepared_line(name: str, folder: Path) -> str:
@@ -134,6 +152,8 @@ def prepared_line(name: str, folder: Path) -> str:
 
 def print_divergence(table, title: str) -> None:
     """`recx diagnose sampler`'s table: the mean KL and TV over users per (model, sampler)."""
+    from rich.table import Table
+
     summary = (
         table.groupby(["model", "sampler"], sort=False)
         .agg(kl=("kl", "mean"), tv=("tv", "mean"), exact=("exact", "all"))
@@ -144,20 +164,24 @@ def print_divergence(table, title: str) -> None:
         shown.add_column(column)
     for row in summary.itertuples():
         shown.add_row(row.model, row.sampler, f"{row.kl:.4f}", f"{row.tv:.4f}", "exact" if row.exact else "draws")
-    console.print(shown)
+    console().print(shown)
 
 
 def print_entries(title: str, entries: list) -> None:
     """`recx list`'s table of one kind: name, module, arguments (defaults), summary."""
+    from rich.table import Table
+
     table = Table(title=title, title_justify="left")
     for column in ("name", "module", "arguments (defaults)", "summary"):
         table.add_column(column, overflow="fold")
     for entry in entries:
         table.add_row(entry.name, entry.module, entry.args, entry.summary)
-    console.print(table)
+    console().print(table)
 
 
 def print_versions(title: str | None = None) -> None:
+    from rich.table import Table
+
     from recx.core.versions import versions
 
     table = Table(title=title, title_justify="left", show_header=title is not None)
@@ -165,11 +189,12 @@ def print_versions(title: str | None = None) -> None:
         table.add_column(column, overflow="fold")
     for name, version in versions().items():
         table.add_row(name, version)
-    console.print(table)
+    console().print(table)
 
 
 def _internal_error(error: Exception) -> None:
     from recx.core import plugins
+    from recx.core.folders import write_text_atomic
 
     blamed = plugins.blame(error)
     log = attached_log(error)
@@ -181,14 +206,10 @@ def _internal_error(error: Exception) -> None:
             log = None
     where = f"full traceback in {log}" if log else "the traceback could not be saved"
     if blamed is not None:  # a plugin's code raised it: name the plugin and its method, not recx
-        Console(stderr=True).print(
-            f"[bold red]error:[/] {escape(f'{blamed} ({where}; rerun with --debug to show it)')}",
-            highlight=False,
-            soft_wrap=True,
-        )
+        _error_line("error", f"{blamed} ({where}; rerun with --debug to show it)")
         return
     message = f"{type(error).__name__}: {error} ({where}; rerun with --debug to show it)"
-    Console(stderr=True).print(f"[bold red]internal error:[/] {escape(message)}", highlight=False, soft_wrap=True)
+    _error_line("internal error", message)
 
 
 def _remember_plugins() -> None:
@@ -197,6 +218,32 @@ def _remember_plugins() -> None:
 
     if "torch" in sys.modules and plugins.loaded():
         catalog.remember_plugins()
+
+
+def command_help(app: typer.Typer, words: list[str]) -> bool:
+    """`recx COMMAND [SUBCOMMAND] --help` and nothing else: print that command's help (the same text, from the same
+    click command and its own --help option) and return True; False for any other command line, left to Typer.
+
+    Typer's path to it parses the options of the commands above (recx's own: --threads, --plugin, ...) though none
+    is given, and Typer builds a pydantic validator for each option it parses: importing pydantic for them was a
+    third of `recx train --help` (docs/performance.md)."""
+    if len(words) < 2 or words[-1] != "--help" or any(word.startswith("-") for word in words[:-1]):
+        return False
+    command = typer.main.get_command(app)
+    context = typer.Context(command, info_name="recx")
+    names = words[:-1]
+    for depth, word in enumerate(names):
+        found = command.get_command(context, word) if isinstance(command, typer.core.TyperGroup) else None
+        if found is None:
+            return False  # a mistyped command: Typer's own message
+        if depth < len(names) - 1:
+            command, context = found, typer.Context(found, info_name=word, parent=context)
+            continue
+        try:
+            found.make_context(word, ["--help"], parent=context)  # click's --help prints the help and exits
+        except typer.Exit:
+            return True
+    return False
 
 
 def run(app: typer.Typer, complete_var: str) -> None:
@@ -208,13 +255,15 @@ def run(app: typer.Typer, complete_var: str) -> None:
     debug = "--debug" in sys.argv[1:] or os.environ.get("RECX_DEBUG") == "1"
     sys.argv = [sys.argv[0]] + [arg for arg in sys.argv[1:] if arg != "--debug"]
     try:
+        if complete_var not in os.environ and command_help(app, sys.argv[1:]):
+            return
         with arguments.from_command_line():
             app(prog_name="recx", complete_var=complete_var)
     except RecxError as error:
-        Console(stderr=True).print(f"[bold red]error:[/] {escape(str(error))}", highlight=False, soft_wrap=True)
+        _error_line("error", str(error))
         sys.exit(1)
     except KeyboardInterrupt:
-        Console(stderr=True).print("interrupted")
+        _stderr().print("interrupted")
         sys.exit(130)
     except Exception as error:
         if debug:
