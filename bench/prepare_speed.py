@@ -7,16 +7,19 @@ Writes a ratings.dat of 10,000,054 `UserID::MovieID::Rating::Timestamp` lines (6
   2. times pandas.read_csv(sep='::', engine='python') alone, in this process.
 Targets: recx time < 1/10 of the pandas parse time; peak memory < 1.5 GB.
 The child then loads the prepared dataset (load_dataset, median of 3) and times its two hashes alone on the same
-data: the damage check (check_files: each split file's sha256 against card.json) and the identity
+data: the damage check (changed_files: each split file's sha256 against card.json) and the identity
 (content_hash: sha256 of the columns and id maps), so that their share of a load is printed.
 
-    python bench/prepare_speed.py [--lines N] [--skip-pandas]
+    python bench/prepare_speed.py [--lines N] [--users N] [--items N] [--skip-pandas] [--quick]
+
+`--quick` (make ci-bench-quick): 60,000 lines of 1,000 users and 800 movies, in seconds; its figures mean nothing.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import resource
 import subprocess
 import sys
@@ -27,6 +30,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pcsv
+import quick
 
 ROOT = Path(__file__).resolve().parents[1]
 CHILD = """
@@ -50,34 +54,43 @@ def best(work):
     return statistics.median(times)
 splits = {{s: folder.read_split(out, s) for s in folder.SPLITS}}
 ids = folder.read_ids(out, "users"), folder.read_ids(out, "items")
-load = {{"load": best(lambda: load_dataset(out.parent, out.name)), "check_files": best(lambda: folder.check_files(out, card)),
+load = {{"load": best(lambda: load_dataset(out.parent, out.name)), "changed_files": best(lambda: folder.changed_files(out, card)),
         "content_hash": best(lambda: folder.content_hash(splits, *ids))}}
 print(json.dumps({{"seconds": seconds, "rows": card["rows"], "counts": card["counts"], "n_users": card["n_users"],
                   "n_items": card["n_items"], "load": load}}))
 """
 
 
-def write_ratings(path: Path, lines: int, seed: int = 0) -> None:
-    """A MovieLens-10M-like ratings.dat with exactly `lines` lines and no repeated (user, movie) pair.
+def write_ratings(path: Path, lines: int, seed: int = 0, n_users: int = 69_878, n_items: int = 10_677) -> None:
+    """A MovieLens-10M-like ratings.dat with exactly `lines` lines and no repeated (user, movie) pair (at least 20
+    lines a user).
 
-    User lengths are 20 + Pareto, capped near 7,000 (ML-10M's longest is 7,359). A user's first movie comes from
+    User lengths are 20 + Pareto, capped near 7,000 (ML-10M's longest is 7,359; with fewer movies, at the movies a
+    user can walk). A user's first movie comes from
     1,500 "tail" movies (Zipf: many get fewer than 10 ratings, so the 10-core has work to do); the others are the
-    walk start_u + j * stride_u over the remaining 9,177 movies, distinct because each stride is coprime to 9,177.
+    walk start_u + j * stride_u over the remaining 9,177 movies, distinct because each stride is coprime to 9,177
+    (with fewer movies: a seventh of them in the tail, the strides coprime to the rest).
     """
     rng = np.random.default_rng(seed)
-    n_users, n_items = 69_878, 10_677
+    if lines < 20 * n_users:
+        raise SystemExit(f"--lines {lines:,}: at least 20 a user, {20 * n_users:,} for {n_users:,} users")
+    n_tail = min(1_500, n_items // 7)
+    n_head = n_items - n_tail
+    longest = min(6_900, n_head - 21 - math.ceil((lines - 20 * n_users) / n_users))  # with the top-up below
     weights = rng.pareto(1.2, n_users)
-    lengths = np.minimum(np.floor(weights / weights.sum() * (lines - 20 * n_users)), 6_900).astype(np.int64) + 20
+    lengths = np.minimum(np.floor(weights / weights.sum() * (lines - 20 * n_users)), longest).astype(np.int64) + 20
     short = lines - int(lengths.sum())
     lengths += short // n_users
     lengths[: short % n_users] += 1
     user = np.repeat(np.arange(1, n_users + 1), lengths)
     position = np.arange(user.size) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-    n_head = n_items - 1_500
+    if lengths.max() > n_head:
+        raise SystemExit(f"a user of {lengths.max():,} ratings: more than the {n_head:,} movies it walks")
     start = np.minimum(rng.zipf(1.3, n_users), n_head) - 1
-    stride = rng.choice(np.array([1, 2, 4, 5, 8, 10, 11, 13]), n_users)
+    strides = np.array([s for s in (1, 2, 4, 5, 8, 10, 11, 13) if math.gcd(s, n_head) == 1])
+    stride = rng.choice(strides, n_users)
     walk = (np.repeat(start, lengths) + position * np.repeat(stride, lengths)) % n_head
-    tail = n_head + np.minimum(rng.zipf(1.1, n_users), 1_500) - 1
+    tail = n_head + np.minimum(rng.zipf(1.1, n_users), n_tail) - 1
     walk[position == 0] = tail
     item_ids = np.sort(rng.choice(65_133, n_items, replace=False) + 1)
     item = item_ids[walk]
@@ -93,12 +106,15 @@ def write_ratings(path: Path, lines: int, seed: int = 0) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--lines", type=int, default=10_000_054)
+    parser.add_argument("--users", type=int, default=69_878)
+    parser.add_argument("--items", type=int, default=10_677, help="movies")
     parser.add_argument("--skip-pandas", action="store_true")
+    quick.option(parser, lines=60_000, users=1_000, items=800)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         source = Path(folder) / "ratings.dat"
         start = time.perf_counter()
-        write_ratings(source, args.lines)
+        write_ratings(source, args.lines, n_users=args.users, n_items=args.items)
         print(
             f"wrote {args.lines:,} lines ({source.stat().st_size / 1e6:.0f} MB) in {time.perf_counter() - start:.1f} s"
         )
@@ -123,8 +139,8 @@ def main() -> None:
         load = result["load"]
         print(
             f"load_dataset: {load['load']:.3f} s (median of 3); alone on the same data: content_hash "
-            f"{load['content_hash']:.3f} s ({load['content_hash'] / load['load']:.0%} of a load), check_files "
-            f"{load['check_files']:.3f} s ({load['check_files'] / load['load']:.0%})"
+            f"{load['content_hash']:.3f} s ({load['content_hash'] / load['load']:.0%} of a load), changed_files "
+            f"{load['changed_files']:.3f} s ({load['changed_files'] / load['load']:.0%})"
         )
         if args.skip_pandas:
             return
