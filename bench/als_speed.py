@@ -15,7 +15,9 @@ R rounds of --iterations interleaved iterations (implicit, recx) of a fresh mode
 same settings for --iterations epochs, whose epochs.jsonl `seconds` are compared with both, paired by round; then
 R rounds of --rg-iterations iterations of RG² and RG× against their own `recx train` runs.
 Run by hand:  python bench/als_speed.py [--iterations 15] [--threads 2] [--factors 64] [--data-root R --dataset D]
-                                        [--through-cli 3]
+                                        [--through-cli 3] [--quick]
+`--quick` (make ci-bench-quick): tiny synthetic data (bench/quick.py), 16 factors, 2 iterations (RG: 1), one thread,
+one round through the CLI.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import quick
 import torch
 from through_cli import interleaved
 
@@ -140,6 +143,16 @@ def main() -> None:
     parser.add_argument("--dataset", default="gowalla", help="its name under --data-root (e.g. ml10m)")
     parser.add_argument(
         "--through-cli", type=int, default=0, metavar="ROUNDS", help="rounds of the bench against `recx train`"
+    )
+    quick.option(
+        parser,
+        data_root=lambda: quick.data_root("quick"),
+        dataset="quick",
+        factors=16,
+        iterations=2,
+        rg_iterations=1,
+        threads=1,
+        through_cli=1,
     )
     args = parser.parse_args()
     keep_freed_memory()  # as the recx command does (recx/memory.py)

@@ -6,7 +6,9 @@ counted over the batch (recx/kernels/inverse_cdf.py on the CPU). Both with the s
 optimizer, MF with 64 dimensions; the issue's target: BIR ≤ 3× SSL-Pop at batch 2048 and 4096.
 
     python bench/bir_speed.py --data-root /work/data [--dataset gowalla] [--batches 2048,4096] [--steps 15]
-                              [--threads 1]
+                              [--threads 1] [--quick]
+
+`--quick` (make ci-bench-quick): tiny synthetic data (bench/quick.py), batches of 128 and 256, 2 steps.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import statistics
 import time
 from pathlib import Path
 
+import quick
 import torch
 
 from recx.config.run_config import resolve
@@ -56,6 +59,7 @@ def main() -> None:
     parser.add_argument("--batches", default="2048,4096")
     parser.add_argument("--steps", type=int, default=15)
     parser.add_argument("--threads", type=int, default=1)
+    quick.option(parser, data_root=lambda: quick.data_root("quick"), dataset="quick", batches="128,256", steps=2)
     options = parser.parse_args()
     keep_freed_memory()
     set_compute_threads(options.threads)

@@ -2,9 +2,10 @@
 
 Both use the same 64-dim embeddings, the same users (those with test items), the same batch size and the same K in
 one process; the bare baseline computes scores and top-K only (no exclusion of seen items, no metrics).
-Run by hand:  python bench/eval_speed.py [--device cpu|cuda] [--batch-size 1024] [--repeats 3] [--profile]
+Run by hand:  python bench/eval_speed.py [--device cpu|cuda] [--batch-size 1024] [--repeats 3] [--profile] [--quick]
 (`--profile`: one more evaluation under torch.profiler, its operations by their own time and, on CUDA, its kernel
-launches: where the time above the bare baseline goes.)
+launches: where the time above the bare baseline goes.) `--quick` (make ci-bench-quick): a tiny synthetic Gowalla-format
+source (bench/quick.py), one repeat, the profile.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import quick
 import torch
 
 from recx.config.run_config import resolve
@@ -60,6 +62,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--source", type=Path, default=GOWALLA)
     parser.add_argument("--profile", action="store_true", help="profile one more evaluation (torch.profiler)")
+    quick.option(parser, source=quick.source, repeats=1, batch_size=128, profile=True)
     args = parser.parse_args()
     keep_freed_memory()  # as the recx command does (recx/memory.py)
     device = torch.device(args.device)

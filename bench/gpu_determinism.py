@@ -6,19 +6,23 @@ With `--deterministic` every run sets `deterministic = true` (torch's determinis
 On the CPU recx promises the same numbers for the same seed and a resumed run equal to the uninterrupted one
 (tests/test_resume.py). On CUDA some kernels sum in an order that depends on thread scheduling (atomic adds in
 index_add_ / scatter_add_, embedding backward), so this bench measures, per training kind, what holds there: "same"
-or the largest absolute weight difference. Run by hand on a GPU machine (the CPU run is the control):
+or the largest absolute weight difference; a case that fails is printed in the table, the others still run, and the
+bench exits 1. Run by hand on a GPU machine (the CPU run is the control):
 
-    PYTHONPATH=. python3 bench/gpu_determinism.py --device cuda [--epochs 3]
+    PYTHONPATH=. python3 bench/gpu_determinism.py --device cuda [--epochs 3] [--users 2000] [--items 1000] [--mean-length 30]
+    PYTHONPATH=. python3 bench/gpu_determinism.py --quick   # make ci-bench-quick: 2 epochs, 300 x 800, ~12 a user
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 import tempfile
 from pathlib import Path
 
 import pandas as pd
+import quick
 import torch
 
 from recx.config.run_config import resolve
@@ -81,21 +85,26 @@ def killed_then_resumed(config, dataset, folder: Path) -> None:
     train_run(config, dataset, folder, make_progress(quiet=True))
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument(
         "--deterministic", action="store_true", help="every run with deterministic = true (recx's switch)"
     )
+    parser.add_argument("--users", type=int, default=2_000)
+    parser.add_argument("--items", type=int, default=1_000)
+    parser.add_argument("--mean-length", type=int, default=30, help="interactions a user, on average")
+    quick.option(parser, epochs=2, users=300, items=800, mean_length=12)
     options = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="recx-determinism-") as scratch:
         root = Path(scratch)
-        synthetic = {"n_users": 2000, "n_items": 1000, "mean_length": 30}
+        synthetic = {"n_users": options.users, "n_items": options.items, "mean_length": options.mean_length}
         prepare("repeat", PrepareOptions(format="synthetic", ratios="80/10/10", synthetic=synthetic), root / "data")
         dataset = load_dataset(root / "data", "repeat").to(torch.device(options.device))
-        setting = f"device {options.device}{', deterministic algorithms' if options.deterministic else ''}, {options.epochs} epochs, 2,000 users x 1,000 items, seed 3"
+        setting = f"device {options.device}{', deterministic algorithms' if options.deterministic else ''}, {options.epochs} epochs, {options.users:,} users x {options.items:,} items, seed 3"
         print(f"| case ({setting}) | two runs, one seed | killed after epoch 1, resumed |\n| --- | --- | --- |")
+        failures = 0
         for name, case in CASES.items():
             epochs = {"epochs": options.epochs, "patience": options.epochs}
             settings = {"seed": 3, "dim": 32, "device": options.device, "deterministic": options.deterministic}
@@ -111,8 +120,10 @@ def main() -> None:
                 )
             except Exception as failed:  # one case's failure is printed, the others still run
                 twice, resumed = f"failed: {type(failed).__name__}: {failed}"[:200], ""
+                failures += 1
             print(f"| {name} | {twice} | {resumed} |", flush=True)
+    return 1 if failures else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -7,6 +7,11 @@ you work in.
     python bench/loop_mistakes.py /tmp/scratch [--full] [NAME-PART ...]
 
 `--full` runs the whole of tests/ on each mistake instead of the loop goldens and the related suite.
+
+    python bench/loop_mistakes.py --quick   # make ci-bench-quick
+
+`--quick` edits nothing and runs no test: it checks that each mistake still applies to this checkout (its text
+found once in its file, the file with the mistake in it still Python), so that the list cannot rot unseen.
 """
 
 import json
@@ -14,10 +19,6 @@ import os
 import subprocess
 import sys
 
-if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
-    print(__doc__)
-    sys.exit(0 if len(sys.argv) > 1 else 2)
-W = sys.argv[1]
 SUBSET = "tests/test_official_prism.py tests/test_official_hns.py tests/test_official_wrmf.py tests/test_official_fastvae.py tests/test_official_bir.py tests/test_official_rg.py tests/test_train_optim.py tests/test_train_schedule.py tests/test_train_sparse.py tests/test_train_row_gradients.py tests/test_train_positive_mask.py tests/test_models_als.py tests/test_models_weight_decay.py tests/test_resume.py tests/test_samplers_midx.py tests/test_sweep_als.py tests/test_contract.py".split()
 MISTAKES = {
     "epoch loss = last step's": (
@@ -102,6 +103,34 @@ MISTAKES = {
         "if previous - loss < tolerance:",
     ),
 }
+
+
+def applies() -> int:
+    """--quick: each mistake's text is found once in this checkout's file, and the file with the mistake compiles."""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    broken = 0
+    for name, (path, old, new) in MISTAKES.items():
+        with open(os.path.join(here, path)) as source:
+            s = source.read()
+        found = s.count(old)
+        verdict = "applies" if found == 1 else f"its text is found {found} times in {path}, not once"
+        if found == 1:
+            try:
+                compile(s.replace(old, new), path, "exec")
+            except SyntaxError as error:
+                verdict = f"{path} with it is not Python: {error}"
+        broken += verdict != "applies"
+        print(f"{verdict:8s} {name}", flush=True)
+    print(f"{len(MISTAKES) - broken} of {len(MISTAKES)} mistakes apply")
+    return 1 if broken else 0
+
+
+if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
+    print(__doc__)
+    sys.exit(0 if len(sys.argv) > 1 else 2)
+if sys.argv[1:] == ["--quick"]:
+    sys.exit(applies())
+W = sys.argv[1]
 FULL = "--full" in sys.argv[2:]
 only = [a for a in sys.argv[2:] if a != "--full"]
 TESTS = ["tests"] if FULL else SUBSET

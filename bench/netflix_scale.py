@@ -11,6 +11,8 @@ runs (its thread setting and malloc tuning, recx.core.memory, happen there, befo
 
     python bench/netflix_scale.py [--ratings N] [--folder DIR] [--epoch] [--threads 2]
     python bench/netflix_scale.py --prepared DATA_ROOT [--threads 2]   # the epoch alone, on data prepared before
+    python bench/netflix_scale.py --quick   # make ci-bench-quick: 100,000 ratings of 2,000 customers and 600 movies
+                                            # (--customers, --movies), then the epoch at one thread, in seconds
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.csv as pcsv
+import quick
 
 ROOT = Path(__file__).resolve().parents[1]
 N_MOVIES, N_CUSTOMERS, MAX_CUSTOMER = 17_770, 480_189, 2_649_429
@@ -57,20 +60,28 @@ print(json.dumps({{"peak_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 """
 
 
-def user_degrees(ratings: int, rng: np.random.Generator) -> np.ndarray:
+def user_degrees(ratings: int, rng: np.random.Generator, customers: int = N_CUSTOMERS) -> np.ndarray:
     """Ratings per customer as Netflix's spread them (mean 209, median 96, at most ~17,000): lognormal with median
     96 and σ = sqrt(2 ln(209 / 96)), clipped to [2, 17,000], scaled to sum to about `ratings`."""
-    degrees = np.clip(rng.lognormal(np.log(96.0), np.sqrt(2 * np.log(209 / 96)), N_CUSTOMERS), 2, 17_000)
+    degrees = np.clip(rng.lognormal(np.log(96.0), np.sqrt(2 * np.log(209 / 96)), customers), 2, 17_000)
     return np.maximum(np.round(degrees * ratings / degrees.sum()), 1).astype(np.int64)
 
 
-def movie_weights(rng: np.random.Generator) -> np.ndarray:
+def movie_weights(rng: np.random.Generator, movies: int = N_MOVIES) -> np.ndarray:
     """Popularity of each movie as Netflix's counts spread (median 561, mean 5,654, at most 232,944 ratings): lognormal
     with σ = sqrt(2 ln(5654 / 561)), clipped at 415x its median."""
-    return np.minimum(rng.lognormal(0.0, np.sqrt(2 * np.log(5654 / 561)), N_MOVIES), 415.0)
+    return np.minimum(rng.lognormal(0.0, np.sqrt(2 * np.log(5654 / 561)), movies), 415.0)
 
 
-def draw_pairs(ratings: int, rng: np.random.Generator, tastes: int = 64, dim: int = 16, strength: float = 1.0):
+def draw_pairs(
+    ratings: int,
+    rng: np.random.Generator,
+    tastes: int = 64,
+    dim: int = 16,
+    strength: float = 1.0,
+    customers: int = N_CUSTOMERS,
+    n_movies: int = N_MOVIES,
+):
     """(movie index, customer index) pairs, movie-major, without repeats. Each customer belongs to one of `tastes`
     groups; a group draws movie m with probability ∝ popularity_m · exp(strength · c_g · q_m / sqrt(dim)) (latent
     movie vectors q, group centres c, both N(0, I)); a customer draws its degree's worth of movies from its group
@@ -78,18 +89,18 @@ def draw_pairs(ratings: int, rng: np.random.Generator, tastes: int = 64, dim: in
     Learnable, but far from trivially. At 100M draws (before this factor; strength 1.0): 72.6M distinct pairs,
     customers' degrees mean 151, median 87, max 3,949 (Netflix: 209, 96, 17,653); movies' counts median 611, max
     157,616 = 0.22% (Netflix: 561, 232,944 = 0.23%)."""
-    degrees, weights = user_degrees(int(ratings * REPEATS), rng), movie_weights(rng)
-    movies, centres = rng.standard_normal((N_MOVIES, dim)), rng.standard_normal((tastes, dim))
-    group = rng.integers(0, tastes, N_CUSTOMERS)
+    degrees, weights = user_degrees(int(ratings * REPEATS), rng, customers), movie_weights(rng, n_movies)
+    movies, centres = rng.standard_normal((n_movies, dim)), rng.standard_normal((tastes, dim))
+    group = rng.integers(0, tastes, customers)
     keys = []
     for g in range(tastes):
         members = np.flatnonzero(group == g)
         law = weights * np.exp(strength * movies @ centres[g] / np.sqrt(dim))
         cumulative = np.cumsum(law / law.sum())
-        drawn = np.minimum(np.searchsorted(cumulative, rng.random(int(degrees[members].sum()))), N_MOVIES - 1)
-        keys.append(drawn.astype(np.int64) * N_CUSTOMERS + np.repeat(members, degrees[members]))
+        drawn = np.minimum(np.searchsorted(cumulative, rng.random(int(degrees[members].sum()))), n_movies - 1)
+        keys.append(drawn.astype(np.int64) * customers + np.repeat(members, degrees[members]))
     pairs = np.unique(np.concatenate(keys))  # movie-major, repeats dropped
-    return (pairs // N_CUSTOMERS).astype(np.int32), (pairs % N_CUSTOMERS).astype(np.int32)
+    return (pairs // customers).astype(np.int32), (pairs % customers).astype(np.int32)
 
 
 def write_file(path: Path, movies: np.ndarray, counts: np.ndarray, customers: np.ndarray, rng) -> None:
@@ -121,14 +132,17 @@ def write_file(path: Path, movies: np.ndarray, counts: np.ndarray, customers: np
             )
 
 
-def write_netflix(folder: Path, ratings: int, seed: int = 0) -> int:
-    """The four combined_data files of about `ratings` ratings (draw_pairs); returns how many were written."""
+def write_netflix(
+    folder: Path, ratings: int, seed: int = 0, customers: int = N_CUSTOMERS, n_movies: int = N_MOVIES
+) -> int:
+    """The four combined_data files of about `ratings` ratings (draw_pairs) of `customers` customers (ids up to
+    MAX_CUSTOMER) and `n_movies` movies; returns how many were written."""
     rng = np.random.default_rng(seed)
-    ids = np.sort(rng.choice(MAX_CUSTOMER, N_CUSTOMERS, replace=False) + 1).astype(np.int32)
-    movie, customer = draw_pairs(ratings, rng)
-    counts = np.bincount(movie, minlength=N_MOVIES)
+    ids = np.sort(rng.choice(MAX_CUSTOMER, customers, replace=False) + 1).astype(np.int32)
+    movie, customer = draw_pairs(ratings, rng, customers=customers, n_movies=n_movies)
+    counts = np.bincount(movie, minlength=n_movies)
     offsets = np.concatenate([[0], np.cumsum(counts)])
-    for part, movies in enumerate(np.array_split(np.arange(N_MOVIES), 4), start=1):
+    for part, movies in enumerate(np.array_split(np.arange(n_movies), 4), start=1):
         chosen = ids[customer[offsets[movies[0]] : offsets[movies[-1] + 1]]]
         write_file(folder / f"combined_data_{part}.txt", movies + 1, counts[movies], chosen, rng)
     return int(movie.size)
@@ -158,6 +172,9 @@ def main() -> None:
     parser.add_argument(
         "--prepared", type=Path, help="only time the epoch, on the data root DIR holding a prepared netflix-bench"
     )
+    parser.add_argument("--customers", type=int, default=N_CUSTOMERS)
+    parser.add_argument("--movies", type=int, default=N_MOVIES)
+    quick.option(parser, ratings=100_000, customers=2_000, movies=600, epoch=True, threads=1)
     args = parser.parse_args()
     if args.prepared is not None:
         with tempfile.TemporaryDirectory(dir=args.folder) as folder:
@@ -167,7 +184,7 @@ def main() -> None:
         source = Path(folder) / "netflix"
         source.mkdir()
         start = time.perf_counter()
-        written = write_netflix(source, args.ratings)
+        written = write_netflix(source, args.ratings, customers=args.customers, n_movies=args.movies)
         size = sum(p.stat().st_size for p in source.iterdir())
         print(f"wrote {written:,} ratings ({size / 1e9:.2f} GB in 4 files) in {time.perf_counter() - start:.0f} s")
         start = time.perf_counter()

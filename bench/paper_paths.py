@@ -19,7 +19,10 @@ row), paired per round; seconds per iteration. Mult-VAE and FastVAE (`--paths fa
 users runner's step against VAEFloor (FastVAE's floor draws uniform negatives: MIDX's draws are what it leaves out).
 
     python bench/paper_paths.py --data-root /work/data [--paths prism,bir,hns,rg,rg-sm,fastvae] [--steps 10] [--rounds 3]
-                                [--threads 2]
+                                [--threads 2] [--quick]
+
+`--quick` (make ci-bench-quick): every path, one step, one round, one thread, on a tiny synthetic dataset prepared
+under each of the paths' dataset names (bench/quick.py); the headline settings are kept (batches up to 4,096).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ import time
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import quick
 import torch
 import torch.nn.functional as F
 
@@ -448,6 +452,14 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
+    quick.option(
+        parser,
+        data_root=lambda: quick.data_root(*sorted({d for rows in PATHS.values() for _, _, d in rows}), n_users=1_000),
+        paths=",".join(PATHS),
+        steps=1,
+        rounds=1,
+        threads=1,
+    )
     options = parser.parse_args()
     keep_freed_memory()
     set_compute_threads(options.threads)

@@ -3,10 +3,13 @@ by this checkout and by another (a git worktree of the commit before), compared 
 every results file, the weights and the per-epoch losses.
 
     git worktree add /tmp/before HEAD~1
-    python bench/same_results.py /tmp/before [--quick]
+    python bench/same_results.py /tmp/before [--one-seed]
+    python bench/same_results.py --quick   # make ci-bench-quick: this checkout against itself, in seconds
 
 Prints one line per compared file (epochs.jsonl and convergence.parquet without their seconds) and `same: N of N`; exits 1 on any difference. Each tree prepares its own
-synthetic dataset (the preparation is compared too). Run by hand (minutes: a quickstart sweep per tree).
+synthetic dataset (the preparation is compared too). Run by hand (minutes: a quickstart sweep per tree; `--one-seed`:
+its seed 0 only). `--quick`: one epoch of two baseline runs (MF BPR, WRMF) and of the quickstart's BPR with seed 0; the
+other checkout is this one unless given (two runs of one tree: the same numbers from the same seed).
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+import quick
+
 HERE = Path(__file__).resolve().parents[1]
 # One baseline run per runner (recx.training.runners): interactions, users, alternating, none.
 BASELINES = {
@@ -29,6 +34,7 @@ BASELINES = {
     "alternating": ["--model", "wrmf", "--epochs", "3"],
     "none": ["--model", "popularity"],
 }
+QUICK_BASELINES = ("interactions", "alternating")  # --quick: each tree's processes are most of its time
 
 
 def _recx(tree: Path, *args: str) -> None:
@@ -52,15 +58,19 @@ def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def produce(tree: Path, out: Path, quick: bool) -> dict[str, str]:
-    """Every compared file of one tree's runs: {relative path: digest}."""
+def produce(tree: Path, out: Path, one_seed: bool, tiny: bool = False) -> dict[str, str]:
+    """Every compared file of one tree's runs: {relative path: digest}. `tiny`: --quick's runs."""
     data = out / "data"
     _recx(tree, "prepare", "synthetic", "--format", "synthetic", "--ratios", "80/10/10", "--data-root", str(data))
     for name, args in BASELINES.items():
+        if tiny and name not in QUICK_BASELINES:
+            continue
         _recx(tree, "train", "--dataset", "synthetic", "--data-root", str(data), "--device", "cpu", "--quiet",
-              "--run-dir", str(out / "runs" / name), *args)  # fmt: skip
+              "--run-dir", str(out / "runs" / name), *args, *(["--epochs", "1"] if tiny else []))  # fmt: skip
     sweep = ["sweep", str(tree / "experiments.yaml"), "-e", "quickstart", "--data-root", str(data)]
-    _recx(tree, *sweep, "--out", str(out / "quickstart"), *(["--seeds", "0"] if quick else []))
+    narrowed = ["--seeds", "0"] if one_seed or tiny else []
+    narrowed += ["--methods", "bpr+uniform", "--epochs", "1"] if tiny else []
+    _recx(tree, *sweep, "--out", str(out / "quickstart"), *narrowed)
     compared = {}
     for path in sorted(out.rglob("*")):
         wanted = path.suffix == ".parquet" and "plots" not in path.parts
@@ -72,12 +82,15 @@ def produce(tree: Path, out: Path, quick: bool) -> dict[str, str]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("before", type=Path, help="the other checkout (a git worktree)")
-    parser.add_argument("--quick", action="store_true", help="the quickstart sweep with seed 0 only")
+    parser.add_argument("before", type=Path, nargs="?", help="the other checkout (a git worktree)")
+    parser.add_argument("--one-seed", action="store_true", help="the quickstart sweep with seed 0 only")
+    quick.option(parser, before=HERE)
     options = parser.parse_args()
+    if options.before is None:
+        parser.error("give the other checkout (a git worktree of the commit before)")
     with tempfile.TemporaryDirectory() as scratch:
-        before = produce(options.before.resolve(), Path(scratch) / "before", options.quick)
-        after = produce(HERE, Path(scratch) / "after", options.quick)
+        before = produce(options.before.resolve(), Path(scratch) / "before", options.one_seed, options.quick)
+        after = produce(HERE, Path(scratch) / "after", options.one_seed, options.quick)
     same = 0
     for name in sorted(set(before) | set(after)):
         verdict = "same" if before.get(name) == after.get(name) else "DIFFERS"

@@ -6,7 +6,9 @@ Prepares ../shared/data/gowalla (LightGCN split) into a temporary data root, the
 milliseconds per step and the ratio to uniform + BPR with one negative per query (uniform is re-timed between
 samplers so that the ratio compares like with like on a shared machine).
 
-    python bench/sampler_speed.py [--steps 20] [--warmup 3] [--device auto] [--kernels auto] [--threads 2]
+    python bench/sampler_speed.py [--steps 20] [--warmup 3] [--device auto] [--kernels auto] [--threads 2] [--quick]
+
+`--quick` (make ci-bench-quick): a tiny synthetic Gowalla-format source (bench/quick.py), one step after one.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import quick
 import torch
 
 from recx.config.run_config import resolve
@@ -154,6 +157,7 @@ def main() -> None:
     parser.add_argument("--kernels", default="auto")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--source", type=Path, default=GOWALLA, help="Gowalla's LightGCN split (train/valid/test.txt)")
+    quick.option(parser, source=quick.source, steps=1, warmup=1, threads=1)
     options = parser.parse_args()
     keep_freed_memory()  # as the recx command does (recx/memory.py)
     set_compute_threads(options.threads)

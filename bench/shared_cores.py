@@ -14,6 +14,9 @@ max(1, N / cores) × one loop alone: where the cores do not deliver N / cores of
 hyper-threaded virtual CPUs), no program's ratio can go below that one.
 
     python bench/shared_cores.py [--counts 1,2,3] [--epochs 6] [--env KEY=VALUE ...] [-- extra recx train args]
+
+`--quick` (make ci-bench-quick): 2 side by side, 2 epochs, a tiny synthetic dataset (bench/quick.py), loops of
+a million steps.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+import quick
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -80,14 +85,15 @@ def side_by_side(
     return medians
 
 
-SPIN = "import time\nstarted = time.perf_counter()\ntotal = 0\nfor i in range(30_000_000):\n    total += i\nprint(time.perf_counter() - started)"
+SPIN = "import time\nstarted = time.perf_counter()\ntotal = 0\nfor i in range({loop}):\n    total += i\nprint(time.perf_counter() - started)"
 
 
-def machine_side_by_side(count: int) -> list[float]:
+def machine_side_by_side(count: int, loop: int) -> list[float]:
     """Seconds of each of `count` single-threaded pure-Python loops started together: what the machine itself gives
     N processes on its cores, with no thread or library of recx's in play."""
     processes = [
-        subprocess.Popen([sys.executable, "-c", SPIN], stdout=subprocess.PIPE, text=True) for _ in range(count)
+        subprocess.Popen([sys.executable, "-c", SPIN.format(loop=loop)], stdout=subprocess.PIPE, text=True)
+        for _ in range(count)
     ]
     return [float(process.communicate()[0]) for process in processes]
 
@@ -98,35 +104,40 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=6)
     parser.add_argument("--env", action="append", default=[], help="KEY=VALUE for every run")
     parser.add_argument("extra", nargs="*", help="more `recx train` arguments (after --)")
+    parser.add_argument("--loop", type=int, default=30_000_000, help="steps of the machine's pure-Python loops")
+    quick.option(parser, counts="2", epochs=2, loop=1_000_000)
     options = parser.parse_args()
     env = dict(item.split("=", 1) for item in options.env)
     cores = usable_cores()
     with tempfile.TemporaryDirectory(prefix="recx-shared-cores-") as scratch:
         work = Path(scratch)
         root = work / "data"
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "recx",
-                "prepare",
-                "synthetic",
-                "--format",
-                "synthetic",
-                "--ratios",
-                "80/10/10",
-                "--data-root",
-                str(root),
-            ],
-            cwd=ROOT,
-            check=True,
-            capture_output=True,
-        )
+        if options.quick:
+            root = quick.data_root("synthetic")
+        else:
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "recx",
+                    "prepare",
+                    "synthetic",
+                    "--format",
+                    "synthetic",
+                    "--ratios",
+                    "80/10/10",
+                    "--data-root",
+                    str(root),
+                ],
+                cwd=ROOT,
+                check=True,
+                capture_output=True,
+            )
         print(f"usable cores {cores}, env {env or '{}'}, epochs {options.epochs}")
         counts = [int(c) for c in options.counts.split(",")]
-        machine_alone = statistics.median(machine_side_by_side(1))
+        machine_alone = statistics.median(machine_side_by_side(1, options.loop))
         for count in counts:
-            seconds = machine_side_by_side(count)
+            seconds = machine_side_by_side(count, options.loop)
             fair = max(1.0, count / cores) * machine_alone
             print(
                 f"machine: {count} single-threaded loops side by side: worst {max(seconds) / fair:.2f}x its fair share "

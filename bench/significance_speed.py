@@ -1,7 +1,9 @@
 """Benchmark: the report's sign-flip randomisation test (recx.reports.stats.randomisation, batched matrix products)
 against scipy.stats.permutation_test on the same paired per-user values. Prints seconds, p-values and the ratio.
 
-    python bench/significance_speed.py [--users 30000] [--resamples 2000]
+    python bench/significance_speed.py [--users 30000] [--resamples 2000] [--quick]
+
+`--quick` (make ci-bench-quick): 1,000 users, 200 resamples.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import argparse
 import time
 
 import numpy as np
+import quick
 from scipy import stats as scipy_stats
 
 from recx.reports import stats
@@ -19,6 +22,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--users", type=int, default=30_000)
     parser.add_argument("--resamples", type=int, default=2_000)
+    quick.option(parser, users=1_000, resamples=200)
     args = parser.parse_args()
     rng = np.random.default_rng(0)
     x = rng.random(args.users)

@@ -7,8 +7,10 @@ exit, included) is the figure. The baseline is the same command with its output 
 run in the same process after the terminal run.
 
     python bench/silent_stretch.py [--terminal-only] [--limit S] -- python3 -m recx train --dataset gowalla --epochs 1
+    python bench/silent_stretch.py --quick
 
-`--limit S` sends the command Ctrl-C after S seconds (its interrupt message is part of the record).
+`--limit S` sends the command Ctrl-C after S seconds (its interrupt message is part of the record). `--quick` (make
+ci-bench-quick) with no command times `python -m recx --version --verbose` (torch loads behind the spinner).
 """
 
 from __future__ import annotations
@@ -87,6 +89,8 @@ def piped(command: list[str], limit_s: float) -> tuple[list[tuple[float, bytes]]
 
 
 def main() -> None:
+    if "--" not in sys.argv and "--quick" in sys.argv[1:]:
+        sys.argv += ["--", sys.executable, "-m", "recx", "--version", "--verbose"]
     if "--" not in sys.argv or sys.argv[-1] == "--":
         sys.exit(__doc__)
     command, options = sys.argv[sys.argv.index("--") + 1 :], sys.argv[1 : sys.argv.index("--")]

@@ -23,7 +23,10 @@ With --quality N it then trains the BPR case and implicit's BPR for N epochs eac
 NDCG@20 through recx's evaluator (implicit's factors carry its item bias as a last column: an MF of d + 1).
 
     python bench/train_speed.py --data-root /tmp/speed-data [--threads 1] [--epochs 1] [--optimizer lazy_adam]
-                                [--cases bpr,dns,softmax] [--device cuda] [--quality 10] [--through-cli 3]
+                                [--cases bpr,dns,softmax] [--device cuda] [--quality 10] [--through-cli 3] [--quick]
+
+`--quick` (make ci-bench-quick): tiny synthetic data (bench/quick.py), every case for one epoch, one round of the
+first case through the CLI and the quality comparison after one epoch.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ import time
 import warnings
 from pathlib import Path
 
+import quick
 import torch
 from through_cli import interleaved
 
@@ -238,6 +242,7 @@ def main() -> None:
     parser.add_argument(
         "--through-cli", type=int, default=0, metavar="ROUNDS", help="rounds of the case against `recx train`"
     )
+    quick.option(parser, data_root=lambda: quick.data_root("quick"), dataset="quick", quality=1, through_cli=1)
     options = parser.parse_args()
     keep_freed_memory()  # as the recx command does (recx/memory.py)
     set_compute_threads(options.threads)
@@ -272,7 +277,7 @@ def main() -> None:
             f"{column(times, theirs.get('floor'))} {column(times, theirs.get('implicit'))}",
             flush=True,
         )
-    for name, raw in cases if options.through_cli else []:
+    for name, raw in (cases[:1] if options.quick else cases) if options.through_cli else []:
         config = case_config(raw, options.optimizer, device, options.dataset, options.epochs)
         baselines = {
             key: value for key, value in case_baselines(raw, floors, implicit_epochs).items() if key != "floor"
