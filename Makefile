@@ -13,7 +13,7 @@ sweep_out = $(if $(OUT),--out $(OUT)/$(1))
 CI_OUT ?= build/ci-reproduce
 
 .PHONY: setup quickstart test lint test-gpu bench catalog gowalla reproduce-prism reproduce-hns reproduce-bir reproduce-fastvae \
-	reproduce-rg reproduce-headlines ci-reproduce gpu-pack gpu-check gpu-check-cpu \
+	reproduce-rg reproduce-headlines ci-reproduce ci-bench-quick gpu-pack gpu-check gpu-check-cpu \
 	headlines-pack reproduce-headlines-gpu reproduce-headlines-gpu-cpu
 
 setup:
@@ -136,3 +136,19 @@ ci-reproduce:
 	test -s $(CI_OUT)/report/plots/swept_n_negatives_ci-synthetic.png
 	test -s $(CI_OUT)/report/plots/strata_ci-synthetic.png
 	test -s $(CI_OUT)/report/plots/convergence_time_ci-synthetic.png
+
+# CI: every bench of bench/ on tiny synthetic data (`--quick`, bench/quick.py), so that a bench nothing runs cannot rot
+# unseen: each runs through its own code and prints its figures and ratios, which at that size mean nothing (none is
+# checked). Prints each one's seconds, then fails naming the benches that failed. gpu_check, gpu_pack and gpu_runs have
+# their own dry run (gpu-check-cpu), through_cli is run by train_speed's and als_speed's quick runs, bench/official/
+# writes the goldens; tests/test_bench_quick.py fails on a bench left out of this list.
+BENCH_QUICK = als_speed bir_speed cli_latency eval_speed fastvae_speed gpu_determinism loop_mistakes netflix_scale \
+	paper_paths prepare_speed same_results sampler_speed shared_cores significance_speed silent_stretch train_speed
+
+ci-bench-quick:
+	@failed=""; for bench in $(BENCH_QUICK); do \
+		echo "== bench/$$bench.py --quick"; started=$$(date +%s); \
+		PYTHONPATH=. $(PYTHON) bench/$$bench.py --quick || failed="$$failed $$bench"; \
+		echo "== bench/$$bench.py --quick: $$(( $$(date +%s) - started )) s"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "ci-bench-quick: failed:$$failed"; exit 1; fi
