@@ -140,9 +140,9 @@ ci-reproduce:
 # CI: every bench of bench/ on tiny synthetic data (`--quick`, bench/quick.py), so that a bench nothing runs cannot rot
 # unseen: each runs through its own code and prints its figures and ratios, which at that size mean nothing (none is
 # checked). Prints each one's seconds, then fails naming the benches that failed. gpu_check, gpu_pack and gpu_runs have
-# their own dry run (gpu-check-cpu), through_cli is run by train_speed's and als_speed's quick runs, bench/official/
+# their own dry run (gpu-check-cpu), gpu_headlines and its helpers theirs (reproduce-headlines-gpu-cpu), through_cli is run by train_speed's and als_speed's quick runs, bench/official/
 # writes the goldens; tests/test_bench_quick.py fails on a bench left out of this list.
-BENCH_QUICK = als_speed bir_speed cli_latency eval_speed fastvae_speed gpu_determinism loop_mistakes netflix_scale \
+BENCH_QUICK = als_speed bir_speed cli_latency dispatch_count eval_speed fastvae_speed gpu_determinism loop_mistakes netflix_scale \
 	paper_paths prepare_speed same_results sampler_speed shared_cores significance_speed silent_stretch train_speed
 
 ci-bench-quick:

@@ -79,7 +79,7 @@ MISTAKES = {
     ),
     "XIR's half drawn from the batch at hand, not the run's batch size": (
         "recx/samplers/xir.py",
-        "half = max(1, (self.args.n_resampled or run_batch_size) // 2)",
+        "half = max(1, (self.args.n_resampled or self.run_batch_size or size) // 2)",
         "half = max(1, (self.args.n_resampled or size) // 2)",
     ),
     "RG's validation tie not an improvement (patience not reset)": (

@@ -8,7 +8,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 # Not benches run on their own: the GPU check's scripts (their dry run is `make gpu-check-cpu`), the module the
 # benches' --through-cli runs (train_speed's and als_speed's quick runs use it) and the quick mode's helper.
-NOT_LISTED = {"gpu_check", "gpu_pack", "gpu_runs", "through_cli", "quick"}
+NOT_LISTED = {
+    "gpu_check", "gpu_pack", "gpu_runs", "through_cli", "quick",
+    # run by make reproduce-headlines-gpu-cpu: the GPU headline command, its pack, data recipes, jobs and summary
+    "gpu_headlines", "headlines_pack", "headline_data", "headline_jobs", "headline_summary",
+}  # fmt: skip
 
 
 def _listed() -> list[str]:
