@@ -116,8 +116,8 @@ def test_dns_keeps_the_official_top_m_and_sums_their_bpr(monkeypatch, m):
 @pytest.mark.parametrize("m", sorted(GOLDEN["dns"], key=int))
 def test_dns_compiled_row_gradients_are_the_official_sum(monkeypatch, m):
     """DNS + BPR on dot-scored MF with a row-sparse optimizer takes the compiled row gradients (`BPR.row_gradients`,
-    recx.kernels.bpr_rows; `row_gradients_apply`), not autograd. On the golden batch with the catalogue padded to
-    64 items no candidate draws (so that gathering rows pays, as on a real catalogue), one `train_step` with
+    recx.kernels.bpr_rows; the step's input "row_gradients"), not autograd. On the golden batch with the catalogue
+    padded to 64 items no candidate draws (so that gathering rows pays, as on a real catalogue), one `train_step` with
     row-sparse SGD at lr 1 moves each table by minus its gradient: the loss and both tables' moves are the official
     loss and gradients. Catches a mean over the queries and the negatives in that path where the official
     `reduction=False` sums (the autograd tests above do not take it)."""

@@ -1,6 +1,6 @@
 """BPR's compiled row gradients (recx.kernels.bpr_rows) and the step that hands them to the optimizer
-(recx.training.step.row_gradient_step): the same loss, gradients and updates as autograd through the generic step,
-against a float64 reference too, and taken exactly where they apply."""
+(recx.training.step.row_gradient_step, the input "row_gradients"): the same loss, gradients and updates as autograd
+through the generic step, against a float64 reference too, and taken exactly where they apply."""
 
 import warnings
 
@@ -15,7 +15,7 @@ from recx.samplers.base import Negatives
 from recx.training import step
 from recx.training.build import build_model
 from recx.training.runners.interactions import InteractionEpochs
-from recx.training.step import loss_with, row_gradient_step, row_gradients_apply
+from recx.training.step import input_kind, loss_with, row_gradient_step
 
 CPU = torch.device("cpu")
 
@@ -50,7 +50,8 @@ def test_row_gradient_steps_equal_autograd_steps(tiny, optimizer, reduction, n_n
     row_runner, row_model = _runner(tiny, **raw)
     for users, positives, negatives in _batches(tiny, n_negatives, steps=6):
         assert users.unique().numel() < users.numel() and positives.unique().numel() < positives.numel()
-        assert row_gradients_apply(row_model, row_runner.loss_fn, row_runner.optimizer, row_runner.config, negatives)
+        kind = input_kind(row_model, row_runner.loss_fn, row_runner.config, negatives, row_runner.optimizer)
+        assert kind == "row_gradients"
         loss = loss_with(autograd_model, autograd_runner.loss_fn, autograd_runner.config, users, positives, negatives)
         autograd_runner.optimizer.zero_grad(set_to_none=True)
         loss.backward()
@@ -93,7 +94,7 @@ def test_the_row_gradients_are_taken_exactly_where_they_apply(tiny):
 
     def applies(negatives=negatives, **raw):
         runner, model = _runner(tiny, **raw)
-        return row_gradients_apply(model, runner.loss_fn, runner.optimizer, runner.config, negatives)
+        return input_kind(model, runner.loss_fn, runner.config, negatives, runner.optimizer) == "row_gradients"
 
     assert applies()
     assert applies(optimizer="lazy_adam", loss_args={"reduction": "sum"})

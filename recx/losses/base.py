@@ -44,6 +44,22 @@ class LossInput:
         return self.users, self.positives
 
 
+# The inputs a loss may take (`Loss.takes`) and the method each is given to:
+INPUTS = {
+    # LossInput: the scores of each query's positive and candidates (every loss)
+    "scores": "__call__",
+    # over_shared_candidates(query [B, d], candidates [n, d], pos_scores [B], pos_log_q [B], neg_log_q [B or 1, n],
+    # mask, segments=None): candidates shared by the batch as representations, so no [B, n] scores are handed over;
+    # mask: where a query's own positive is among them (None, a [B, n] bool tensor or (rows, cols)); segments: as
+    # in LossInput
+    "shared_candidates": "over_shared_candidates",
+    # row_gradients(user_table [U, d], item_table [M, d], users [B], ids [B, 1 + k]) -> (loss, user row gradients
+    # [B, d], id row gradients [B, 1 + k, d]): unweighted per-query candidates (positive first) on dot scores, the
+    # gradients computed without autograd (compiled, CPU tables)
+    "row_gradients": "row_gradients",
+}
+
+
 class Bundle(NamedTuple):
     """Settings a loss applies together to a run that sets none of `values`' keys (dotted: `model_args.scoring`)
     nor of `blocked_by`, and whose settings (given, by default or by an earlier bundle) equal `requires`."""
@@ -64,14 +80,11 @@ class Loss:
     trainer to remove a query's own positive from its candidates (score -inf), as softmax losses need.
     `uses_negatives` False (alignment/uniformity losses): the candidates play no part, so batched weight decay
     does not touch their rows. Losses with learned parameters (margins) return them from `parameters()`; the
-    optimizer trains them too. `fuses_shared_candidates`: the loss has `over_shared_candidates(query, candidates,
-    pos_scores, pos_log_q, neg_log_q, mask)`, the same loss computed from the representations of candidates shared
-    by the batch; with `fuses_segments` it also takes `segments=` (a sampler's column groups, XIR), else the step uses
-    it only when there are none. `fuses_row_gradients`: the loss has
-    `row_gradients(user_table, item_table, users, ids) -> (loss, user row gradients, candidate row gradients)`, the
-    loss and its gradients on dot scores of per-query candidates in one compiled CPU pass (the step uses it for
-    models scored by a dot product of two tables, with a row-sparse optimizer: recx.training.step).
-    `check_model(model, model_args, args)`: refuse a model or scoring the loss is not defined for, at plan time.
+    optimizer trains them too. `check_model(model, model_args, args)`: refuse a model or scoring the loss is not
+    defined for, at plan time.
+
+    `takes`: the inputs the loss has a method for (INPUTS), each the same loss from another form of a step's data.
+    The training step gives it the one that fits the batch (recx.training.step.input_kind), else the scores.
     """
 
     summary: ClassVar[str] = ""
@@ -80,9 +93,7 @@ class Loss:
     required_sampler: str | None = None
     mask_positive: bool = False
     uses_negatives: bool = True
-    fuses_shared_candidates: bool = False
-    fuses_segments: bool = False
-    fuses_row_gradients: bool = False
+    takes: ClassVar[tuple[str, ...]] = ("scores",)
 
     def __init__(self, args, dataset=None):
         self.args = args

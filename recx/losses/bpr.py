@@ -36,7 +36,7 @@ class BPR(Loss):
 
     summary = "Bayesian personalised ranking: -log σ(s_pos - s_neg), averaged over the candidates"
     Args = BPRArgs
-    fuses_row_gradients = True
+    takes = ("row_gradients", "scores")
     default_bundles = (
         Bundle({"n_negatives": 1}),
         Bundle(

@@ -6,10 +6,15 @@ from recx.core.registry import Registry
 
 
 def _problem(obj) -> str | None:
-    """A loss is a Loss subclass with `__call__` and a well-formed Args (refused when it registers)."""
-    from recx.losses.base import Loss
+    """A loss is a Loss subclass with `__call__`, the method of each input it `takes`, and a well-formed Args
+    (refused when it registers)."""
+    from recx.losses.base import INPUTS, Loss
 
-    return class_problem(obj, Loss, ("__call__",))
+    takes = getattr(obj, "takes", ())
+    unknown = [kind for kind in takes if kind not in INPUTS] if isinstance(takes, tuple) else [repr(takes)]
+    if unknown:
+        return f"its takes names {', '.join(map(str, unknown))}: expected a tuple of {', '.join(INPUTS)}"
+    return class_problem(obj, Loss, ("__call__", *(INPUTS[kind] for kind in takes if kind != "scores")))
 
 
 LOSSES: Registry = Registry("loss", "recx.losses", check=_problem)

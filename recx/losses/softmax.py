@@ -146,8 +146,7 @@ class SampledSoftmax(Loss):
     summary = "sampled softmax cross-entropy over the positive and the candidates, logQ-corrected"
     Args = SoftmaxArgs
     mask_positive = True
-    fuses_shared_candidates = True
-    fuses_segments = True
+    takes: ClassVar[tuple[str, ...]] = ("shared_candidates", "scores")
     auto_optimizer = "adam"
     default_bundles: ClassVar[tuple[Bundle, ...]] = (
         Bundle({"n_negatives": 2000, "sampler_args.shared": True}),
@@ -249,7 +248,7 @@ class FullSoftmax(SampledSoftmax):
     default_bundles = (COSINE_SCORES,)
     required_sampler = "full"
     mask_positive = False
-    fuses_shared_candidates = False
+    takes = ("scores",)
 
     def __call__(self, batch: LossInput):
         """The division by τ is skipped at τ = 1 (exactly the same numbers: a pass over [B, n_items] fewer forward

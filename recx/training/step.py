@@ -1,13 +1,13 @@
-"""One training step: negatives, the rows they need, scores, loss (with batched weight decay when asked).
+"""One training step: negatives, the rows they need, the loss in the input it takes, its gradients and update.
 
 The step reads only the representations it scores (`model.rows`: the batch's users, its positives and candidates),
 so gradients and row-sparse optimizer updates touch only those rows. The whole item table is computed only where a
 method needs it: a sampler that scores every item (read lazily through `Batch.item_table`), a candidate set as large
 as the catalogue (full softmax), or per-query candidates on a catalogue small enough that one [B, n_items] product
-is cheaper than gathering rows. Candidates shared by the batch go to a loss that `fuses_shared_candidates` (sampled
-softmax) as representations, so that its backward needs no [B, n] product of gradients. A loss with compiled row
-gradients (BPR) on a dot-product model with a row-sparse optimizer on the CPU skips autograd: `train_step` hands
-the rows' gradients straight to the optimizer (`row_gradient_step`).
+is cheaper than gathering rows. The loss gets one of the inputs it `takes` (recx.losses.base.INPUTS), chosen by
+`input_kind`, one path each: "scores" (a LossInput, every loss), "shared_candidates" (the representations of
+candidates shared by the batch, so that the backward needs no [B, n] product of gradients) and "row_gradients" (the
+rows' gradients handed straight to a row-sparse optimizer, without autograd: `row_gradient_step`).
 """
 
 from __future__ import annotations
@@ -99,44 +99,76 @@ def batched_decay(model, users: torch.Tensor, items: torch.Tensor) -> torch.Tens
     return distinct_rows_norm(user_table, users) + distinct_rows_norm(item_table, items)
 
 
-def fused_shared_loss(
+def batch_decay_on(config: RunConfig) -> bool:
+    """Whether the run decays the batch's rows in the loss (`weight_decay_mode: batch`)."""
+    return config.weight_decay_mode == "batch" and config.weight_decay > 0
+
+
+def compiled_rows_fit(model, optimizer, config: RunConfig) -> bool:
+    """True when the model and optimizer let a step skip autograd: a model scored by the dot product of its two
+    tables (`Model.dot_tables`) on the host branch, a row-sparse optimizer that is not sync-free, and no batched
+    weight decay."""
+    tables = model.dot_tables()
+    return (
+        tables is not None
+        and isinstance(optimizer, RowSparseOptimizer)
+        and not optimizer.sync_free
+        and not accelerator_branch(tables[0])
+        and not batch_decay_on(config)
+    )
+
+
+def few_plain_candidates(n_items: int, negatives: Negatives) -> bool:
+    """Unweighted, unsegmented per-query candidates in the range where autograd scores gathered rows by the row dots
+    (so that the compiled row gradients do the same arithmetic)."""
+    return (
+        not negatives.shared
+        and negatives.weights is None
+        and negatives.segments is None
+        and 1 + negatives.items.shape[1] <= FEW_CANDIDATES
+        and not whole_table_pays(n_items, negatives)
+    )
+
+
+def input_kind(model, loss_fn, config: RunConfig, negatives: Negatives, optimizer=None) -> str:
+    """The input the loss gets this step, among those it `takes`: "shared_candidates" for candidates shared by the
+    batch and fewer than the catalogue; "row_gradients" for few plain per-query candidates when the model and the
+    optimizer allow (`compiled_rows_fit`; optimizer None: the autograd loss); else "scores"."""
+    takes = loss_fn.takes
+    if "shared_candidates" in takes and negatives.shared and not whole_table_pays(model.n_items, negatives):
+        return "shared_candidates"
+    if (
+        "row_gradients" in takes
+        and optimizer is not None
+        and few_plain_candidates(model.n_items, negatives)
+        and compiled_rows_fit(model, optimizer, config)
+    ):
+        return "row_gradients"
+    return "scores"
+
+
+def shared_candidate_loss(
     model, loss_fn, users: torch.Tensor, positives: torch.Tensor, negatives: Negatives
 ) -> torch.Tensor:
-    """The loss from the representations of shared candidates (`Loss.fuses_shared_candidates`)."""
+    """The loss from the representations of candidates shared by the batch (input "shared_candidates")."""
     query, rows = model.rows(users, torch.cat([positives, negatives.items[0]]))
     pos_scores = (query * rows[: positives.numel()]).sum(-1)
     mask = None
     if loss_fn.mask_positive and not negatives.keeps_positive:
         mask = positive_mask(negatives.items, positives)
-    groups = {} if negatives.segments is None else {"segments": negatives.segments}
     return loss_fn.over_shared_candidates(
-        query, rows[positives.numel() :], pos_scores, negatives.positive_log_q, negatives.log_q, mask, **groups
-    )
-
-
-def row_gradients_apply(model, loss_fn, optimizer, config: RunConfig, negatives: Negatives) -> bool:
-    """True when the step can take the loss's compiled row gradients (`Loss.fuses_row_gradients`) instead of
-    autograd: a model scored by the dot product of its two tables (`Model.dot_tables`) on the host branch, a
-    row-sparse optimizer, no batched weight decay, and unweighted per-query candidates in the range where the
-    autograd path scores gathered rows by the row dots (so both paths do the same arithmetic)."""
-    tables = model.dot_tables()
-    return (
-        loss_fn.fuses_row_gradients
-        and tables is not None
-        and isinstance(optimizer, RowSparseOptimizer)
-        and not optimizer.sync_free
-        and not accelerator_branch(tables[0])
-        and not (config.weight_decay_mode == "batch" and config.weight_decay > 0)
-        and not negatives.shared
-        and negatives.weights is None
-        and negatives.segments is None
-        and 1 + negatives.items.shape[1] <= FEW_CANDIDATES
-        and not whole_table_pays(model.n_items, negatives)
+        query,
+        rows[positives.numel() :],
+        pos_scores,
+        negatives.positive_log_q,
+        negatives.log_q,
+        mask,
+        segments=negatives.segments,
     )
 
 
 def row_gradient_step(model, loss_fn, optimizer, users: torch.Tensor, positives: torch.Tensor, negatives: Negatives):
-    """The loss, its row gradients in one compiled pass, and the optimizer's step on them (`row_gradients_apply`):
+    """The loss, its row gradients in one compiled pass, and the optimizer's step on them (input "row_gradients"):
     the update autograd and `optimizer.step()` make, without building the graph. Returns the detached loss."""
     user_table, item_table = model.dot_tables()
     ids = torch.cat([positives[:, None], negatives.items], dim=1)
@@ -149,7 +181,7 @@ def train_step(model, sampler, loss_fn, optimizer, config: RunConfig, users: tor
     """One training step on the batch (users [B], positives [B]): negatives, loss, gradients, the optimizer's
     update. Returns the detached loss."""
     negatives = sample_negatives(model, sampler, users, positives)
-    if row_gradients_apply(model, loss_fn, optimizer, config, negatives):
+    if input_kind(model, loss_fn, config, negatives, optimizer) == "row_gradients":
         return row_gradient_step(model, loss_fn, optimizer, users, positives, negatives)
     loss = loss_with(model, loss_fn, config, users, positives, negatives)
     optimizer.zero_grad(set_to_none=True)
@@ -196,16 +228,13 @@ def loss_input(model, loss_fn, users: torch.Tensor, positives: torch.Tensor, neg
 def loss_with(
     model, loss_fn, config: RunConfig, users: torch.Tensor, positives: torch.Tensor, negatives: Negatives
 ) -> torch.Tensor:
-    if (
-        loss_fn.fuses_shared_candidates
-        and negatives.shared
-        and (negatives.segments is None or loss_fn.fuses_segments)
-        and not whole_table_pays(model.n_items, negatives)
-    ):
-        loss = fused_shared_loss(model, loss_fn, users, positives, negatives)
+    """The step's loss through autograd, from the shared candidates' representations or from the scores
+    (`input_kind`), plus the batched weight decay when the run asks for it."""
+    if input_kind(model, loss_fn, config, negatives) == "shared_candidates":
+        loss = shared_candidate_loss(model, loss_fn, users, positives, negatives)
     else:
         loss = loss_fn(loss_input(model, loss_fn, users, positives, negatives))
-    if config.weight_decay_mode == "batch" and config.weight_decay > 0:
+    if batch_decay_on(config):
         used = torch.cat([positives, negatives.items.flatten()]) if loss_fn.uses_negatives else positives
         loss = loss + config.weight_decay * batched_decay(model, users, used)
     return loss
