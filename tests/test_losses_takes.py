@@ -100,3 +100,12 @@ def test_a_loss_that_sets_nothing_takes_the_scores(tiny):
     optimizer = run_optimizer(model, Plain(NoArgs()), config)
     for negatives in (shared(20), per_query(8, 1)):
         assert input_kind(model, Plain(NoArgs()), config, negatives, optimizer) == "scores"
+
+
+def test_the_losses_of_a_users_model_take_histories():
+    from recx.models.registry import MODELS
+
+    users_models = [name for name in MODELS.builtins() if MODELS.get(name).runner == "users"]
+    assert users_models
+    for name in users_models:
+        assert all("histories" in LOSSES.get(loss).takes for loss in MODELS.get(name).losses), name

@@ -11,11 +11,12 @@ from sampler_helpers import make_sampler, random_dataset
 
 from recx.config.run_config import resolve
 from recx.core.errors import RecxError
+from recx.losses.user_softmax import full_softmax_nll, sampled_softmax_nll
 from recx.models.multvae import MultVAE, MultVAEArgs
 from recx.runs.train_run import train_run
 from recx.samplers.base import Batch
 from recx.training.build import build_model
-from recx.training.runners.users import UserEpochs, full_softmax_nll, sampled_softmax_nll
+from recx.training.runners.users import UserEpochs
 
 
 def dense_reference(model: MultVAE, dataset, users, keep, noise, beta) -> torch.Tensor:
@@ -238,8 +239,8 @@ def test_vae_refuses_a_loss_it_does_not_train_with():
 
 
 def test_sampled_softmax_scores_negatives_the_same_way_on_both_paths(monkeypatch):
+    from recx.losses import user_softmax
     from recx.samplers.base import Negatives
-    from recx.training.runners import users as runner_module
 
     generator = torch.Generator().manual_seed(0)
     query, items = torch.randn(3, 4, generator=generator, dtype=torch.float64), torch.randn(9, 4, dtype=torch.float64)
@@ -248,7 +249,7 @@ def test_sampled_softmax_scores_negatives_the_same_way_on_both_paths(monkeypatch
     )
     rows, positives, positive_log_q = torch.tensor([0, 0, 1, 2]), torch.tensor([1, 2, 3, 4]), torch.randn(4).double()
     dense = sampled_softmax_nll(query, items, rows, positives, positive_log_q, negatives)
-    monkeypatch.setattr(runner_module, "DENSE_SCORES_RATIO", 0)
+    monkeypatch.setattr(user_softmax, "DENSE_SCORES_RATIO", 0)
     gathered = sampled_softmax_nll(query, items, rows, positives, positive_log_q, negatives)
     corrected = query @ items.T
     reference = sum(
@@ -344,10 +345,10 @@ def test_a_users_step_sums_row_sparse_gradients_into_buffers_it_keeps(monkeypatc
     """The gathered rows' sparse gradients, summed into the kept dense buffers, train the model as fresh dense
     gradients do; the buffers are the ones allocated at the start (no table-sized gradient per step)."""
     from recx.core import gather
+    from recx.losses import user_softmax
     from recx.models import multvae as model_module
-    from recx.training.runners import users as runner_module
 
-    monkeypatch.setattr(runner_module, "DENSE_SCORES_RATIO", 0)  # every negative gathered, not scored by a product
+    monkeypatch.setattr(user_softmax, "DENSE_SCORES_RATIO", 0)  # every negative gathered, not scored by a product
     sparse = _trained_fastvae()
     assert all(not param.grad.is_sparse for param in sparse.model.parameters())
     assert sparse.first_buffers == [sparse.model.items.grad.data_ptr(), sparse.model.encoder_in.grad.data_ptr()]
@@ -355,7 +356,7 @@ def test_a_users_step_sums_row_sparse_gradients_into_buffers_it_keeps(monkeypatc
     def dense_gather(table, ids, sparse=False):
         return gather.gather_rows(table, ids)
 
-    monkeypatch.setattr(runner_module, "gather_rows", dense_gather)
+    monkeypatch.setattr(user_softmax, "gather_rows", dense_gather)
     monkeypatch.setattr(model_module, "gather_rows", dense_gather)
     dense = _trained_fastvae(fresh_gradients=True)
     for (name, a), (_, b) in zip(sparse.model.named_parameters(), dense.model.named_parameters(), strict=True):

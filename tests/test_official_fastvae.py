@@ -17,13 +17,14 @@ import recx.samplers.kmeans as kmeans_module
 from recx.config.run_config import resolve
 from recx.data.csr import CSR
 from recx.data.dataset import Dataset
+from recx.losses.user_softmax import full_softmax_nll, sampled_softmax_nll
 from recx.models.multvae import MultVAE
 from recx.samplers.base import Batch, Negatives
 from recx.samplers.kmeans import kmeans
 from recx.samplers.registry import SAMPLERS
 from recx.sweeps.experiments import experiment_spec, load_experiments, plan
 from recx.training.build import build_model
-from recx.training.runners.users import UserEpochs, full_softmax_nll, sampled_softmax_nll
+from recx.training.runners.users import UserEpochs
 
 GOLDEN = json.loads((Path(__file__).parent / "golden" / "official" / "fastvae.json").read_text())
 DATA = GOLDEN["input"]

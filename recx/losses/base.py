@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar, NamedTuple
+from typing import Any, Callable, ClassVar, NamedTuple
 
 import torch
 
@@ -44,6 +44,32 @@ class LossInput:
         return self.users, self.positives
 
 
+@dataclass
+class Histories:
+    """Users each scored against the items of their training history (the users runner: Mult-VAE, FastVAE).
+
+    query [B, d]: the users' queries, before the loss's temperature; item_table [M, d]; item_bias [M] or None (added
+    to the scores); rows [P] and positives [P]: the P (query row, item) pairs of the users' histories. `draw(logits
+    query [B, d], detached) -> (negatives, positive log q [P])`: the run sampler's candidates per user (a
+    recx.samplers.base.Negatives, shared by the user's positives) and each pair's positive log q, or None without a
+    sampler. `row_sparse`: gathered item rows send row-sparse gradients (recx.core.gather).
+    """
+
+    query: torch.Tensor
+    item_table: torch.Tensor
+    rows: torch.Tensor
+    positives: torch.Tensor
+    item_bias: torch.Tensor | None = None
+    draw: Callable[[torch.Tensor], tuple[Any, torch.Tensor]] | None = None
+    row_sparse: bool = False
+
+    def candidates(self, query: torch.Tensor) -> tuple[Any, torch.Tensor]:
+        """`draw(query)`, for the losses that need candidates."""
+        if self.draw is None:
+            raise ValueError("this loss needs the run sampler's candidates (Histories.draw)")
+        return self.draw(query)
+
+
 # The inputs a loss may take (`Loss.takes`) and the method each is given to:
 INPUTS = {
     # LossInput: the scores of each query's positive and candidates (every loss)
@@ -57,6 +83,8 @@ INPUTS = {
     # [B, d], id row gradients [B, 1 + k, d]): unweighted per-query candidates (positive first) on dot scores, the
     # gradients computed without autograd (compiled, CPU tables)
     "row_gradients": "row_gradients",
+    # over_histories(Histories): users each scored against every item of their training history (the users runner)
+    "histories": "over_histories",
 }
 
 
@@ -84,7 +112,8 @@ class Loss:
     defined for, at plan time.
 
     `takes`: the inputs the loss has a method for (INPUTS), each the same loss from another form of a step's data.
-    The training step gives it the one that fits the batch (recx.training.step.input_kind), else the scores.
+    The interactions runner's step gives it the one that fits the batch (recx.training.step.input_kind), else the
+    scores; the users runner gives it "histories".
     """
 
     summary: ClassVar[str] = ""

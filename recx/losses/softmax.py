@@ -5,7 +5,8 @@ Sampled softmax (Bengio & Senécal 2008; the FastVAE and RG² papers): with logi
 Subtracting log q makes the gradient, in expectation over j ~ q, that of the full softmax when q is the softmax
 itself (all corrected logits then equal log Z). Full softmax is the same loss over all items (sampler `full`).
 When the sampler splits its candidates into segments with weights w_g (XIR), the loss is Σ_g w_g L_g, L_g the loss
-above over the positive and segment g's candidates.
+above over the positive and segment g's candidates. Over users' training histories (Mult-VAE, FastVAE), the same
+losses summed over each user's positives, a user's candidates shared by them: recx.losses.user_softmax.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ import torch
 
 from recx.core.args import arg
 from recx.core.device_paths import accelerator_branch
-from recx.losses.base import Bundle, Loss, LossInput
+from recx.losses.base import Bundle, Histories, Loss, LossInput
 from recx.losses.registry import LOSSES
+from recx.losses.user_softmax import full_softmax_nll, sampled_softmax_nll
 
 # Scores by cosine at temperature 0.1 (normalised MF, as in the sampled-softmax literature): with dot products and
 # Adam the softmax losses overfit early on Gowalla.
@@ -146,7 +148,7 @@ class SampledSoftmax(Loss):
     summary = "sampled softmax cross-entropy over the positive and the candidates, logQ-corrected"
     Args = SoftmaxArgs
     mask_positive = True
-    takes: ClassVar[tuple[str, ...]] = ("shared_candidates", "scores")
+    takes: ClassVar[tuple[str, ...]] = ("shared_candidates", "scores", "histories")
     auto_optimizer = "adam"
     default_bundles: ClassVar[tuple[Bundle, ...]] = (
         Bundle({"n_negatives": 2000, "sampler_args.shared": True}),
@@ -215,6 +217,19 @@ class SampledSoftmax(Loss):
             start += size
         return total
 
+    def over_histories(self, batch: Histories) -> torch.Tensor:
+        """FastVAE's sampled softmax over each user's history (recx.losses.user_softmax), the candidates drawn by the
+        run's sampler for the logits' query; without `logq_correction` log q is dropped (an item a resampler did not
+        draw, log q = +inf, stays out)."""
+        query = batch.query / self.args.temperature
+        negatives, positive_log_q = batch.candidates(query.detach())
+        if not self.args.logq_correction:
+            positive_log_q = torch.zeros_like(positive_log_q)
+            negatives.log_q = torch.where(torch.isinf(negatives.log_q), negatives.log_q, 0.0)
+        return sampled_softmax_nll(
+            query, batch.item_table, batch.rows, batch.positives, positive_log_q, negatives, batch.row_sparse
+        )
+
 
 def group_mask(mask, part: slice):
     """The columns `part` of a candidate mask: a [B, n] bool tensor, (rows, cols) pairs, or None."""
@@ -248,7 +263,7 @@ class FullSoftmax(SampledSoftmax):
     default_bundles = (COSINE_SCORES,)
     required_sampler = "full"
     mask_positive = False
-    takes = ("scores",)
+    takes = ("scores", "histories")
 
     def __call__(self, batch: LossInput):
         """The division by τ is skipped at τ = 1 (exactly the same numbers: a pass over [B, n_items] fewer forward
@@ -256,3 +271,11 @@ class FullSoftmax(SampledSoftmax):
         result (the quickstart's among them) for a step 1.1x shorter again."""
         pos, neg, _ = corrected_logits(batch.pos_scores, batch.neg_scores, None, None, self.args.temperature, False)
         return (torch.logsumexp(neg, dim=1) - pos).mean()
+
+    def over_histories(self, batch: Histories) -> torch.Tensor:
+        """Mult-VAE's full softmax over each user's history (recx.losses.user_softmax), the item bias divided by the
+        temperature with the scores."""
+        temperature = self.args.temperature
+        query = batch.query / temperature
+        bias = batch.item_bias / temperature if batch.item_bias is not None else None
+        return full_softmax_nll(query, batch.item_table, batch.rows, batch.positives, bias)
