@@ -194,7 +194,7 @@ class SampledSoftmax(Loss):
         segments: tuple[tuple[int, float], ...] | None = None,
     ) -> torch.Tensor:
         """The same loss for candidates [n, d] shared by the batch, from the representations (the step's
-        `fuses_shared_candidates` path): the candidates' scores are never handed over as [B, n]. With `segments`
+        `shared_candidates` input): the candidates' scores are never handed over as [B, n]. With `segments`
         (XIR's column groups), Σ_g w_g L_g, each group's log-sum-exp from its own candidates: no [B, n] scores are
         sliced, so no backward fills a zeroed [B, n] copy per group."""
         temperature = self.args.temperature
