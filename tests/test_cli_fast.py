@@ -103,11 +103,16 @@ def test_help_is_the_one_typer_gives(recx_cli, monkeypatch, args):
 def test_entry_points_are_looked_for_where_importlib_metadata_looks(tmp_path, monkeypatch):
     """plugins.may_declare_entry_points (read without importing importlib.metadata) says yes whenever
     importlib.metadata finds a `recx.plugins` entry point: one in a .dist-info folder on sys.path is found, one of
-    another group is not, and a zip on sys.path is a yes (unsure)."""
+    another group is not, and a zip on sys.path is a yes (unsure), as is a finder of distributions it does not know;
+    the importlib_metadata backport's finder (imported by MLflow and Ray) reads the same folders and is known."""
+    import importlib.machinery
     import importlib.metadata
 
     from recx.core import plugins
 
+    MetadataPathFinder = type("MetadataPathFinder", (), {"__module__": "importlib_metadata"})
+    MetadataPathFinder.find_distributions = staticmethod(importlib.machinery.PathFinder.find_distributions)
+    monkeypatch.setattr(sys, "meta_path", [importlib.machinery.PathFinder, MetadataPathFinder()])
     monkeypatch.setattr(sys, "path", [str(tmp_path)])
     info = tmp_path / "someone_else-1.0.dist-info"
     info.mkdir()
@@ -118,6 +123,11 @@ def test_entry_points_are_looked_for_where_importlib_metadata_looks(tmp_path, mo
     assert plugins.may_declare_entry_points() and importlib.metadata.entry_points(group=plugins.GROUP)
     monkeypatch.setattr(sys, "path", [str(tmp_path / "nothing"), str(tmp_path / "info.zip")])
     (tmp_path / "info.zip").write_bytes(b"")
+    assert plugins.may_declare_entry_points()
+    monkeypatch.setattr(sys, "path", [str(tmp_path / "nothing")])
+    assert not plugins.may_declare_entry_points()
+    Elsewhere = type("Elsewhere", (), {"find_distributions": staticmethod(lambda context=None: iter(()))})
+    monkeypatch.setattr(sys, "meta_path", [importlib.machinery.PathFinder, Elsewhere()])
     assert plugins.may_declare_entry_points()
 
 

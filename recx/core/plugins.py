@@ -266,10 +266,8 @@ def may_declare_entry_points() -> bool:
     EGG-INFO) are searched for the group's name, without importing importlib.metadata: that import was a quarter
     of what recx itself adds to `recx --help` (docs/performance.md). True, for importlib.metadata to answer, when
     one may declare it, or when unsure (a zip file on sys.path, a finder of distributions other than Python's)."""
-    import importlib.machinery
-
     finders = [finder for finder in sys.meta_path if getattr(finder, "find_distributions", None) is not None]
-    if any(finder is not importlib.machinery.PathFinder for finder in finders):
+    if any(not _reads_sys_path(finder) for finder in finders):
         return True
     for entry in sys.path:
         root = entry or "."
@@ -291,6 +289,17 @@ def may_declare_entry_points() -> bool:
             except OSError:
                 continue
     return False
+
+
+def _reads_sys_path(finder) -> bool:
+    """Whether a finder of distributions is Python's PathFinder or the importlib_metadata backport's
+    MetadataPathFinder (installed on sys.meta_path when the backport is imported, as MLflow and Ray do): both read
+    the .dist-info/.egg-info folders of sys.path that may_declare_entry_points searches."""
+    import importlib.machinery
+
+    kind = finder if isinstance(finder, type) else type(finder)
+    backport = kind.__module__ == "importlib_metadata" and kind.__name__ == "MetadataPathFinder"
+    return finder is importlib.machinery.PathFinder or backport
 
 
 def fingerprint() -> str | None:
