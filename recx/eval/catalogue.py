@@ -102,3 +102,19 @@ def exposure_counts(items: torch.Tensor, k: int, n_items: int, weights: torch.Te
         check_invariants=False,
     )
     return torch.sparse.mm(placed, weights.to(torch.float64).T).T
+
+
+def cutoff_counts(items: torch.Tensor, ks: list[int], n_items: int) -> torch.Tensor:
+    """float64 [len(ks), n_items]: row i is `exposure_counts(items, ks[i], n_items)`, for every cut-off at once (one
+    `index_add_` of each place into its band between consecutive cut-offs, then a running sum over the bands: exact
+    for integer counts, as there)."""
+    bounds = sorted(set(ks))
+    items = items[:, : bounds[-1]]
+    places = torch.arange(items.shape[1], device=items.device)
+    inner = [bound for bound in bounds[:-1] if bound < items.shape[1]]  # the bands' starts after the first
+    band = torch.bucketize(places, torch.stack([places[b] for b in inner]), right=True) if inner else places * 0
+    index = (band * n_items)[None, :] + items.clamp_min(0)
+    counts = torch.zeros(len(bounds) * n_items, dtype=torch.float64, device=items.device)
+    counts.index_add_(0, index.reshape(-1), (items >= 0).reshape(-1).to(torch.float64))
+    within = counts.view(len(bounds), n_items).cumsum(0)
+    return within if bounds == list(ks) else torch.stack([within[bounds.index(k)] for k in ks])

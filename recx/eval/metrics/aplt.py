@@ -10,6 +10,8 @@ Elliot's `APLT` (its long tail from its own popularity split) and RecBole's `Tai
 stratum.
 """
 
+from collections.abc import Sequence
+
 import torch
 
 from recx.eval.metrics.registry import METRICS, Metric, TopK
@@ -22,6 +24,6 @@ class AveragePercentageLongTail(Metric):
     accuracy = False
     needs_list = True
 
-    def per_user(self, top: TopK, k: int) -> torch.Tensor:
-        tail = top.per_place(top.catalogue.tail, k).sum(1)
-        return tail / top.list_lengths(k).clamp_min(1)
+    def per_user_at(self, top: TopK, ks: Sequence[int]) -> torch.Tensor:
+        sums = top.cutoff_sums(ks)
+        return sums["tail"] / sums["listed"].clamp_min(1)

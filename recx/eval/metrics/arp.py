@@ -7,6 +7,8 @@ a user without a list has no value (`needs_list`: left out of the average, not c
 `ARP` and RecBole's `AveragePopularity` (the same formula; lower means less popular recommendations).
 """
 
+from collections.abc import Sequence
+
 import torch
 
 from recx.eval.metrics.registry import METRICS, Metric, TopK
@@ -19,6 +21,6 @@ class AverageRecommendationPopularity(Metric):
     accuracy = False
     needs_list = True
 
-    def per_user(self, top: TopK, k: int) -> torch.Tensor:
-        total = top.per_place(top.catalogue.popularity, k).sum(1)
-        return total / top.list_lengths(k).clamp_min(1)
+    def per_user_at(self, top: TopK, ks: Sequence[int]) -> torch.Tensor:
+        sums = top.cutoff_sums(ks)
+        return sums["popularity"] / sums["listed"].clamp_min(1)

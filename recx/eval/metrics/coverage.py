@@ -18,6 +18,7 @@ class ItemCoverage(Metric):
     heading = "Coverage"
     level = "catalogue"
     accuracy = False
+    counts_only = True
 
     def from_exposure(self, exposure: Exposure, k: int) -> dict[str, torch.Tensor]:
         return {"all": (exposure.counts > 0).sum(1).to(torch.float64) / exposure.catalogue.n_items}

@@ -23,6 +23,7 @@ class ShannonEntropy(Metric):
     heading = "Entropy"
     level = "catalogue"
     accuracy = False
+    counts_only = True
 
     def from_exposure(self, exposure: Exposure, k: int) -> dict[str, torch.Tensor]:
         shares = exposure.shares()

@@ -9,6 +9,8 @@ normaliser over the list's places: a short list over its own places); higher: re
 have seen. A user without a list has no value (`needs_list`: left out of the average, not counted as 0).
 """
 
+from collections.abc import Sequence
+
 import torch
 
 from recx.eval.metrics.registry import METRICS, Metric, TopK
@@ -21,10 +23,6 @@ class ExpectedPopularityComplement(Metric):
     accuracy = False
     needs_list = True
 
-    def per_user(self, top: TopK, k: int) -> torch.Tensor:
-        catalogue = top.catalogue
-        novelty = 1.0 - catalogue.popularity / max(catalogue.n_users, 1)
-        discounts = top.discounts[:k]
-        found = (top.hits[:, :k].to(torch.float64) * top.per_place(novelty, k) * discounts).sum(1)
-        norm = (top.listed(k).to(torch.float64) * discounts).sum(1)
-        return found / norm.clamp_min(1e-300)
+    def per_user_at(self, top: TopK, ks: Sequence[int]) -> torch.Tensor:
+        sums = top.cutoff_sums(ks)  # Σ hit_r · disc(r) · (1 - φ(i_r)/|U|) and Σ listed_r · disc(r) over r < k
+        return sums["novelty_gains"] / sums["list_discounts"].clamp_min(1e-300)

@@ -24,10 +24,12 @@ class ExposureShare(Metric):
     heading = "Exposure"
     level = "catalogue"
     accuracy = False
+    counts_only = True
 
     def from_exposure(self, exposure: Exposure, k: int) -> dict[str, torch.Tensor]:
         strata = exposure.catalogue.strata
-        membership = torch.nn.functional.one_hot(strata, len(STRATA)).to(torch.float64)  # [n_items, 3]
+        stratum_ids = torch.arange(len(STRATA), device=strata.device)
+        membership = (strata[:, None] == stratum_ids).to(torch.float64)  # [n_items, 3] (one_hot reads its maximum)
         per_stratum = exposure.counts @ membership
         total = exposure.recommendations.clamp_min(1e-300)[:, None]
         return {name: per_stratum[:, index] / total[:, 0] for index, name in enumerate(STRATA)}

@@ -20,6 +20,7 @@ class GiniIndex(Metric):
     heading = "Gini"
     level = "catalogue"
     accuracy = False
+    counts_only = True
 
     def from_exposure(self, exposure: Exposure, k: int) -> dict[str, torch.Tensor]:
         n = exposure.catalogue.n_items

@@ -1,5 +1,7 @@
 """HitRate@K = 1 when the top K holds a held-out item, else 0."""
 
+from collections.abc import Sequence
+
 import torch
 
 from recx.eval.metrics.registry import METRICS, Metric, TopK
@@ -10,5 +12,5 @@ class HitRate(Metric):
     summary = "1 when the top K holds a held-out item, else 0"
     heading = "HitRate"
 
-    def per_user(self, top: TopK, k: int):
-        return (top.n_hits(k) > 0).to(torch.float64)
+    def per_user_at(self, top: TopK, ks: Sequence[int]) -> torch.Tensor:
+        return (top.cutoff_sums(ks)["hits"][:, :1] > 0).to(torch.float64)

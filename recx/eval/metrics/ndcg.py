@@ -1,5 +1,9 @@
 """NDCG@K, binary relevance: DCG = Σ_{r<K} hit_r / log2(r + 2) over IDCG, the DCG of min(K, |T_u|) hits."""
 
+from collections.abc import Sequence
+
+import torch
+
 from recx.eval.metrics.registry import METRICS, Metric, TopK
 
 
@@ -10,5 +14,5 @@ class NDCG(Metric):
     additive = True
     in_table = True
 
-    def per_user(self, top: TopK, k: int):
-        return top.gains[:, :k].sum(1) / top.ideal_dcg(k)
+    def per_user_at(self, top: TopK, ks: Sequence[int]) -> torch.Tensor:
+        return top.cutoff_sums(ks)["gains"] / top.ideal_dcgs(ks)[:, None, :]

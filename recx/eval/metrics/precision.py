@@ -1,5 +1,9 @@
 """Precision@K = hits in the top K / K."""
 
+from collections.abc import Sequence
+
+import torch
+
 from recx.eval.metrics.registry import METRICS, Metric, TopK
 
 
@@ -8,5 +12,5 @@ class Precision(Metric):
     summary = "hits in the top K over K"
     heading = "Precision"
 
-    def per_user(self, top: TopK, k: int):
-        return top.n_hits(k) / k
+    def per_user_at(self, top: TopK, ks: Sequence[int]) -> torch.Tensor:
+        return top.cutoff_sums(ks)["hits"][:, :1] / top.cutoffs(ks)[:, None, None]

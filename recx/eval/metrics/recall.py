@@ -1,5 +1,7 @@
 """Recall@K = hits in the top K / |T_u|, T_u the user's held-out items."""
 
+from collections.abc import Sequence
+
 import torch
 
 from recx.eval.metrics.registry import METRICS, Metric, TopK
@@ -12,5 +14,5 @@ class Recall(Metric):
     additive = True
     in_table = True
 
-    def per_user(self, top: TopK, k: int):
-        return top.n_hits(k) / top.n_relevant.to(torch.float64)
+    def per_user_at(self, top: TopK, ks: Sequence[int]) -> torch.Tensor:
+        return top.cutoff_sums(ks)["hits"] / top.n_relevant.to(torch.float64)

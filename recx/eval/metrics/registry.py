@@ -4,7 +4,11 @@ A metric is a `Metric` subclass registered by name (`@METRICS.register("ndcg")`)
 table `heading`, and one of:
 - `per_user(top, k)`: a per-user cut-off metric (`level = "user"`, the default): one value per evaluated user from
   its top-K list (`TopK`: hits, held-out count, item ids, the catalogue), averaged over users; it gets per-user rows,
-  strata (when `additive`) and the paired tests;
+  strata (when `additive`) and the paired tests. Or, in its place, `per_user_at(top, ks)`: the values at every
+  cut-off (and, when additive, in every stratum) at once, from terms `TopK` computes once for all the metrics of a
+  group of users (`TopK.cutoff_sums`: one sum a cut-off for every metric together); `per_user` is then its value at
+  one cut-off. recx's metrics implement `per_user_at`; a metric implementing `per_user` alone is computed at each
+  cut-off and in each stratum in turn (the same values, more operations);
 - `from_exposure(exposure, k)`: a catalogue-level cut-off metric (`level = "catalogue"`): one value from all users'
   lists together, as a function of how often each item is recommended (`Exposure`: counts per item, vectorised over
   R weightings of the users so that recx can bootstrap it); reported with a bootstrap confidence interval over users
@@ -22,13 +26,14 @@ lists holding an item).
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from typing import Callable, ClassVar
 
 import torch
 
 from recx.core.args import class_problem
 from recx.core.registry import Registry
-from recx.eval.catalogue import Catalogue, Exposure, exposure_counts
+from recx.eval.catalogue import Catalogue, Exposure, cutoff_counts
 from recx.eval.strata import STRATA
 
 LEVELS = ("user", "catalogue")
@@ -39,13 +44,22 @@ class NotGiven(ValueError):
     leaves that metric out."""
 
 
+class Sums(dict):
+    """{term: float64 [len(ks), rows, U]}: each term's sum over the first k places, at each cut-off k (`TopK.cutoff_sums`);
+    a term the evaluation could not compute (no item ids, no catalogue) raises NotGiven."""
+
+    def __missing__(self, term: str) -> torch.Tensor:
+        raise NotGiven(f"this evaluation was not given what the term {term!r} needs (TopK.items, TopK.catalogue)")
+
+
 class TopK:
     """Each evaluated user's top-K list: `hits` bool [U, K] in rank order (place r is rank r + 1), `n_relevant` [U]
     (> 0) the user's held-out items; when the evaluation gives them, `items` int64 [U, K] the listed item ids (-1
     where a list ends: lists from other systems may be short), `catalogue` (recx.eval.catalogue.Catalogue: item
-    popularity, strata, n_items, training users) and `held_out` (a function returning the users' held-out items as
-    CSR rows (indptr [U + 1], indices), computed on first use). Terms several metrics share are computed once, on
-    first use."""
+    popularity, strata, n_items, training users), `held_out` (a function returning the users' held-out items as
+    CSR rows (indptr [U + 1], indices), computed on first use) and `strata` int64 [U, K] (each place's popularity
+    stratum, an index of recx.eval.strata.STRATA, -1 where a list ends: an additive metric is then also reported
+    per stratum, `parts`). Terms several metrics share are computed once, on first use."""
 
     def __init__(
         self,
@@ -54,9 +68,12 @@ class TopK:
         items: torch.Tensor | None = None,
         catalogue: Catalogue | None = None,
         held_out: Callable[[], tuple[torch.Tensor, torch.Tensor]] | None = None,
+        strata: torch.Tensor | None = None,
     ):
-        self.hits, self.n_relevant = hits, n_relevant
+        self.hits, self.n_relevant, self.strata = hits, n_relevant, strata
         self._items, self._catalogue, self._held_out = items, catalogue, held_out
+        self._memo: dict[tuple, torch.Tensor] = {}
+        self._sums: dict[tuple[int, ...], Sums] = {}
 
     @property
     def items(self) -> torch.Tensor:
@@ -83,6 +100,10 @@ class TopK:
         """bool [U, k]: the places within the cut-off that hold an item."""
         return self.items[:, :k] >= 0
 
+    def listed_at(self, ks: Sequence[int]) -> torch.Tensor:
+        """bool [len(ks), U]: whether each list holds an item within each cut-off (`listed(k).any(1)` at each k)."""
+        return self.cutoff_sums(ks)["listed"][:, 0] > 0
+
     def list_lengths(self, k: int) -> torch.Tensor:
         """float64 [U]: the items each list holds within the cut-off (k, or fewer for a short list)."""
         return self.listed(k).sum(1).to(torch.float64)
@@ -95,6 +116,11 @@ class TopK:
     @property
     def max_k(self) -> int:
         return self.hits.shape[1]
+
+    @property
+    def parts(self) -> tuple[str, ...]:
+        """What an additive metric reports: "all" (the whole list), then each stratum when `strata` is given."""
+        return ("all",) if self.strata is None else ("all", *STRATA)
 
     @functools.cached_property
     def discounts(self) -> torch.Tensor:
@@ -110,6 +136,11 @@ class TopK:
         """Σ_{r < min(k, |T_u|)} 1 / log2(r + 2), float64 [U]."""
         return torch.cumsum(self.discounts, 0)[torch.clamp(self.n_relevant, max=k) - 1]
 
+    def ideal_dcgs(self, ks: Sequence[int]) -> torch.Tensor:
+        """`ideal_dcg` at each cut-off, float64 [len(ks), U]."""
+        cut = torch.minimum(self.n_relevant[None, :], self.cutoffs(ks)[:, None])
+        return torch.cumsum(self.discounts, 0)[cut - 1]
+
     def n_hits(self, k: int) -> torch.Tensor:
         """Hits in the top k, float64 [U]."""
         return self.hits[:, :k].sum(1).to(torch.float64)
@@ -123,10 +154,85 @@ class TopK:
         """The same lists counting only hits on items of a stratum (`stratum` bool [U, K]), same |T_u|."""
         return TopK(self.hits & stratum, self.n_relevant, self._items, self._catalogue, self._held_out)
 
+    @functools.cached_property
+    def stratum_tops(self) -> list["TopK"]:
+        """`within` each stratum of `strata`, in STRATA's order (none when `strata` is not given)."""
+        return [] if self.strata is None else [self.within(self.strata == index) for index in range(len(STRATA))]
+
+    def cutoffs(self, ks: Sequence[int]) -> torch.Tensor:
+        """int64 [len(ks)] on the lists' device, made there (no copy from the host: on CUDA a blocking copy would
+        wait for every batch queued before it)."""
+        key = ("cutoffs", *ks)
+        if key not in self._memo:
+            steps = torch.arange(max(ks) + 1, device=self.hits.device)
+            self._memo[key] = torch.stack([steps[k] for k in ks])
+        return self._memo[key]
+
+    @functools.cached_property
+    def part_hits(self) -> torch.Tensor:
+        """bool [len(parts), U, K]: the hits, then (with `strata`) the hits on each stratum's items."""
+        if self.strata is None:
+            return self.hits[None]
+        strata = torch.arange(len(STRATA), device=self.hits.device)[:, None, None]
+        return torch.cat([self.hits[None], self.hits[None] & (self.strata[None] == strata)])
+
+    def cutoff_sums(self, ks: Sequence[int]) -> Sums:
+        """{term: float64 [len(ks), rows, U]}: the per-place terms recx's metrics read, each summed over the first k
+        places for every k of `ks` (bit for bit `term[..., :k].sum(-1)`: one sum a cut-off for all the terms):
+        - "gains" and "hits" (rows: `parts`): hit_r / log2(r + 2) and hit_r, on the whole list, then each stratum;
+        - with `items` (one row each): "listed" (1 where a place holds an item) and "list_discounts"
+          (listed_r / log2(r + 2));
+        - with `items` and `catalogue` (one row each): "popularity" (the listed items' φ(i)), "tail" (1 on the long
+          tail, recx's unpopular stratum) and "novelty_gains" (hit_r / log2(r + 2) · (1 - φ(i) / |U|), EPC's).
+        Computed once for a TopK and a list of cut-offs; a term the evaluation could not compute raises NotGiven."""
+        key = tuple(ks)
+        if key not in self._sums:
+            names, table = self._place_terms()
+            sums = torch.stack([table[..., :k].sum(-1) for k in ks])
+            self._sums[key] = Sums(
+                {name: sums[:, first : first + rows] for name, (first, rows) in names.items()}  # views
+            )
+        return self._sums[key]
+
+    def _place_terms(self) -> tuple[dict[str, tuple[int, int]], torch.Tensor]:
+        """({term: (first row, rows)}, float64 [rows, U, K]): the terms of `cutoff_sums`, each written in place."""
+        hits, n_parts = self.part_hits, len(self.parts)
+        rows = {"gains": n_parts, "hits": n_parts}
+        if self._items is not None:
+            rows |= {"listed": 1, "list_discounts": 1}
+            if self._catalogue is not None:
+                rows |= {"popularity": 1, "tail": 1, "novelty_gains": 1}
+        at, first = {}, 0
+        for name, count in rows.items():
+            at[name], first = (first, count), first + count
+        table = torch.empty((first, *self.hits.shape), dtype=torch.float64, device=self.hits.device)
+
+        def term(name: str) -> torch.Tensor:
+            return table[at[name][0] : at[name][0] + at[name][1]]
+
+        torch.mul(hits, self.discounts, out=term("gains"))
+        term("hits").copy_(hits)
+        if self._items is not None:
+            listed = self.items >= 0
+            term("listed").copy_(listed)
+            torch.mul(listed[None], self.discounts, out=term("list_discounts"))
+            if self._catalogue is not None:  # popularity, tail and novelty read at the places, 0 where lists end
+                catalogue = self.catalogue
+                novelty = 1.0 - catalogue.popularity / max(catalogue.n_users, 1)
+                per_item = torch.stack(
+                    [catalogue.popularity.to(torch.float64), catalogue.tail.to(torch.float64), novelty]
+                )
+                placed = table[at["popularity"][0] : at["novelty_gains"][0] + 1]
+                torch.index_select(per_item, 1, self.items.clamp_min(0).reshape(-1), out=placed.view(3, -1))
+                placed.masked_fill_(~listed, 0.0)
+                novelty_gains = term("novelty_gains")
+                torch.mul(term("gains")[:1], novelty_gains, out=novelty_gains)  # hit · novelty · discount
+        return at, table
+
 
 class Metric:
-    """A ranking metric. Subclasses set `summary` and `heading` and implement `per_user` (per-user cut-off
-    metrics), `from_exposure` (`level = "catalogue"`) or `per_user_scores` (`cutoff = False`)."""
+    """A ranking metric. Subclasses set `summary` and `heading` and implement `per_user` or `per_user_at` (per-user
+    cut-off metrics), `from_exposure` (`level = "catalogue"`) or `per_user_scores` (`cutoff = False`)."""
 
     summary: ClassVar[str] = ""
     heading: ClassVar[str] = ""  # the tables' column title (default: the name)
@@ -136,10 +242,22 @@ class Metric:
     additive: ClassVar[bool] = False  # strata sum to the overall value: reported per popularity stratum
     needs_list: ClassVar[bool] = False  # per user over the listed items: no value for a user without a list
     in_table: ClassVar[bool] = False  # a column of the report's table by default
+    # catalogue-level: from_exposure reads k only through the counts, so every cut-off is computed in one call, each
+    # cut-off's counts as rows of one Exposure (k then the largest)
+    counts_only: ClassVar[bool] = False
 
     def per_user(self, top: TopK, k: int) -> torch.Tensor:
-        """float64 [U]: each user's value at cut-off k (k <= top.max_k)."""
-        raise NotImplementedError
+        """float64 [U]: each user's value at cut-off k (k <= top.max_k); by default `per_user_at` at k alone."""
+        if type(self).per_user_at is Metric.per_user_at:
+            raise NotImplementedError
+        return self.per_user_at(top, [k])[0, 0]
+
+    def per_user_at(self, top: TopK, ks: Sequence[int]) -> torch.Tensor:
+        """float64 [len(ks), P, U]: each user's value at every cut-off of `ks`, for the whole list (P = 1) or, for an
+        additive metric, for each of `top.parts` (the whole list, then each stratum: P = len(top.parts)), bit for bit
+        `per_user` of `top` and of its `stratum_tops`. By default `per_user` at each cut-off, in each part."""
+        tops = [top, *top.stratum_tops] if self.additive else [top]
+        return torch.stack([torch.stack([self.per_user(part, k) for part in tops]) for k in ks])
 
     def from_exposure(self, exposure: Exposure, k: int) -> dict[str, torch.Tensor]:
         """Catalogue-level: {"all" or a stratum name: float64 [R]} from exposure.counts [R, n_items], the times each
@@ -159,8 +277,11 @@ def _problem(obj) -> str | None:
     if obj.level not in LEVELS:
         return f"its level is {obj.level!r}; expected one of {', '.join(LEVELS)}"
     method = "per_user_scores" if not obj.cutoff else {"user": "per_user", "catalogue": "from_exposure"}[obj.level]
+    if method == "per_user" and obj.per_user_at is not Metric.per_user_at:
+        return None  # per_user is per_user_at at one cut-off
     level = "a full-ranking" if not obj.cutoff else f"a {obj.level}-level"
-    return class_problem(obj, Metric, (method,), with_args=False) and f"{level} metric must implement {method}"
+    needed = "per_user (or per_user_at)" if method == "per_user" else method
+    return class_problem(obj, Metric, (method,), with_args=False) and f"{level} metric must implement {needed}"
 
 
 METRICS: Registry = Registry("metric", "recx.eval.metrics", check=_problem)
@@ -200,10 +321,46 @@ def heading(metric: str) -> str:
     return METRICS.get(metric).heading if metric in METRICS and METRICS.get(metric).heading else metric.capitalize()
 
 
+def per_user_table(
+    hits: torch.Tensor,
+    n_relevant: torch.Tensor,
+    ks: Sequence[int],
+    hit_strata: torch.Tensor | None = None,
+    items: torch.Tensor | None = None,
+    catalogue: Catalogue | None = None,
+    held_out: Callable[[], tuple[torch.Tensor, torch.Tensor]] | None = None,
+) -> tuple[list[tuple[str, int, str]], torch.Tensor]:
+    """`per_user_metrics` as (keys, float64 [len(keys), U]): row i holds key i's per-user values (one tensor for
+    every metric, cut-off and stratum: the evaluator averages them in one reduction)."""
+    top = TopK(hits, n_relevant, items, catalogue, held_out, hit_strata)
+    keys: list[tuple[str, int, str]] = []
+    blocks = []
+    for name, metric in cutoff_metrics():
+        try:
+            values = metric.per_user_at(top, ks)
+            if metric.needs_list:
+                top.listed_at(ks)  # reads the item ids
+        except NotGiven:
+            if items is not None and catalogue is not None and held_out is not None:
+                raise
+            continue
+        parts = top.parts if metric.additive else ("all",)
+        if values.shape != (len(ks), len(parts), hits.shape[0]):
+            raise ValueError(
+                f"metric {name!r}: per_user_at gave {tuple(values.shape)}, expected {(len(ks), len(parts), hits.shape[0])}"
+            )
+        if metric.needs_list:  # the whole list's value: none (NaN) for a user whose list holds no item within k
+            valued = torch.where(top.listed_at(ks)[:, None, :], values[:, :1], torch.nan)
+            values = valued if len(parts) == 1 else torch.cat([valued, values[:, 1:]], 1)
+        keys += [(name, k, part) for k in ks for part in parts]
+        blocks.append(values.reshape(-1, hits.shape[0]))
+    return keys, torch.cat(blocks) if blocks else hits.new_zeros((0, hits.shape[0]), dtype=torch.float64)
+
+
 def per_user_metrics(
     hits: torch.Tensor,
     n_relevant: torch.Tensor,
-    ks: list[int],
+    ks: Sequence[int],
     hit_strata: torch.Tensor | None = None,
     items: torch.Tensor | None = None,
     catalogue: Catalogue | None = None,
@@ -216,26 +373,8 @@ def per_user_metrics(
     for the overall values and, for additive metrics, one key per popularity stratum; a metric that reads what the
     caller did not give (items, catalogue, held-out items) is left out. A `needs_list` metric's value is NaN for a
     user whose list holds no item (`average` leaves it out)."""
-    top = TopK(hits, n_relevant, items, catalogue, held_out)
-    strata = (
-        [] if hit_strata is None else [(name, top.within(hit_strata == index)) for index, name in enumerate(STRATA)]
-    )
-    out: dict[tuple[str, int, str], torch.Tensor] = {}
-    for name, metric in cutoff_metrics():
-        try:
-            for k in ks:
-                out[(name, k, "all")] = metric.per_user(top, k)
-                if metric.needs_list:
-                    out[(name, k, "all")] = torch.where(top.listed(k).any(1), out[(name, k, "all")], torch.nan)
-                if metric.additive:
-                    for stratum, restricted in strata:
-                        out[(name, k, stratum)] = metric.per_user(restricted, k)
-        except NotGiven:
-            if items is not None and catalogue is not None and held_out is not None:
-                raise
-            for key in [key for key in out if key[0] == name]:
-                del out[key]
-    return out
+    keys, values = per_user_table(hits, n_relevant, ks, hit_strata, items, catalogue, held_out)
+    return dict(zip(keys, values, strict=True))
 
 
 def needs_list(metric: str) -> bool:
@@ -258,16 +397,29 @@ def catalogue_metrics(
     counts: dict[int, torch.Tensor], lists: torch.Tensor, catalogue: Catalogue
 ) -> dict[tuple[str, int, str], torch.Tensor]:
     """{(metric, k, key): float64 [R]} of every registered catalogue-level metric from counts {k: [R, n_items]} (or
-    [n_items]: R = 1) and the weighted number of lists [R] (or a scalar)."""
-    out: dict[tuple[str, int, str], torch.Tensor] = {}
-    for k, at_k in counts.items():
-        exposure = Exposure(at_k.reshape(-1, catalogue.n_items), lists.reshape(-1).to(torch.float64), catalogue)
-        for name, metric in cutoff_metrics("catalogue"):
-            for key, values in metric.from_exposure(exposure, k).items():
-                out[(name, k, key)] = values
-    return out
+    [n_items]: R = 1) and the weighted number of lists [R] (or a scalar). A `counts_only` metric is computed at every
+    k in one call (the cut-offs' counts stacked as rows, when each is stored row by row: a row's sums then run in
+    the same order as alone), any other at each k in turn."""
+    ks = list(counts)
+    rows = {k: at_k.reshape(-1, catalogue.n_items) for k, at_k in counts.items()}
+    lists = lists.reshape(-1).to(torch.float64)
+    together = len(ks) > 1 and all(at_k.is_contiguous() for at_k in rows.values())
+    stacked: Exposure | None = None
+    found: dict[tuple[str, int], dict[str, torch.Tensor]] = {}
+    metrics = cutoff_metrics("catalogue")
+    for name, metric in metrics:
+        if metric.counts_only and together:
+            if stacked is None:
+                stacked = Exposure(torch.cat(list(rows.values())), lists.expand(len(ks), -1).reshape(-1), catalogue)
+            values = metric.from_exposure(stacked, max(ks))
+            for index, k in enumerate(ks):
+                found[(name, k)] = {key: v.reshape(len(ks), -1)[index] for key, v in values.items()}
+        else:
+            for k in ks:
+                found[(name, k)] = metric.from_exposure(Exposure(rows[k], lists, catalogue), k)
+    return {(name, k, key): v for k in ks for name, _ in metrics for key, v in found[(name, k)].items()}
 
 
 def list_counts(items: torch.Tensor, ks: list[int], n_items: int) -> dict[int, torch.Tensor]:
     """{k: float64 [n_items]}: how many of the lists items [U, K] (-1 where a list ends) hold each item in the top k."""
-    return {k: exposure_counts(items, k, n_items) for k in ks}
+    return dict(zip(ks, cutoff_counts(items, ks, n_items), strict=True))
