@@ -1,12 +1,14 @@
 """Full-ranking evaluation, batched on the device (docs/design.md "Evaluation conventions").
 
 Every item is ranked; items seen in training are excluded (and validation items when testing). Per-user values are
-computed row by row and averaged in float64 at the end in user order, so results do not depend on the batch size.
+computed row by row and averaged in float64 at the end in user order (one reduction, each (metric, k, stratum) row
+summed on its own), so results depend neither on the batch size nor on the thread count.
 """
 
 from __future__ import annotations
 
 import functools
+import itertools
 from dataclasses import dataclass
 from typing import Callable
 
@@ -15,20 +17,20 @@ import torch
 from recx.core.errors import RecxError
 from recx.data.csr import CSR
 from recx.data.dataset import Dataset
-from recx.eval.catalogue import HELD_OUT_SHARE, Catalogue, catalogue_of
+from recx.eval.catalogue import HELD_OUT_SHARE, Catalogue, catalogue_of, cutoff_counts
 from recx.eval.metrics.registry import (
     METRICS,
-    average,
     catalogue_metrics,
     list_counts,
     listed_users,
     needs_list,
-    per_user_metrics,
+    per_user_table,
 )
 from recx.eval.strata import STRATA
 
-# Top-K lists are scored by the metrics in groups of at least this many users (a few kernels per metric for the
-# group, instead of per evaluation batch: on a GPU the per-batch launches were 5.6x the bare matmul + top-k).
+# Top-K lists are scored by the metrics in groups of at least this many users (the metrics' kernels once a group,
+# not once a batch: on a GPU the per-batch launches were 5.6x the bare matmul + top-k); all the metrics at all the
+# cut-offs in all the strata of a group take one set of kernels (recx.eval.metrics.registry.per_user_table).
 METRIC_ROWS = 1 << 16
 
 
@@ -75,14 +77,22 @@ def held_out_rows(csr: CSR, users: torch.Tensor) -> tuple[torch.Tensor, torch.Te
     return indptr, csr.indices[starts + within].to(torch.long)
 
 
-def averages(
-    per_user: dict[tuple[str, int, str], torch.Tensor], whole: dict[tuple[str, int, str], torch.Tensor]
+def averaged(
+    keys: list[tuple[str, int, str]], per_user: torch.Tensor, whole: dict[tuple[str, int, str], torch.Tensor]
 ) -> dict[tuple[str, int, str], float]:
-    """Each per-user key's average (`average`) and each catalogue-level value, in one host read; a key without a
-    value (a `needs_list` metric when no user has a list) is left out."""
-    means = torch.stack([average(key, values) for key, values in per_user.items()] + list(whole.values())).tolist()
-    found = dict(zip([*per_user, *whole], means, strict=True))
-    return {key: mean for key, mean in found.items() if mean == mean or not needs_list(key[0])}
+    """{key: value}: each per-user key's average (per_user float64 [len(keys), U]: one reduction over every row,
+    each row summed on its own, in user order, whatever the thread count; a `needs_list` metric's over the users
+    with a value, as Tensor.nanmean: nansum / their count) and each catalogue-level value, in one host read; a key
+    without a value (a `needs_list` metric when no user has a list) is left out."""
+    means = per_user.mean(1)
+    valued = [needs_list(key[0]) for key in keys]
+    if any(valued):  # a needs_list metric's rows: over the users with a value (Tensor.nanmean: nansum / their count)
+        over_valued = per_user.nansum(1) / (per_user == per_user).sum(1)
+        cuts = [0, *(index for index in range(1, len(keys)) if valued[index] != valued[index - 1]), len(keys)]
+        means = torch.cat([(over_valued if valued[a] else means)[a:b] for a, b in itertools.pairwise(cuts)])
+    values = torch.cat([means, *(value.reshape(1) for value in whole.values())]).tolist()
+    found = dict(zip([*keys, *whole], values, strict=True))
+    return {key: value for key, value in found.items() if value == value or not needs_list(key[0])}
 
 
 def catalogue_values(
@@ -90,7 +100,7 @@ def catalogue_values(
 ) -> dict[tuple[str, int, str], torch.Tensor]:
     """The catalogue-level metrics of counts {k: [n_items]} over n_lists lists, and the held-out share per stratum
     (`heldout_share`, the same at each k): scalar float64 tensors on the evaluation's device."""
-    lists = torch.tensor(float(n_lists), dtype=torch.float64, device=catalogue.popularity.device)
+    lists = torch.full((), float(n_lists), dtype=torch.float64, device=catalogue.popularity.device)  # no host copy
     values = {key: value[0] for key, value in catalogue_metrics(counts, lists, catalogue).items()}
     if catalogue.held_out_share is not None:  # at each cut-off, beside the exposure shares (it does not depend on k)
         for k in counts:
@@ -109,11 +119,11 @@ def score_lists(dataset: Dataset, split: str, users: torch.Tensor, items: torch.
     hits = target.contains(users[:, None].expand_as(items), items.clamp_min(0)) & listed
     strata = torch.where(listed, catalogue.strata[items.clamp_min(0)], -1)
     held_out = functools.partial(held_out_rows, target, users)
-    per_user = per_user_metrics(hits, target.row_lengths()[users], ks, strata, items, catalogue, held_out)
+    keys, per_user = per_user_table(hits, target.row_lengths()[users], ks, strata, items, catalogue, held_out)
     n_listed = int(listed_users(items).sum())
     whole = catalogue_values(list_counts(items, ks, dataset.n_items), n_listed, catalogue)
-    per_user_cpu = {key: v.cpu() for key, v in per_user.items()}
-    return Evaluation(averages(per_user, whole), users.numel(), users, items, per_user_cpu, catalogue, n_listed)
+    per_user_cpu = dict(zip(keys, per_user.cpu(), strict=True))
+    return Evaluation(averaged(keys, per_user, whole), users.numel(), users, items, per_user_cpu, catalogue, n_listed)
 
 
 def excluded_splits(dataset: Dataset, split: str) -> list[CSR]:
@@ -123,13 +133,14 @@ def excluded_splits(dataset: Dataset, split: str) -> list[CSR]:
     return exclude
 
 
-def batch_counts(users: torch.Tensor, csr: CSR, batch_size: int) -> list[int]:
-    """Stored entries of the users' rows, per batch of `batch_size` users: one host read for all the batches."""
-    lengths = csr.row_lengths()[users]
+def batch_counts(users: torch.Tensor, csrs: list[CSR], batch_size: int) -> list[list[int]]:
+    """[batch][csr]: the stored entries of the users' rows of each csr, per batch of `batch_size` users: one host
+    read for all the batches and splits."""
+    lengths = torch.stack([csr.row_lengths()[users] for csr in csrs], 1)
     n_batches = -(-users.numel() // batch_size)
-    padded = torch.zeros(n_batches * batch_size, dtype=lengths.dtype, device=lengths.device)
-    padded[: lengths.numel()] = lengths
-    return padded.view(n_batches, batch_size).sum(1).tolist()
+    padded = lengths.new_zeros((n_batches * batch_size, len(csrs)))
+    padded[: users.numel()] = lengths
+    return padded.view(n_batches, batch_size, len(csrs)).sum(1).tolist()
 
 
 def seen_positions(users: torch.Tensor, csr: CSR, batch_size: int, count: int) -> torch.Tensor:
@@ -143,6 +154,22 @@ def seen_positions(users: torch.Tensor, csr: CSR, batch_size: int, count: int) -
         torch.cumsum(lengths, 0) - lengths, lengths, output_size=count
     )
     return (local % batch_size) * csr.n_cols + csr.indices[starts[local] + within]
+
+
+def excluded_positions(
+    users: torch.Tensor, csrs: list[CSR], batch_size: int, counts: list[list[int]]
+) -> list[torch.Tensor]:
+    """Per batch of `batch_size` users of `users` (a group of batches, counts [batch][csr] their entries), the
+    positions of every excluded split's items in the batch's score matrix (`seen_positions`): one write of -inf a
+    batch whatever the number of excluded splits."""
+    per_csr = [
+        seen_positions(users, csr, batch_size, sum(row[i] for row in counts)).split([row[i] for row in counts])
+        for i, csr in enumerate(csrs)
+    ]
+    if len(csrs) == 1:
+        return list(per_csr[0])
+    merged = torch.cat([part for batch in zip(*per_csr, strict=True) for part in batch])
+    return list(merged.split([sum(row) for row in counts]))
 
 
 def group_batches(n_users: int, batch_size: int) -> int:
@@ -165,7 +192,14 @@ def evaluate(
     """Every registered cut-off metric at each k (recx.eval.metrics); `auc_beta` given: also the metrics of the full
     score row (AUC and OPAUC(β)), from each batch's full score matrix.
     `keep_per_user`: also each evaluated user's values (paired tests). `after_batch(users done, users in all)` is
-    called after each batch (progress display)."""
+    called after each batch (progress display).
+
+    A batch is the product of its users' queries with the item table, one write of -inf at the excluded items and
+    the top-k; its lists are scored with those of the other batches of its group (>= METRIC_ROWS users): every
+    per-user metric at every k in every stratum from one hit matrix (`per_user_table`) and the items' counts at
+    every k (`cutoff_counts`). The per-user values stay on the device and are averaged once, at the end: between the
+    first batch and that read, the evaluator and recx's cut-off metrics neither read the device nor copy to it from
+    the host (`auc_beta` reads each batch's held-out count): the host queues work ahead of a GPU, never waiting."""
     target = dataset.split(split)
     max_k = max(ks)
     if max_k > dataset.n_items:
@@ -173,57 +207,56 @@ def evaluate(
     model.eval()
     seen = excluded_splits(dataset, split)
     catalogue = catalogue_of(dataset.train, target)
-    stratum_of = catalogue.strata
     item_table = model.item_table()
     users_all = torch.nonzero(target.row_lengths() > 0).flatten()
     if users_all.numel() == 0:
         raise RecxError(f"no user has a {split} item")
-    parts: dict = {}  # cut-off metrics' per-user values, then (auc_beta) the full score row's
-    row_parts: dict = {}
-    tops = []
-    counts = {k: torch.zeros(dataset.n_items, dtype=torch.float64, device=users_all.device) for k in ks}
-    seen_counts = [batch_counts(users_all, csr, batch_size) for csr in seen]  # [csr][batch]
+    full_row = [METRICS.get(name)() for name in METRICS.names() if not METRICS.get(name).cutoff]
+    keys: list[tuple[str, int, str]] = []
+    parts, row_parts, row_keys, tops = [], [], [], []  # cut-off metrics' [keys, group], full rows' [keys, batch]
+    counts = torch.zeros(len(ks), dataset.n_items, dtype=torch.float64, device=users_all.device)
+    seen_counts = batch_counts(users_all, seen, batch_size)  # [batch][csr]
     per_group = group_batches(users_all.numel(), batch_size)
-    for first in range(0, len(seen_counts[0]), per_group):
-        sizes = [counts_of[first : first + per_group] for counts_of in seen_counts]  # [csr][batch of the group]
-        batches = range(first, first + len(sizes[0]))
+    for first in range(0, len(seen_counts), per_group):
+        batches = range(first, min(first + per_group, len(seen_counts)))
         group = users_all[first * batch_size : batches.stop * batch_size]
-        seen_at = [seen_positions(group, csr, batch_size, sum(n)).split(n) for csr, n in zip(seen, sizes, strict=True)]
+        excluded = excluded_positions(group, seen, batch_size, seen_counts[first : batches.stop])
         lists = []
-        for batch, positions in zip(batches, zip(*seen_at, strict=True), strict=True):
+        for batch, positions in zip(batches, excluded, strict=True):
             users = users_all[batch * batch_size : (batch + 1) * batch_size]
             scores = model.query(users) @ item_table.T
-            for excluded in positions:  # one write of -inf per excluded split
-                scores.view(-1).index_fill_(0, excluded, float("-inf"))
-            topk = scores.topk(max_k, dim=1, sorted=True).indices
-            lists.append(topk)
+            scores.view(-1).index_fill_(0, positions, float("-inf"))
+            lists.append(scores.topk(max_k, dim=1, sorted=True).indices)
             if auc_beta is not None:
                 relevant = target.dense_rows(users)
-                for name in METRICS.names():
-                    if not METRICS.get(name).cutoff:
-                        scored = METRICS.get(name)().per_user_scores(scores, relevant, auc_beta)
-                        for metric, value in scored.items():
-                            row_parts.setdefault((metric, 0, "all"), []).append(value)
+                scored = {
+                    key: v
+                    for metric in full_row
+                    for key, v in metric.per_user_scores(scores, relevant, auc_beta).items()
+                }
+                row_keys = [(metric, 0, "all") for metric in scored]
+                row_parts.append(torch.stack(list(scored.values())))
             if after_batch is not None:
                 after_batch(batch * batch_size + users.numel(), users_all.numel())
-        items = torch.cat(lists)
+        items = torch.cat(lists) if len(lists) > 1 else lists[0]
         hits = target.contains(group[:, None].expand_as(items), items)
         held_out = functools.partial(held_out_rows, target, group)
         n_relevant = target.row_lengths()[group]
-        for key, value in per_user_metrics(hits, n_relevant, ks, stratum_of[items], items, catalogue, held_out).items():
-            parts.setdefault(key, []).append(value)
-        for k, at_k in list_counts(items, ks, dataset.n_items).items():
-            counts[k] += at_k
+        keys, values = per_user_table(hits, n_relevant, ks, catalogue.strata[items], items, catalogue, held_out)
+        parts.append(values)
+        counts += cutoff_counts(items, ks, dataset.n_items)
         if keep_topk:
             tops.append(items)
-    per_user = {key: torch.cat(chunks) for key, chunks in {**parts, **row_parts}.items()}
-    whole = catalogue_values(counts, users_all.numel(), catalogue)  # every user has a list of max_k items
+    per_user = torch.cat(parts, 1) if len(parts) > 1 else parts[0]  # [keys, users]
+    if row_parts:
+        keys, per_user = keys + row_keys, torch.cat([per_user, torch.cat(row_parts, 1)])
+    whole = catalogue_values(dict(zip(ks, counts, strict=True)), users_all.numel(), catalogue)  # every list: max_k
     return Evaluation(
-        averages(per_user, whole),
+        averaged(keys, per_user, whole),
         int(users_all.numel()),
         users_all if keep_topk or keep_per_user else None,
         torch.cat(tops) if keep_topk else None,
-        {key: values.cpu() for key, values in per_user.items()} if keep_per_user else None,
+        dict(zip(keys, per_user.cpu(), strict=True)) if keep_per_user else None,
         catalogue,
         int(users_all.numel()),
     )
