@@ -64,6 +64,8 @@ def _check_cutoff(name: str, metric: Metric) -> None:
             parts = torch.stack([metric.per_user(top.within(strata == i), k) for i in range(len(STRATA))]).sum(0)
             if not torch.allclose(parts, values, rtol=0, atol=1e-12):
                 _fail(name, f"additive, but the strata do not sum to the overall value at k={k}")
+    if type(metric).per_user_at is not Metric.per_user_at:
+        _check_all_cutoffs(name, metric, TopK(hits, n_relevant, items, catalogue, strata=strata))
     if metric.accuracy:
         full = torch.arange(20).repeat(8, 1)
         perfect = TopK(torch.ones(8, 20, dtype=torch.bool), torch.full((8,), 20), full, catalogue)
@@ -74,6 +76,20 @@ def _check_cutoff(name: str, metric: Metric) -> None:
                 "a list of hits must score higher than a list without (validation keeps the highest); a metric "
                 "that does not reward hits declares accuracy = False",
             )
+
+
+def _check_all_cutoffs(name: str, metric: Metric, top: TopK) -> None:
+    """per_user_at (every cut-off, every stratum at once) is per_user at each cut-off, in each stratum, bit for bit."""
+    ks = [20, 1, 5, 5]
+    values = metric.per_user_at(top, ks)
+    parts = [top, *top.stratum_tops] if metric.additive else [top]
+    if values.shape != (len(ks), len(parts), top.hits.shape[0]):
+        _fail(name, f"per_user_at must be [len(ks), {len(parts)}, U], got {tuple(values.shape)}")
+    for index, k in enumerate(ks):
+        for part, part_top in enumerate(parts):
+            if not torch.equal(values[index, part], metric.per_user(part_top, k)):
+                where = "overall" if part == 0 else f"in stratum {STRATA[part - 1]}"
+                _fail(name, f"per_user_at at k={k} {where} is not per_user there")
 
 
 def _check_catalogue(name: str, metric: Metric) -> None:
@@ -97,6 +113,10 @@ def _check_catalogue(name: str, metric: Metric) -> None:
             alone = metric.from_exposure(Exposure(counts[row : row + 1], weights[row : row + 1].sum(1), catalogue), k)
             if any(not torch.allclose(alone[key][0], found[key][row], rtol=1e-12, atol=1e-12) for key in found):
                 _fail(name, f"replicate {row} at k={k} depends on the other replicates (compute each row alone)")
+        if metric.counts_only:  # every cut-off in one call: k is read only through the counts
+            other = metric.from_exposure(Exposure(counts, weights.sum(1), catalogue), k + 7)
+            if any(not torch.equal(other[key], found[key]) for key in found):
+                _fail(name, f"counts_only, but the value at k={k} depends on k beyond the counts")
         shuffled = exposure_counts(items.flip(0), k, catalogue.n_items)[None, :]
         first = metric.from_exposure(Exposure(counts[:1], weights[:1].sum(1), catalogue), k)
         again = metric.from_exposure(Exposure(shuffled, weights[:1].sum(1), catalogue), k)
