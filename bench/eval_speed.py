@@ -1,11 +1,15 @@
 """Evaluation speed: recx's full-ranking evaluation on Gowalla's test split against a bare matmul + top-k.
 
 Both use the same 64-dim embeddings, the same users (those with test items), the same batch size and the same K in
-one process; the bare baseline computes scores and top-K only (no exclusion of seen items, no metrics).
-Run by hand:  python bench/eval_speed.py [--device cpu|cuda] [--batch-size 1024] [--repeats 3] [--profile] [--quick]
+one process; the bare baseline computes scores and top-K only (no exclusion of seen items, no metrics). The two are
+timed in turn (recx, bare, recx, bare, ...) so that a machine whose load changes slows both alike; each one's best
+time is reported, and the ratio of each pair's times.
+Run by hand:  python bench/eval_speed.py [--device cpu|cuda] [--batch-size 1024] [--repeats 3] [--profile]
+                                         [--data-root DATA] [--quick]
 (`--profile`: one more evaluation under torch.profiler, its operations by their own time and, on CUDA, its kernel
-launches: where the time above the bare baseline goes.) `--quick` (make ci-bench-quick): a tiny synthetic Gowalla-format
-source (bench/quick.py), one repeat, the profile.
+launches: where the time above the bare baseline goes. `--data-root`: Gowalla already prepared there (from
+../shared/data/gowalla as a lightgcn source), not prepared again in a temporary folder.) `--quick` (make
+ci-bench-quick): a tiny synthetic Gowalla-format source (bench/quick.py), one repeat, the profile.
 """
 
 from __future__ import annotations
@@ -42,17 +46,23 @@ def bare_topk(query: torch.Tensor, items: torch.Tensor, batch_size: int, k: int)
     return torch.cat(tops)
 
 
-def best_of(repeats: int, work, device) -> float:
-    times = []
+def timed(work, device) -> float:
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    started = time.perf_counter()
+    work()
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    return time.perf_counter() - started
+
+
+def in_turn(repeats: int, works, device) -> list[list[float]]:
+    """Each of `works` timed `repeats` times, in turn (a, b, a, b, ...): [work][repeat] seconds."""
+    times: list[list[float]] = [[] for _ in works]
     for _ in range(repeats):
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        started = time.perf_counter()
-        work()
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        times.append(time.perf_counter() - started)
-    return min(times)
+        for index, work in enumerate(works):
+            times[index].append(timed(work, device))
+    return times
 
 
 def main() -> None:
@@ -61,28 +71,43 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=1024)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--source", type=Path, default=GOWALLA)
+    parser.add_argument("--data-root", type=Path, help="Gowalla already prepared there (else prepared in a temp dir)")
     parser.add_argument("--profile", action="store_true", help="profile one more evaluation (torch.profiler)")
     quick.option(parser, source=quick.source, repeats=1, batch_size=128, profile=True)
     args = parser.parse_args()
     keep_freed_memory()  # as the recx command does (recx/memory.py)
     device = torch.device(args.device)
-    with tempfile.TemporaryDirectory() as root:
-        prepare("gowalla", PrepareOptions(format="lightgcn", source=args.source), Path(root))
-        dataset = load_dataset(Path(root), "gowalla").to(device)
+    if args.data_root is not None:
+        dataset = load_dataset(args.data_root, "gowalla").to(device)
+    else:
+        with tempfile.TemporaryDirectory() as root:
+            prepare("gowalla", PrepareOptions(format="lightgcn", source=args.source), Path(root))
+            dataset = load_dataset(Path(root), "gowalla").to(device)
     model = evaluated_model(dataset, device)
     ks = KS
     users = torch.nonzero(dataset.test.row_lengths() > 0).flatten()
     query, items = model.query(users), model.item_table()
     evaluate(model, dataset, "test", ks, args.batch_size)  # warm-up
-    recx_time = best_of(args.repeats, lambda: evaluate(model, dataset, "test", ks, args.batch_size), device)
-    bare_time = best_of(args.repeats, lambda: bare_topk(query, items, args.batch_size, max(ks)), device)
+    recx_times, bare_times = in_turn(
+        args.repeats,
+        [
+            lambda: evaluate(model, dataset, "test", ks, args.batch_size),
+            lambda: bare_topk(query, items, args.batch_size, max(ks)),
+        ],
+        device,
+    )
+    recx_time, bare_time = min(recx_times), min(bare_times)
+    pairs = sorted(ours / theirs for ours, theirs in zip(recx_times, bare_times, strict=True))
     print(
         f"device {device}, {users.numel():,} users x {dataset.n_items:,} items, dim 64, K={ks}, "
         f"batch {args.batch_size}, best of {args.repeats}"
     )
-    print(f"recx evaluate (mask seen, top-K, 5 metrics x 3 K, strata): {recx_time:.3f} s")
-    print(f"bare matmul + top-K:                                       {bare_time:.3f} s")
-    print(f"ratio recx / bare: {recx_time / bare_time:.2f}")
+    print(f"recx evaluate (mask seen, top-K, all metrics x 3 K, strata): {recx_time:.3f} s")
+    print(f"bare matmul + top-K:                                         {bare_time:.3f} s")
+    print(f"ratio recx / bare: {recx_time / bare_time:.3f}")
+    print(
+        f"each pair's ratio (timed in turn): {', '.join(f'{r:.3f}' for r in pairs)}; median {pairs[len(pairs) // 2]:.3f}"
+    )
     if device.type == "cuda":
         print(f"peak GPU memory: {torch.cuda.max_memory_allocated() / 2**20:.0f} MiB")
     if args.profile:
