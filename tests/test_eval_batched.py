@@ -52,8 +52,10 @@ BEFORE = {
 
 
 def lists(seed: int, users: int = 300, depth: int = 50, n_items: int = 120):
-    """random_lists at a depth where the sums are vectorised (their order then depends on the row length)."""
+    """random_lists at a depth where the sums are vectorised (their order then depends on the row length), a few
+    users without a list."""
     items, hits, n_relevant, _ = random_lists(seed, users, depth, n_items)
+    items[users // 2 :: 17], hits[users // 2 :: 17] = -1, False
     catalogue = random_catalogue(n_items)
     strata = torch.where(items >= 0, catalogue.strata[items.clamp_min(0)], -1)
     return items, hits, n_relevant, strata, catalogue
@@ -70,7 +72,10 @@ def test_the_per_user_metrics_are_computed_as_before_bit_for_bit():
             parts = [("all", top)] + [(s, top.within(strata == i)) for i, s in enumerate(STRATA)]
             for k in ks:
                 for stratum, part in parts if METRICS.get(name).additive else parts[:1]:
-                    assert torch.equal(got[(name, k, stratum)], formula(part, k)), (name, k, stratum)
+                    expected = formula(part, k)
+                    if METRICS.get(name).needs_list:  # no value without a list
+                        expected = torch.where(top.listed(k).any(1), expected, torch.nan)
+                    assert torch.equal(got[(name, k, stratum)].nan_to_num(7.0), expected.nan_to_num(7.0)), (name, k)
 
 
 def test_the_keys_keep_their_order_and_metrics_needing_what_is_not_given_are_left_out():
@@ -168,6 +173,19 @@ def test_a_metric_implementing_neither_is_refused(isolated_plugins):
         @register_metric("nothing")
         class Nothing(Metric):
             pass
+
+
+def test_the_averages_of_needs_list_metrics_run_over_the_users_with_a_value():
+    values = torch.rand(4, 1_000, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    values[1:3, ::3] = torch.nan
+    values[3] = torch.nan
+    keys = [("ndcg", 10, "all"), ("arp", 10, "all"), ("epc", 10, "all"), ("aplt", 10, "all")]
+    got = averaged(keys, values, {("coverage", 10, "all"): torch.tensor(0.5, dtype=torch.float64)})
+    assert got[("ndcg", 10, "all")] == float(values[0].clone().mean())
+    assert got[("arp", 10, "all")] == float(values[1].clone().nanmean())  # Tensor.nanmean's value, bit for bit
+    assert got[("epc", 10, "all")] == float(values[2].clone().nanmean())
+    assert ("aplt", 10, "all") not in got  # no user with a value: no average
+    assert got[("coverage", 10, "all")] == 0.5
 
 
 def test_the_averages_do_not_depend_on_the_thread_count():
