@@ -102,7 +102,10 @@ class TopK:
 
     def listed_at(self, ks: Sequence[int]) -> torch.Tensor:
         """bool [len(ks), U]: whether each list holds an item within each cut-off (`listed(k).any(1)` at each k)."""
-        return self.cutoff_sums(ks)["listed"][:, 0] > 0
+        key = ("listed_at", *ks)
+        if key not in self._memo:
+            self._memo[key] = self.cutoff_sums(ks)["listed"][:, 0] > 0
+        return self._memo[key]
 
     def list_lengths(self, k: int) -> torch.Tensor:
         """float64 [U]: the items each list holds within the cut-off (k, or fewer for a short list)."""
