@@ -7,5 +7,5 @@
 - `row_dots`: each query's scores against its own few rows.
 - `conjugate_gradient`: conjugate gradient on every row's normal equations (ALS).
 - `alias_table`, `inverse_cdf`, `midx_draw`, `membership`, `cluster_sums`: the operations samplers lean on.
-- `jit`, `lanes`, `prefetch`, `row_occurrences`: what the numba kernels share.
+- `jit`, `lanes`, `prefetch`, `row_occurrences`, `in_threads`: what the numba kernels share.
 """

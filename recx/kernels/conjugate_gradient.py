@@ -10,9 +10,10 @@ torch path (solve.conjugate_gradient_rows) streams every entry's row through mem
 difference is most of a half-step. A long row's neighbours are asked for PREFETCH_DISTANCE entries ahead
 (recx.kernels.prefetch): on ML-10M the item half-step reads 60K user rows (15 MB, out of cache) at random, and the
 prefetch took it from 0.64 to 0.39 s (2 threads); the user half-step, whose item table is in cache, is unchanged.
-Runs of consecutive rows of equal work (`work_bounds`) run in parallel, each row summed in a fixed order (dots in
-eight partial sums, recx.kernels.lanes), so results do not depend on the thread count or the runs; they agree with the
-torch path to rounding.
+Runs of consecutive rows of equal work (`work_bounds`) run in parallel, in blocks of consecutive runs on the compute
+threads (recx.kernels.in_threads: numba's `parallel=True` made the first compilation 46-75 s, issue 58 §6), each row
+summed in a fixed order (dots in eight partial sums, recx.kernels.lanes), so results do not depend on the thread count
+or the runs; they agree with the torch path to rounding.
 
 The loss (recx.models.als.problem) comes from what the steps hold: row r's part of it is C_r − held_r with
 held_r = Σ_e t_e (y_e · x) + ρ · x + k_r (v · x) at the final x and its CG residual ρ (x_r'A_r x_r = x·(b_r − ρ)),
@@ -27,12 +28,12 @@ bounds[c] <= r < bounds[c + 1]), loss_scale k [R] (float64), held [R] (float64, 
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
+from recx.kernels.in_threads import run_blocks
 from recx.kernels.jit import compiled
 from recx.kernels.lanes import dot_rows
-from recx.kernels.prefetch import PREFETCH_DISTANCE, prefetch_whole_row
+from recx.kernels.prefetch import CACHE_LINE, PREFETCH_DISTANCE, prefetch_whole_row
 
 
 @compiled(inline="always")
@@ -114,25 +115,118 @@ def _add_entries(out, z, r, indptr, neighbours, other, extra, target, with_targe
 
 
 @compiled(inline="always")
-def _apply(out, z, r, matrix, uniform, gram_scale, ridge, indptr, neighbours, other, extra, target):
-    """out[r] = A_r z[r]; returns Σ_e t_e (y_e · z[r]) (float64)."""
-    _dense_part(out, z, r, matrix, uniform, gram_scale, ridge)
-    return _add_entries(out, z, r, indptr, neighbours, other, extra, target, False)
-
-
-@compiled(inline="always")
-def _residual(
-    out, x, r, matrix, uniform, gram_scale, ridge, shared_scale, shared, indptr, neighbours, other, extra, target
+def _product(
+    out,
+    z,
+    r,
+    matrix,
+    uniform,
+    gram_scale,
+    ridge,
+    shared_scale,
+    shared,
+    indptr,
+    neighbours,
+    other,
+    extra,
+    target,
+    residual,
 ):
-    """out[r] = b_r - A_r x[r] = h_r v - M x[r] + Σ_e (t_e - c_e (y_e · x[r])) y_e; returns Σ_e t_e (y_e · x[r])
-    (float64)."""
-    _dense_part(out, x, r, matrix, uniform, gram_scale, ridge)
-    for i in range(x.shape[1]):
-        out[r, i] = shared_scale[r] * shared[i] - out[r, i]
-    return _add_entries(out, x, r, indptr, neighbours, other, extra, target, True)
+    """out[r] = A_r z[r], or `residual`: out[r] = b_r - A_r z[r] = h_r v - M z[r] + Σ_e (t_e - c_e (y_e · z[r])) y_e;
+    returns Σ_e t_e (y_e · z[r]) (float64)."""
+    _dense_part(out, z, r, matrix, uniform, gram_scale, ridge)
+    if residual:
+        for i in range(z.shape[1]):
+            out[r, i] = shared_scale[r] * shared[i] - out[r, i]
+    return _add_entries(out, z, r, indptr, neighbours, other, extra, target, residual)
 
 
-@compiled(parallel=True)
+@compiled()
+def _cg_runs(
+    x,
+    indptr,
+    neighbours,
+    other,
+    matrix,
+    uniform,
+    gram_scale,
+    ridge,
+    shared_scale,
+    shared,
+    extra,
+    target,
+    zero_rows,
+    steps,
+    floor,
+    bounds,
+    loss_scale,
+    held,
+    residual,
+    direction,
+    product,
+    first_run,
+    end_run,
+):
+    """The rows of runs first_run <= run < end_run (`residual`, `direction`, `product`: [R, d] scratch, those rows
+    only written). Pass 0 of a row forms its residual ρ = b - A x (and p = ρ), each later pass A p and one step: one
+    call of `_product`, so one copy of it in the compiled code (each `inline="always"` call is typed and lowered
+    again: two calls, for the residual and for A p, took the first compilation from 2.9 to 5.1 s of CPU)."""
+    d = x.shape[1]
+    for run in range(first_run, end_run):
+        for r in range(bounds[run], bounds[run + 1]):
+            row_held = 0.0
+            norm = x.dtype.type(0.0)
+            for step_index in range(steps + 1):
+                first = step_index == 0
+                if first:
+                    out, z = residual, x
+                elif not norm > floor:
+                    break
+                else:
+                    out, z = product, direction
+                along = _product(
+                    out,
+                    z,
+                    r,
+                    matrix,
+                    uniform,
+                    gram_scale,
+                    ridge,
+                    shared_scale,
+                    shared,
+                    indptr,
+                    neighbours,
+                    other,
+                    extra,
+                    target,
+                    first,
+                )
+                if first:
+                    row_held = along
+                    for i in range(d):
+                        direction[r, i] = residual[r, i]
+                    norm = dot_rows(residual, r, residual, r)
+                    continue
+                step = norm / dot_rows(direction, r, product, r)
+                row_held += np.float64(step) * along
+                for i in range(d):
+                    x[r, i] += step * direction[r, i]
+                    residual[r, i] -= step * product[r, i]
+                new_norm = dot_rows(residual, r, residual, r)
+                scale = new_norm / max(norm, floor)
+                for i in range(d):
+                    direction[r, i] = direction[r, i] * scale + residual[r, i]
+                norm = new_norm
+            if zero_rows[r]:
+                for i in range(d):
+                    x[r, i] = 0.0
+                held[r] = 0.0
+                continue
+            for i in range(d):  # + ρ · x + k_r (v · x), from the final x and residual
+                row_held += np.float64(x[r, i]) * (np.float64(residual[r, i]) + loss_scale[r] * np.float64(shared[i]))
+            held[r] = row_held
+
+
 def cg_rows(
     x,
     indptr,
@@ -152,56 +246,23 @@ def cg_rows(
     bounds,
     loss_scale,
     held,
-):
-    d = x.shape[1]
-    residual = np.empty_like(x)
-    direction = np.empty_like(x)
-    product = np.empty_like(x)
-    for run in numba.prange(bounds.shape[0] - 1):
-        for r in range(bounds[run], bounds[run + 1]):
-            row_held = _residual(
-                residual,
-                x,
-                r,
-                matrix,
-                uniform,
-                gram_scale,
-                ridge,
-                shared_scale,
-                shared,
-                indptr,
-                neighbours,
-                other,
-                extra,
-                target,
-            )
-            for i in range(d):
-                direction[r, i] = residual[r, i]
-            norm = dot_rows(residual, r, residual, r)
-            for _ in range(steps):
-                if not norm > floor:
-                    break
-                along = _apply(
-                    product, direction, r, matrix, uniform, gram_scale, ridge, indptr, neighbours, other, extra, target
-                )
-                step = norm / dot_rows(direction, r, product, r)
-                row_held += np.float64(step) * along
-                for i in range(d):
-                    x[r, i] += step * direction[r, i]
-                    residual[r, i] -= step * product[r, i]
-                new_norm = dot_rows(residual, r, residual, r)
-                scale = new_norm / max(norm, floor)
-                for i in range(d):
-                    direction[r, i] = direction[r, i] * scale + residual[r, i]
-                norm = new_norm
-            if zero_rows[r]:
-                for i in range(d):
-                    x[r, i] = 0.0
-                held[r] = 0.0
-                continue
-            for i in range(d):  # + ρ · x + k_r (v · x), from the final x and residual
-                row_held += np.float64(x[r, i]) * (np.float64(residual[r, i]) + loss_scale[r] * np.float64(shared[i]))
-            held[r] = row_held
+    threads: int = 1,
+) -> None:
+    """`steps` CG steps on every row (shapes: the module docstring), the runs of `bounds` split into `threads` blocks
+    of consecutive runs, each on its own thread (recx.kernels.in_threads)."""
+    scratch = tuple(_empty_aligned(x) for _ in range(3))  # residual, direction, product
+    system = (x, indptr, neighbours, other, matrix, uniform, gram_scale, ridge, shared_scale, shared, extra, target)
+    run_blocks(
+        _cg_runs, bounds.shape[0] - 1, threads, (*system, zero_rows, steps, floor, bounds, loss_scale, held, *scratch)
+    )
+
+
+def _empty_aligned(like: np.ndarray) -> np.ndarray:
+    """np.empty_like(like) starting on a cache line, as numba's own allocations do: numpy's start 16 bytes into one,
+    and a row of 64 float32 then spans five lines instead of four."""
+    raw = np.empty(like.nbytes + CACHE_LINE, np.uint8)
+    start = -raw.ctypes.data % CACHE_LINE
+    return raw[start : start + like.nbytes].view(like.dtype).reshape(like.shape)
 
 
 def work_bounds(indptr: np.ndarray, d: int, n_chunks: int) -> np.ndarray:

@@ -93,3 +93,14 @@ def compiled(**options: Any) -> Callable[[Callable], Any]:
         return dispatcher
 
     return wrap
+
+
+def inlined(**options: Any) -> Callable[[Callable], Any]:
+    """`compiled` for a small helper of other kernels: typed and lowered once per signature, then inlined by LLVM into
+    each caller (numba's forceinline), with no Python entry point. numba's `inline="always"` inlines numba IR instead,
+    so a helper's body is typed and lowered again at every call site: dot_rows so inlined thirteen times was a good
+    part of the conjugate gradient kernel's first compilation (issue 58 §6). Either way the caller ends as one function
+    doing the same operations in the same order (bit-identical results; the same half-step time for dot_rows). For
+    small leaf helpers: forced on the conjugate gradient's `_dense_part` and `_add_entries` it made the half-step
+    17% slower (and calls left to LLVM's choice too), so those stay numba-inlined, each at one call site."""
+    return compiled(forceinline=True, no_cpython_wrapper=True, no_cfunc_wrapper=True, **options)

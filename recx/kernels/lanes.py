@@ -8,10 +8,10 @@ the CPU's vector width or on the thread count.
 
 from __future__ import annotations
 
-from recx.kernels.jit import compiled
+from recx.kernels.jit import inlined
 
 
-@compiled(inline="always")
+@inlined()
 def dot_rows(left, i, right, j):
     """left[i] · right[j] for 2-D arrays of equal width."""
     d = left.shape[1]

@@ -187,6 +187,7 @@ def conjugate_gradient_each_row(rows: torch.Tensor, system: RowSystem, steps: in
     else:
         matrix = system.gram
     numpy = lambda tensor: tensor.detach().contiguous().numpy()  # noqa: E731
+    threads = numba.get_num_threads()  # recx's compute threads (recx.core.threads.set_compute_threads)
     cg_rows(
         rows.numpy(),
         numpy(system.indptr),
@@ -203,8 +204,9 @@ def conjugate_gradient_each_row(rows: torch.Tensor, system: RowSystem, steps: in
         numpy(system.zero_rows),
         steps,
         rows.numpy().dtype.type(RESIDUAL_FLOOR),
-        work_bounds(numpy(system.indptr), rows.shape[1], CHUNKS_PER_THREAD * numba.get_num_threads()),
+        work_bounds(numpy(system.indptr), rows.shape[1], CHUNKS_PER_THREAD * threads),
         numpy((2 * loss_scale - system.shared_scale).double()),
         held,
+        threads=threads,
     )
     return held
