@@ -19,6 +19,9 @@ written:
    code, so never from a folder someone else can write);
 3. none: the kernels are compiled in memory, a few seconds per process, and recx says so once.
 The choice is made per kernel when its module is imported; numba's settings stay as they were for any other code.
+
+A fresh install compiles each kernel the first time a run calls it (seconds; issue 58 §6): when one compilation of
+a recx kernel has lasted COMPILE_NOTE_AFTER_S, recx says so once on stderr (`CompileNote`), under `--quiet` too.
 """
 
 from __future__ import annotations
@@ -29,7 +32,8 @@ from collections.abc import Callable
 from typing import Any
 
 import numba
-from numba.core import config
+from numba.core import config, event
+from numba.core.caching import NullCache
 from numba.core.compiler_lock import global_compiler_lock
 
 from recx.core.user_folders import private_folder
@@ -40,6 +44,9 @@ IN_MEMORY_NOTE = (
     "folder nor the temp folder): they are compiled in memory, a few seconds in each recx process; set "
     "NUMBA_CACHE_DIR to a folder you can write to keep them"
 )
+COMPILE_NOTE_AFTER_S = 2.0
+COMPILING_NOTE = "note: compiling recx's kernels, first run only (numba keeps them in its cache for the next runs)"
+COMPILING_IN_MEMORY_NOTE = "note: compiling recx's kernels (in memory: again in every recx process)"
 _choosing = threading.Lock()
 _said: list[bool] = []
 
@@ -104,3 +111,48 @@ def inlined(**options: Any) -> Callable[[Callable], Any]:
     small leaf helpers: forced on the conjugate gradient's `_dense_part` and `_add_entries` it made the half-step
     17% slower (and calls left to LLVM's choice too), so those stay numba-inlined, each at one call site."""
     return compiled(forceinline=True, no_cpython_wrapper=True, no_cfunc_wrapper=True, **options)
+
+
+class CompileNote(event.Listener):
+    """Listens to numba's compilations (event `numba:compile`, sent on a cache miss only, nested for the kernels a
+    kernel calls): when an outermost compilation of one of recx's kernels has lasted `after_s` seconds, calls
+    `say(note)` once (from a timer thread: the compiling thread is busy), the note saying whether the kernel is
+    cached for the next runs."""
+
+    def __init__(self, after_s: float, say: Callable[[str], None], timer: Callable = threading.Timer):
+        self.after_s, self.say, self.timer_class = after_s, say, timer
+        self.depth, self.timer, self.said = 0, None, False
+
+    def on_start(self, event_: event.Event) -> None:
+        self.depth += 1
+        dispatcher = event_.data["dispatcher"]
+        if self.depth == 1 and not self.said and _is_recx(dispatcher):
+            cached = not isinstance(getattr(dispatcher, "_cache", None), NullCache)
+            self.timer = self.timer_class(
+                self.after_s, self._say, [COMPILING_NOTE if cached else COMPILING_IN_MEMORY_NOTE]
+            )
+            self.timer.daemon = True
+            self.timer.start()
+
+    def on_end(self, event_: event.Event) -> None:
+        self.depth -= 1
+        if self.depth == 0 and self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+
+    def _say(self, note: str) -> None:
+        if not self.said:
+            self.said = True
+            self.say(note)
+
+
+def _is_recx(dispatcher: Any) -> bool:
+    return getattr(getattr(dispatcher, "py_func", None), "__module__", "").startswith("recx.")
+
+
+def _to_stderr(note: str) -> None:
+    print(note, file=sys.stderr, flush=True)  # a live progress display shows it above its bars
+
+
+COMPILE_NOTE = CompileNote(COMPILE_NOTE_AFTER_S, _to_stderr)
+event.register("numba:compile", COMPILE_NOTE)
