@@ -1,9 +1,9 @@
 """Per-cluster sums of points for Lloyd's centroid update, a compiled CPU kernel (numba).
 
 sums[k] = Σ_{i: labels_i = k} x_i and counts[k] = |{i: labels_i = k}|, accumulated in float64. Points are split
-into fixed chunks of CHUNK rows, each summed in order into its own partial sums (chunks in parallel), and the
-partials are added in chunk order: the result does not depend on the thread count. One pass over the points,
-where the one-hot product `members @ points` (recx.samplers.kmeans on the accelerator branch) writes a [K, N]
+into fixed chunks of CHUNK rows, each summed in order into its own partial sums (chunks in parallel, in blocks on the
+compute threads: recx.kernels.in_threads), and the partials are added in chunk order: the result does not depend on
+the thread count. One pass over the points, where the one-hot product `members @ points` (recx.samplers.kmeans on the accelerator branch) writes a [K, N]
 matrix and multiplies it: ~2x this kernel's time for 1.5M points of 100 dimensions.
 
 Shapes: points [N, D], labels int64 [N] in [0, k) -> (sums [k, D] float64, counts [k] float64). `cluster_sums_reference`:
@@ -16,23 +16,31 @@ import numba
 import numpy as np
 import torch
 
+from recx.kernels.in_threads import aligned, run_blocks
 from recx.kernels.jit import compiled
 
 CHUNK = 1 << 16
 
 
-@compiled(parallel=True)
-def cluster_sums(points, labels, k):
+@compiled(noalias=True)
+def _chunk_sums(points, labels, partial, partial_counts, first, end):
+    """partial[c] and partial_counts[c] of the chunks first <= c < end."""
     n, d = points.shape
-    n_chunks = (n + CHUNK - 1) // CHUNK
-    partial = np.zeros((n_chunks, k, d))
-    partial_counts = np.zeros((n_chunks, k))
-    for chunk in numba.prange(n_chunks):
+    for chunk in range(first, end):
         for i in range(chunk * CHUNK, min(n, (chunk + 1) * CHUNK)):
             label = labels[i]
             partial_counts[chunk, label] += 1.0
             for c in range(d):
                 partial[chunk, label, c] += points[i, c]
+
+
+def cluster_sums(points: np.ndarray, labels: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The chunks' partial sums on the compute threads (recx.kernels.in_threads), then added in chunk order."""
+    n, d = points.shape
+    n_chunks = (n + CHUNK - 1) // CHUNK
+    partial = aligned((n_chunks, k, d), np.float64, zeros=True)
+    partial_counts = aligned((n_chunks, k), np.float64, zeros=True)
+    run_blocks(_chunk_sums, n_chunks, numba.get_num_threads(), (points, labels, partial, partial_counts))
     sums = np.zeros((k, d))
     counts = np.zeros(k)
     for chunk in range(n_chunks):

@@ -30,10 +30,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from recx.kernels.in_threads import run_blocks
+from recx.kernels.in_threads import aligned, run_blocks
 from recx.kernels.jit import compiled
 from recx.kernels.lanes import dot_rows
-from recx.kernels.prefetch import CACHE_LINE, PREFETCH_DISTANCE, prefetch_whole_row
+from recx.kernels.prefetch import PREFETCH_DISTANCE, prefetch_whole_row
 
 
 @compiled(inline="always")
@@ -141,7 +141,7 @@ def _product(
     return _add_entries(out, z, r, indptr, neighbours, other, extra, target, residual)
 
 
-@compiled()
+@compiled(noalias=True)
 def _cg_runs(
     x,
     indptr,
@@ -250,19 +250,11 @@ def cg_rows(
 ) -> None:
     """`steps` CG steps on every row (shapes: the module docstring), the runs of `bounds` split into `threads` blocks
     of consecutive runs, each on its own thread (recx.kernels.in_threads)."""
-    scratch = tuple(_empty_aligned(x) for _ in range(3))  # residual, direction, product
+    scratch = tuple(aligned(x.shape, x.dtype) for _ in range(3))  # residual, direction, product
     system = (x, indptr, neighbours, other, matrix, uniform, gram_scale, ridge, shared_scale, shared, extra, target)
     run_blocks(
         _cg_runs, bounds.shape[0] - 1, threads, (*system, zero_rows, steps, floor, bounds, loss_scale, held, *scratch)
     )
-
-
-def _empty_aligned(like: np.ndarray) -> np.ndarray:
-    """np.empty_like(like) starting on a cache line, as numba's own allocations do: numpy's start 16 bytes into one,
-    and a row of 64 float32 then spans five lines instead of four."""
-    raw = np.empty(like.nbytes + CACHE_LINE, np.uint8)
-    start = -raw.ctypes.data % CACHE_LINE
-    return raw[start : start + like.nbytes].view(like.dtype).reshape(like.shape)
 
 
 def work_bounds(indptr: np.ndarray, d: int, n_chunks: int) -> np.ndarray:

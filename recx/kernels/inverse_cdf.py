@@ -23,6 +23,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from recx.kernels.in_threads import aligned, run_blocks
 from recx.kernels.jit import compiled
 
 ROWS_PER_BLOCK = 16  # rows that share one cdf and guide buffer (a row's buffers are 20 bytes per column)
@@ -43,17 +44,16 @@ def splitmix_uniform(seed, counter):
     return np.float32(z >> SHIFT40) * TWO_TO_MINUS_24
 
 
-@compiled(parallel=True)
-def inverse_cdf_counts(probabilities, m, seed):
+@compiled(noalias=True)
+def _count_blocks(probabilities, m, seed, counts, first_block, end_block):
+    """counts of the rows of blocks first_block <= block < end_block (ROWS_PER_BLOCK rows each), its buffers reused by them all."""
     n_rows, n_columns = probabilities.shape
     n_buckets = BUCKETS_PER_COLUMN * n_columns
-    counts = np.zeros_like(probabilities)
-    n_blocks = (n_rows + ROWS_PER_BLOCK - 1) // ROWS_PER_BLOCK
-    for block in numba.prange(n_blocks):
-        cdf = np.empty(n_columns, probabilities.dtype)  # a block's rows reuse its buffers
-        guide = np.empty(n_buckets + 2, np.int32)
-        uniforms = np.empty(m, probabilities.dtype)
-        row_counts = np.zeros(n_columns, np.int32)  # integer counts in cache, copied out once per row
+    cdf = np.empty(n_columns, probabilities.dtype)
+    guide = np.empty(n_buckets + 2, np.int32)
+    uniforms = np.empty(m, probabilities.dtype)
+    row_counts = np.zeros(n_columns, np.int32)  # integer counts in cache, copied out once per row
+    for block in range(first_block, end_block):
         for r in range(block * ROWS_PER_BLOCK, min(n_rows, (block + 1) * ROWS_PER_BLOCK)):
             running = 0.0  # float64, cast per entry: torch.cumsum's float32 sums on the CPU, to the bit
             for column in range(n_columns):
@@ -78,39 +78,59 @@ def inverse_cdf_counts(probabilities, m, seed):
             for column in range(n_columns):
                 counts[r, column] = row_counts[column]
                 row_counts[column] = 0
+
+
+def inverse_cdf_counts(probabilities: np.ndarray, m: int, seed: np.uint64) -> np.ndarray:
+    """counts [R, K] of m draws per row, blocks of ROWS_PER_BLOCK rows in parallel on the compute threads
+    (recx.kernels.in_threads)."""
+    counts = aligned(probabilities.shape, probabilities.dtype, zeros=True)
+    n_blocks = (probabilities.shape[0] + ROWS_PER_BLOCK - 1) // ROWS_PER_BLOCK
+    run_blocks(_count_blocks, n_blocks, numba.get_num_threads(), (probabilities, m, seed, counts))
     return counts
 
 
 SMALL_COUNTS = 4096  # counts below this are looked up in a table built per call; larger ones computed
 
 
-@compiled(parallel=True)
-def negative_log_counts(counts):
-    """-log c per entry of `counts` [R, K], +inf where c = 0. Counts are whole numbers, mostly small: a table lookup
-    (torch.log of zeros takes a slow path on the CPU, and a log or a branch per entry costs ~4x the lookup on a
-    [2048, 2048] count matrix with 2048 draws a row)."""
+@compiled(noalias=True)
+def _negative_logs(counts, out, first, end):
+    """out[r] = -log counts[r] for first <= r < end (`negative_log_counts`)."""
     table = np.full(SMALL_COUNTS, np.inf, counts.dtype)  # the fallback's expression, once per value
     for count in range(1, SMALL_COUNTS):
         table[count] = -np.log(counts.dtype.type(count))
-    out = np.empty_like(counts)
-    for r in numba.prange(counts.shape[0]):
+    for r in range(first, end):
         for k in range(counts.shape[1]):
             count = counts[r, k]
             out[r, k] = table[np.int64(count)] if count < SMALL_COUNTS else -np.log(count)
+
+
+def negative_log_counts(counts: np.ndarray) -> np.ndarray:
+    """-log c per entry of `counts` [R, K], +inf where c = 0. Counts are whole numbers, mostly small: a table lookup
+    (torch.log of zeros takes a slow path on the CPU, and a log or a branch per entry costs ~4x the lookup on a
+    [2048, 2048] count matrix with 2048 draws a row), blocks of rows on the compute threads (each builds the table)."""
+    out = aligned(counts.shape, counts.dtype)
+    run_blocks(_negative_logs, counts.shape[0], numba.get_num_threads(), (counts, out))
     return out
 
 
-@compiled(parallel=True)
-def shares_of_draws(counts, m):
-    """c / m per entry of `counts` [R, K] (the share of a row's m draws), small counts by a table lookup (the same
-    division, done once per value): torch's counts / m divides every entry, ~3x the lookup."""
+@compiled(noalias=True, error_model="numpy")
+def _shares(counts, m, out, first, end):
+    """out[r] = counts[r] / m for first <= r < end (`shares_of_draws`), numpy's error model as numba compiled the
+    parallel loop this was (no zero-divisor test in the loop: a third of the time)."""
     draws = counts.dtype.type(m)
     table = np.zeros(SMALL_COUNTS, counts.dtype)
     for count in range(1, SMALL_COUNTS):
         table[count] = counts.dtype.type(count) / draws
-    out = np.empty_like(counts)
-    for r in numba.prange(counts.shape[0]):
+    for r in range(first, end):
         for k in range(counts.shape[1]):
             count = counts[r, k]
             out[r, k] = table[np.int64(count)] if count < SMALL_COUNTS else count / draws
+
+
+def shares_of_draws(counts: np.ndarray, m: int) -> np.ndarray:
+    """c / m per entry of `counts` [R, K] (the share of a row's m draws), small counts by a table lookup (the same
+    division, done once per value): torch's counts / m divides every entry, ~3x the lookup; blocks of rows on the
+    compute threads (each builds the table)."""
+    out = aligned(counts.shape, counts.dtype)
+    run_blocks(_shares, counts.shape[0], numba.get_num_threads(), (counts, m, out))
     return out

@@ -80,12 +80,16 @@ def _dispatcher(function: Callable, options: dict) -> Any:
     return numba.njit(nogil=True, **options)(function)
 
 
-def compiled(**options: Any) -> Callable[[Callable], Any]:
+def compiled(noalias: bool = False, **options: Any) -> Callable[[Callable], Any]:
     """numba.njit(cache=True, nogil=True, **options) (cache=False where no folder can be written), each compilation
-    with the SLP vectoriser on."""
+    with the SLP vectoriser on. `noalias`: LLVM is told that no two array arguments share memory the kernel writes
+    (numba's flag, set as numba compiles the body of a parallel loop): a block kernel writing into an output it is
+    given (recx.kernels.in_threads) is then vectorised as that body was."""
 
     def wrap(function: Callable) -> Any:
         dispatcher = _dispatcher(function, options)
+        if noalias:
+            _without_aliases(dispatcher)
         compile_plain = dispatcher.compile
 
         def compile_vectorised(signature):
@@ -100,6 +104,19 @@ def compiled(**options: Any) -> Callable[[Callable], Any]:
         return dispatcher
 
     return wrap
+
+
+def _without_aliases(dispatcher: Any) -> None:
+    """Compile `dispatcher` with numba's noalias flag (no option of numba.njit: its compiler's flags hook)."""
+    compiler = dispatcher._compiler
+    customize = compiler._customize_flags
+
+    def with_noalias(flags):
+        flags = customize(flags)
+        flags.noalias = True
+        return flags
+
+    compiler._customize_flags = with_noalias
 
 
 def inlined(**options: Any) -> Callable[[Callable], Any]:
