@@ -11,7 +11,7 @@ difference is most of a half-step. A long row's neighbours are asked for PREFETC
 (recx.kernels.prefetch): on ML-10M the item half-step reads 60K user rows (15 MB, out of cache) at random, and the
 prefetch took it from 0.64 to 0.39 s (2 threads); the user half-step, whose item table is in cache, is unchanged.
 Runs of consecutive rows of equal work (`work_bounds`) run in parallel, in blocks of consecutive runs on the compute
-threads (recx.kernels.in_threads: numba's `parallel=True` made the first compilation 46-75 s, issue 58 §6), each row
+threads (recx.kernels.in_threads: numba's `parallel=True` made the first compilation 46-75 s), each row
 summed in a fixed order (dots in eight partial sums, recx.kernels.lanes), so results do not depend on the thread count
 or the runs; they agree with the torch path to rounding.
 

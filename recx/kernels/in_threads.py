@@ -1,5 +1,5 @@
 """A compiled (numba, nogil) kernel run over blocks of an index range on several threads, where numba's
-`parallel=True` would compile a second copy of it (issue 58 §6).
+`parallel=True` would compile a second copy of it.
 
 numba turns a `prange` loop into a separate function (a gufunc) that it links with everything the loop calls,
 optimises and emits again, after parfor passes over the loop's whole body: for the conjugate gradient kernel that

@@ -20,7 +20,7 @@ written:
 3. none: the kernels are compiled in memory, a few seconds per process, and recx says so once.
 The choice is made per kernel when its module is imported; numba's settings stay as they were for any other code.
 
-A fresh install compiles each kernel the first time a run calls it (seconds; issue 58 §6): when one compilation of
+A fresh install compiles each kernel the first time a run calls it (seconds): when one compilation of
 a recx kernel has lasted COMPILE_NOTE_AFTER_S, recx says so once on stderr (`CompileNote`), under `--quiet` too.
 """
 
@@ -123,7 +123,7 @@ def inlined(**options: Any) -> Callable[[Callable], Any]:
     """`compiled` for a small helper of other kernels: typed and lowered once per signature, then inlined by LLVM into
     each caller (numba's forceinline), with no Python entry point. numba's `inline="always"` inlines numba IR instead,
     so a helper's body is typed and lowered again at every call site: dot_rows so inlined thirteen times was a good
-    part of the conjugate gradient kernel's first compilation (issue 58 §6). Either way the caller ends as one function
+    part of the conjugate gradient kernel's first compilation. Either way the caller ends as one function
     doing the same operations in the same order (bit-identical results; the same half-step time for dot_rows). For
     small leaf helpers: forced on the conjugate gradient's `_dense_part` and `_add_entries` it made the half-step
     17% slower (and calls left to LLVM's choice too), so those stay numba-inlined, each at one call site."""
