@@ -448,7 +448,7 @@ def bundle_note(config: RunConfig) -> str | None:
     """When a default bundle of the run's loss was left out because the run is not the setup it was measured on
     (e.g. softmax's row-wise Adagrad at lr 0.02 belongs to MF over 2000 shared uniform candidates; a popularity
     sampler keeps `optimizer: auto`, dense Adam, at the plain lr 5e-3): which, why, and what the run trains with
-    instead; None otherwise (issue 46, item 6: the switch to a ~20x slower optimizer was silent). A bundle whose
+    instead (the switch to a ~20x slower optimizer is never silent); None otherwise. A bundle whose
     optimizer the model does not train with is not mentioned (the model fixes it)."""
     model_class = MODELS.get(config.model)
     notes = []

@@ -1,5 +1,5 @@
-"""One-off JIT compilation (numba) kept out of an epoch's training seconds (issue 44: a fresh install's first WRMF
-epoch recorded 37.7 s against ~1 s for the next ones).
+"""One-off JIT compilation (numba) kept out of an epoch's training seconds (a fresh install's first WRMF epoch would
+record ~38 s against ~1 s for the next ones).
 
 numba compiles a routine (or loads it from its cache) the first time it is called with new argument types, under
 its compiler lock; the time spent holding that lock, outermost acquisitions only, is the compilation time. An epoch's

@@ -1,4 +1,4 @@
-"""Folders of this user's own where recx's caches go when the usual ones cannot be written (issue 46, item 1: a
+"""Folders of this user's own where recx's caches go when the usual ones cannot be written (a
 read-only install and an unwritable $HOME, as a container run as a non-root user or a shared cluster install).
 
 `private_folder(name)` is `<temp dir>/recx-<name>-<uid>`, created with mode 0700 and used only when it is a real

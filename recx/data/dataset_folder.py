@@ -5,7 +5,7 @@ its bytes are written, not read back) and checked when a split is read; a datase
 `files`) is read unchecked, with one note saying so. card.json's `content_hash` is the dataset's identity
 (`content_hash`, of its columns' values): a split file whose bytes differ from the recorded sha256 but whose content
 still hashes to it (a pipeline re-saved the files with other Parquet options) is accepted with a note, and
-`refresh_checksums` records its new bytes; only a change of content is "changed or damaged" (issue 46, item 5).
+`refresh_checksums` records its new bytes; only a change of content is "changed or damaged".
 """
 
 from __future__ import annotations
@@ -288,7 +288,7 @@ def changed_files(folder: Path, card: dict | None = None) -> tuple[list[Path], s
 
 
 def recorded_content_hash(card: dict | None) -> str | None:
-    """The content hash card.json records (recx since issue 46), when it is of this recx's identity."""
+    """The content hash card.json records (older cards have none), when it is of this recx's identity."""
     card = card or {}
     value = card.get("content_hash")
     return value if isinstance(value, str) and card.get("identity") == IDENTITY else None

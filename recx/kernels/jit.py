@@ -9,9 +9,9 @@ bit-identical, and WRMF's iteration on dense data (6,040 x 8,390, 672K interacti
 from 0.162 to 0.140 s. The vectoriser is switched on for the compilation of these kernels only, under numba's
 compiler lock, so no other numba code of the process is compiled with it.
 
-Where the compiled code is kept (issue 46, item 1: a read-only install used by another user, a container run as a
-non-root user, a shared cluster install, where numba's `cache=True` raised "cannot cache function ...: no locator
-available" at import and every command ended in that internal error). In order, the first folder that can be
+Where the compiled code is kept (a read-only install used by another user, a container run as a non-root user, a
+shared cluster install: there numba's `cache=True` alone raises "cannot cache function ...: no locator
+available" at import and every command would end in that internal error). In order, the first folder that can be
 written:
 1. numba's own choice: `$NUMBA_CACHE_DIR` when set, else the `__pycache__` beside the kernel's source (a writable
    install), else the user's cache folder (`$XDG_CACHE_HOME/numba`, else `~/.cache/numba`);

@@ -4,7 +4,7 @@ files as a recx run, in a run-like folder that `recx report` puts beside recx's 
 The lists: Parquet, or text with a header row (tab-separated, or comma-separated for `.csv`), with columns `user`,
 `item` and `rank` (1 first) or `score` (highest first), in the dataset's original ids (its users.parquet and
 items.parquet; recx's own `--dump-topk` writes them). Each user's list is cut at K = max(ks). The file's columns,
-their types and its ranks or scores are checked before the dataset is loaded (issue 46: a missing column was refused
+their types and its ranks or scores are checked before the dataset is loaded (a missing column is refused at once, not
 after ~30 s of loading).
 
 Refused, with a count and examples: users or items the dataset does not have, an item listed twice for one user, two
