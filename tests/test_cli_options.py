@@ -11,8 +11,7 @@ import pytest
 import yaml
 
 from recx import api
-from recx.config.run_config import RunConfig
-from recx.config.schema import HELP, RANGES
+from recx.config.run_config import HELP, RANGES, RunConfig
 from recx.shell import catalog
 from recx.shell.run_options import flag
 
@@ -24,9 +23,44 @@ def _help(recx_cli, *command: str) -> str:
 
 
 def test_every_setting_is_declared_once():
-    """schema.HELP names every RunConfig setting a user chooses (plugin_code is recorded, not chosen)."""
-    settings = {f.name for f in dataclasses.fields(RunConfig)} - {"plugin_code"}
-    assert set(HELP) == settings
+    """Every RunConfig field is declared by recx.config.schema.setting, and HELP, RANGES and the stored catalogue's
+    settings (--help's options) are read from those fields: every setting a user chooses has a help there
+    (plugin_code is recorded, not chosen), its range the field's, its choices the field's."""
+    fields = {field.name: field for field in dataclasses.fields(RunConfig)}
+    assert all(set(field.metadata) >= {"help", "range", "choices", "only_when_set"} for field in fields.values())
+    assert set(HELP) == set(fields) - {"plugin_code"}
+    stored = {setting["key"]: setting for setting in catalog.build()["settings"]}
+    assert list(stored) == [key for key in fields if key != "plugin_code"]
+    for key, field in fields.items():
+        if field.metadata["help"]:
+            assert stored[key]["help"] == field.metadata["help"] == HELP[key]
+        if field.metadata["range"] is not None:
+            assert (
+                RANGES[key] is field.metadata["range"] and field.metadata["range"].describe() in stored[key]["accepts"]
+            )
+        for choice in field.metadata["choices"]:
+            assert choice in catalog.build()["choices"][key]
+
+
+def test_a_new_setting_is_one_line(monkeypatch):
+    """A setting added as one field gets its range checked by resolve (the error names key, value and range) and its
+    choices checked, with no other table to edit."""
+    from recx.config import run_config
+    from recx.config.schema import check_values, setting
+    from recx.core.args import Range
+    from recx.core.errors import RecxError
+
+    @dataclasses.dataclass
+    class Extended(RunConfig):
+        warmup: int = setting(0, "Warm-up epochs.", range=Range(int, 0, 10))
+        mode: str = setting("a", "A mode.", choices=("a", "b"))
+
+    check_values({"warmup": 3, "mode": "b"}, Extended(), "here")
+    with pytest.raises(RecxError, match=r"here: warmup = 11: expected .*10"):
+        check_values({"warmup": 11}, Extended(), "here")
+    with pytest.raises(RecxError, match=r"here: mode 'c'; valid: a, b"):
+        check_values({"mode": "c"}, Extended(), "here")
+    assert "warmup" in run_config.declared(Extended, "help") and "warmup" not in HELP
 
 
 def test_train_and_sweep_have_a_flag_per_setting_named_as_its_key(recx_cli):

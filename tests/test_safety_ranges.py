@@ -4,8 +4,7 @@ import pytest
 import yaml
 from safety_helpers import assert_user_error, snapshot
 
-from recx.config.run_config import resolve
-from recx.config.schema import RANGES
+from recx.config.run_config import RANGES, resolve
 from recx.core.errors import RecxError
 
 FAST = ["--dim", "8", "--epochs", "1", "--batch-size", "256", "--quiet", "--device", "cpu"]

@@ -9,15 +9,15 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from recx.config import schema as config_schema
+from recx.config.schema import coerce, declared, setting
 from recx.core import plugins, yaml_values
-from recx.core.args import check_args, recorded
+from recx.core.args import Range, check_args, recorded
 from recx.core.errors import RecxError
 from recx.eval.metrics.registry import METRICS, validation_metrics
 from recx.kernels.choice import KERNELS
@@ -29,67 +29,88 @@ from recx.samplers.registry import SAMPLERS
 
 WEIGHT_DECAY_MODES = ("none", "full", "batch")
 DEVICES = ("auto", "cpu", "cuda")
-CHOICES = {
-    "optimizer": ("auto",) + OPTIMIZERS,
-    "weight_decay_mode": WEIGHT_DECAY_MODES,
-    "device": DEVICES,
-    "kernels": KERNELS,
-}
-
-
 NO_LOSS_DEFAULTS: dict[str, Any] = {}
 NO_SKIPPED_BUNDLES: tuple[tuple[dict, dict], ...] = ()
-OPTIONAL_KEYS = (
-    "half_steps",
-    "fixed_order",
-    "deterministic",
-    "plugin_code",
-)  # in config.yaml and the run id only when set
-ORDERED_RUNNERS = ("interactions", "users")  # the runners whose epochs go through their examples in an order
 CODE_ROLES = ("model", "loss", "sampler", "metric")  # the names a run's configuration takes from a registry
 
 
 @dataclass
 class RunConfig:
-    """Every field has a default; `resolve` fills the component-specific `*_args` with their classes' defaults."""
+    """Every run setting, declared once (recx.config.schema.setting: default, help, range or choices); `resolve`
+    fills the component-specific `*_args` with their classes' defaults. The fields' order is `--help`'s."""
 
-    dataset: str = "synthetic"
-    model: str = field(default_factory=lambda: MODELS.default)
-    loss: str = field(default_factory=lambda: LOSSES.default)
-    sampler: str = field(default_factory=lambda: SAMPLERS.default)
-    dim: int = 64
-    epochs: int = 30
-    batch_size: int = 2048
-    n_negatives: int = 100
-    lr: float = 5e-3
-    lr_step_epochs: int = 0  # > 0: the learning rate times lr_step_gamma every lr_step_epochs epochs (StepLR)
-    lr_step_gamma: float = 0.95
-    # alternating solvers: an epoch is one half-step, validated after each, a tie in validation an improvement
-    # (RecStudio's loop and EarlyStopping)
-    half_steps: bool = False
-    # one order of the training examples for every epoch, drawn once from the seed (PRISM's loader: shuffle=False over
-    # its randomly split edges); else a new order each epoch from the run's generator
-    fixed_order: bool = False
-    # on CUDA, torch's deterministic algorithms (recx.core.device.deterministic_algorithms): the seed's run repeats
-    # bit for bit there too (the CPU's does anyway)
-    deterministic: bool = False
-    optimizer: str = "auto"  # adam (dense), lazy_adam, adagrad, rowwise_adagrad, sgd; auto: `resolve_optimizer`
-    weight_decay: float = 0.0
-    weight_decay_mode: str = "full"
-    seed: int = 0
-    device: str = "auto"
-    kernels: str = "auto"  # sampler kernels: auto (CuPy on CUDA when installed), torch or cupy
-    patience: int = 5
-    valid_metric: str = "ndcg@20"
-    eval_every: int = 1
-    eval_batch_size: int = 1024
-    model_args: dict = field(default_factory=dict)
-    loss_args: dict = field(default_factory=dict)
-    sampler_args: dict = field(default_factory=dict)
+    dataset: str = setting("synthetic", "Prepared dataset name (a folder under the data root).")
+    model: str = setting(factory=lambda: MODELS.default, help="Model (`recx list models`).", registered="models")
+    loss: str = setting(factory=lambda: LOSSES.default, help="Loss (`recx list losses`).", registered="losses")
+    sampler: str = setting(
+        factory=lambda: SAMPLERS.default, help="Negative sampler (`recx list samplers`).", registered="samplers"
+    )
+    dim: int = setting(64, "Embedding dimension.", range=Range(int, 1, 65_536))
+    epochs: int = setting(30, "Maximum number of epochs.", range=Range(int, 1, 100_000))
+    batch_size: int = setting(2048, "Training interactions per step.", range=Range(int, 1, 100_000_000))
+    n_negatives: int = setting(100, "Negatives per query (or shared per batch).", range=Range(int, 1, 10_000_000))
+    lr: float = setting(5e-3, "Learning rate.", range=Range(float, 0, low_open=True))
+    lr_step_epochs: int = setting(
+        0,
+        "Multiply the learning rate by lr_step_gamma every N epochs (0: a constant rate).",
+        range=Range(int, 0, 100_000),
+    )
+    lr_step_gamma: float = setting(
+        0.95, "The factor of each learning-rate step.", range=Range(float, 0, 1, low_open=True)
+    )
+    # alternating solvers: validated after each half-step, a tie in validation an improvement (RecStudio's loop and
+    # EarlyStopping)
+    half_steps: bool = setting(
+        False, "Alternating solvers: an epoch is one half-step, validated after each.", only_when_set=True
+    )
+    # drawn once from the seed (PRISM's loader: shuffle=False over its randomly split edges); else a new order each
+    # epoch from the run's generator
+    fixed_order: bool = setting(
+        False,
+        "Every epoch takes the training examples in one order drawn once from the seed (PRISM's loader).",
+        only_when_set=True,
+    )
+    # recx.core.device.deterministic_algorithms
+    deterministic: bool = setting(
+        False,
+        "On CUDA, torch's deterministic algorithms, so that the same seed repeats bit for bit as on the CPU "
+        "(not yet LightGCN's and the ALS models' sparse products).",
+        only_when_set=True,
+    )
+    optimizer: str = setting(
+        "auto", "Optimizer; auto: the model's and sampler's pairing.", choices=("auto",) + OPTIMIZERS
+    )  # auto: `resolve_optimizer`
+    weight_decay: float = setting(0.0, "Weight decay strength.", range=Range(float, 0))
+    weight_decay_mode: str = setting(
+        "full",
+        "Where weight decay applies: full (every row, every step), batch (the rows a step touches) or none.",
+        choices=WEIGHT_DECAY_MODES,
+    )
+    seed: int = setting(0, "Seed of initialisation, shuffling and sampling.", range=Range(int, 0, 2**63 - 1))
+    device: str = setting("auto", "Where to train.", choices=DEVICES)
+    kernels: str = setting(
+        "auto", "Sampler kernels: auto (CuPy on CUDA when installed), torch or cupy.", choices=KERNELS
+    )
+    patience: int = setting(5, "Validations without improvement before stopping.", range=Range(int, 1, 100_000))
+    valid_metric: str = setting("ndcg@20", "Validation metric, name@k: early stopping and the best epoch.")
+    eval_every: int = setting(1, "Validate every N epochs.", range=Range(int, 1, 100_000))
+    eval_batch_size: int = setting(
+        1024, "Users per evaluation batch (results do not depend on it).", range=Range(int, 1, 10_000_000)
+    )
+    model_args: dict = setting(
+        factory=dict, help="The model's arguments, a YAML mapping such as '{dropout: 0.5}' (`recx list models`)."
+    )
+    loss_args: dict = setting(
+        factory=dict, help="The loss's arguments, a YAML mapping such as '{temperature: 0.1}' (`recx list losses`)."
+    )
+    sampler_args: dict = setting(
+        factory=dict,
+        help="The sampler's arguments, a YAML mapping such as '{variant: log}' (`recx list samplers`).",
+    )
     # The code of the plugins the run's names come from: {role: sha256} for each of model, loss, sampler and the
     # validation metric that a plugin registers (recx's own names: absent). Filled by `resolve`; part of the run id,
     # so another version of a plugin's code makes other runs. Empty for a run of built-in names (its id unchanged).
-    plugin_code: dict = field(default_factory=dict)
+    plugin_code: dict = setting(factory=dict, only_when_set=True)
     # Not a setting (no annotation, so not a field: outside the run id and config.yaml): the keys `resolve` filled from
     # the loss's defaults, which `non_default_settings` lists apart.
     loss_defaults_applied = NO_LOSS_DEFAULTS
@@ -98,10 +119,10 @@ class RunConfig:
     loss_defaults_skipped = NO_SKIPPED_BUNDLES
 
     def to_dict(self) -> dict:
-        """Every setting, as config.yaml holds it; the keys that came after runs were first written (OPTIONAL_KEYS)
-        only when set, so that a run folder written before them still holds this run's configuration."""
+        """Every setting, as config.yaml holds it; the keys that came after runs were first written (declared
+        `only_when_set`) only when set, so that a run folder written before them still holds this run's configuration."""
         settings = dataclasses.asdict(self)
-        return {key: value for key, value in settings.items() if key not in OPTIONAL_KEYS or value}
+        return {key: value for key, value in settings.items() if key not in ONLY_WHEN_SET or value}
 
     def run_id(self) -> str:
         """Hash of the settings (to_dict); the schedule's keys join it only when a schedule is set, so that a run
@@ -116,6 +137,13 @@ class RunConfig:
     def valid_metric_name(self) -> tuple[str, int]:
         name, _, k = self.valid_metric.partition("@")
         return name, int(k)
+
+
+HELP = declared(RunConfig, "help")  # the settings a user chooses, in --help's order (plugin_code is recorded)
+RANGES = declared(RunConfig, "range")
+CHOICES = declared(RunConfig, "choices")
+REGISTERED = declared(RunConfig, "registered")  # settings that name a registered class: their catalogue kind
+ONLY_WHEN_SET = tuple(declared(RunConfig, "only_when_set"))
 
 
 def _fill_args(kind: str, args_class, given: dict, where: str) -> dict:
@@ -143,7 +171,7 @@ def resolve(raw: dict, where: str = "config") -> RunConfig:
     if "loss" not in raw and model in MODELS and len(MODELS.get(model).losses or ()) == 1:
         raw = {**raw, "loss": MODELS.get(model).losses[0]}  # the one loss the model trains with
     raw, applied, skipped = _loss_defaults(raw)
-    values = {k: config_schema.coerce(k, v, getattr(defaults, k), where) for k, v in raw.items()}
+    values = {key: coerce(known[key], value, getattr(defaults, key), where) for key, value in raw.items()}
     config = RunConfig(**values)
     config.loss_defaults_applied, config.loss_defaults_skipped = applied, skipped
     model_class, loss_class = MODELS.get(config.model), LOSSES.get(config.loss)
@@ -161,12 +189,6 @@ def resolve(raw: dict, where: str = "config") -> RunConfig:
     config.sampler_args = _fill_args(
         f"sampler {config.sampler!r}", SAMPLERS.get(config.sampler).Args, config.sampler_args, f"{where}: sampler_args"
     )
-    if config.weight_decay_mode not in WEIGHT_DECAY_MODES:
-        raise RecxError(
-            f"{where}: weight_decay_mode {config.weight_decay_mode!r}; valid: {', '.join(WEIGHT_DECAY_MODES)}"
-        )
-    if config.optimizer not in ("auto",) + OPTIMIZERS:
-        raise RecxError(f"{where}: optimizer {config.optimizer!r}; valid: auto, {', '.join(OPTIMIZERS)}")
     config.optimizer = resolve_optimizer(config)
     check_pairings(config, where)
     if config.optimizer != "adam" and config.weight_decay_mode == "full" and config.weight_decay > 0:
@@ -176,10 +198,6 @@ def resolve(raw: dict, where: str = "config") -> RunConfig:
             f"weight_decay_mode 'batch'"
         )
     check_lr_schedule(config, where)
-    if config.device not in DEVICES:
-        raise RecxError(f"{where}: device {config.device!r}; valid: {', '.join(DEVICES)}")
-    if config.kernels not in KERNELS:
-        raise RecxError(f"{where}: kernels {config.kernels!r}; valid: {', '.join(KERNELS)}")
     check_valid_metric(config.valid_metric, where)
     config.plugin_code = checked_plugin_code(config, raw.get("plugin_code"), where)
     return config
@@ -286,7 +304,7 @@ def check_pairings(config: RunConfig, where: str) -> None:
             f"{where}: half_steps = true: model {config.model!r} is not fitted by alternating half-steps; "
             "leave half_steps out"
         )
-    if config.fixed_order and model_class.runner not in ORDERED_RUNNERS:
+    if config.fixed_order and not model_class.ordered_examples:
         raise RecxError(
             f"{where}: fixed_order = true: model {config.model!r} ({model_class.runner_note}) takes no batches in an "
             "order; leave fixed_order out"

@@ -1,77 +1,63 @@
-"""The run's own settings declared: each one's help (the command line's `--key` options are generated from it,
-recx.shell.run_options) and range, checked before any work starts; errors name the source, key, value and range.
+"""A run setting declared once: `setting(default, help, range=..., choices=..., ...)` is the RunConfig field and
+everything said about it: its `--help` text (the command line's `--key` options are generated from it,
+recx.shell.run_options, through the stored catalogue), its range or its choices, checked before any work starts (errors
+name the source, key, value and what was expected), the catalogue kind whose names it takes, and whether config.yaml
+and the run id hold it only when set. HELP, RANGES and CHOICES (recx.config.run_config) are read from these fields.
 
-A table of `Range`s keyed by RunConfig field name rather than pydantic: RunConfig stays the plain dataclass every
-module (and the run id hash) already uses, no dependency is added, and a key without a range (a new string option)
-still gets the type check of its default. Method arguments (`model_args`, `loss_args`, `sampler_args`) declare their
-ranges and choices on their own fields (recx.core.args) and are checked there; their values are not converted, so
-run ids do not change.
+Fields with metadata rather than pydantic: RunConfig stays the plain dataclass every module (and the run id hash)
+already uses, no dependency is added, and a setting without a range (a string) still gets the type check of its
+default. Method arguments (`model_args`, `loss_args`, `sampler_args`) declare theirs on their own fields with
+`recx.core.args.arg` and are checked there; their values are not converted, so run ids do not change.
 """
 
 from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable
 
 from recx.core.args import Range
 from recx.core.errors import RecxError
 from recx.core.names import check_name
 
-# Every RunConfig setting a user chooses, in the order `--help` shows them (plugin_code is recorded, not chosen);
-# tests/test_cli_options.py checks this list against RunConfig's fields.
-HELP: dict[str, str] = {
-    "dataset": "Prepared dataset name (a folder under the data root).",
-    "model": "Model (`recx list models`).",
-    "loss": "Loss (`recx list losses`).",
-    "sampler": "Negative sampler (`recx list samplers`).",
-    "dim": "Embedding dimension.",
-    "epochs": "Maximum number of epochs.",
-    "batch_size": "Training interactions per step.",
-    "n_negatives": "Negatives per query (or shared per batch).",
-    "lr": "Learning rate.",
-    "lr_step_epochs": "Multiply the learning rate by lr_step_gamma every N epochs (0: a constant rate).",
-    "lr_step_gamma": "The factor of each learning-rate step.",
-    "half_steps": "Alternating solvers: an epoch is one half-step, validated after each.",
-    "fixed_order": "Every epoch takes the training examples in one order drawn once from the seed (PRISM's loader).",
-    "deterministic": (
-        "On CUDA, torch's deterministic algorithms, so that the same seed repeats bit for bit as on the CPU "
-        "(not yet LightGCN's and the ALS models' sparse products)."
-    ),
-    "optimizer": "Optimizer; auto: the model's and sampler's pairing.",
-    "weight_decay": "Weight decay strength.",
-    "weight_decay_mode": "Where weight decay applies: full (every row, every step), batch (the rows a step touches) or none.",
-    "seed": "Seed of initialisation, shuffling and sampling.",
-    "device": "Where to train.",
-    "kernels": "Sampler kernels: auto (CuPy on CUDA when installed), torch or cupy.",
-    "patience": "Validations without improvement before stopping.",
-    "valid_metric": "Validation metric, name@k: early stopping and the best epoch.",
-    "eval_every": "Validate every N epochs.",
-    "eval_batch_size": "Users per evaluation batch (results do not depend on it).",
-    "model_args": "The model's arguments, a YAML mapping such as '{dropout: 0.5}' (`recx list models`).",
-    "loss_args": "The loss's arguments, a YAML mapping such as '{temperature: 0.1}' (`recx list losses`).",
-    "sampler_args": "The sampler's arguments, a YAML mapping such as '{variant: log}' (`recx list samplers`).",
-}
-REGISTERED = {"model": "models", "loss": "losses", "sampler": "samplers"}  # settings that name a registered class
 
-RANGES: dict[str, Range] = {
-    "dim": Range(int, 1, 65_536),
-    "epochs": Range(int, 1, 100_000),
-    "batch_size": Range(int, 1, 100_000_000),
-    "n_negatives": Range(int, 1, 10_000_000),
-    "lr": Range(float, 0, low_open=True),
-    "lr_step_epochs": Range(int, 0, 100_000),
-    "lr_step_gamma": Range(float, 0, 1, low_open=True),
-    "weight_decay": Range(float, 0),
-    "seed": Range(int, 0, 2**63 - 1),
-    "patience": Range(int, 1, 100_000),
-    "eval_every": Range(int, 1, 100_000),
-    "eval_batch_size": Range(int, 1, 10_000_000),
-}
+def setting(
+    default: Any = dataclasses.MISSING,
+    help: str | None = None,
+    *,
+    factory: Callable[[], Any] | None = None,
+    range: Range | None = None,
+    choices: tuple[str, ...] = (),
+    registered: str | None = None,
+    only_when_set: bool = False,
+) -> Any:
+    """A RunConfig field: its default (or `factory` of it); `help`: its --help text (None: recorded, not chosen);
+    `range` or `choices`: what it accepts; `registered`: the catalogue kind whose names it takes (`recx list KIND`);
+    `only_when_set`: in config.yaml and the run id only when set (a key added after runs were written, whose runs keep
+    their ids)."""
+    metadata = {
+        "help": help,
+        "range": range,
+        "choices": tuple(choices),
+        "registered": registered,
+        "only_when_set": only_when_set,
+    }
+    if factory is not None:
+        return dataclasses.field(default_factory=factory, metadata=metadata)
+    return dataclasses.field(default=default, metadata=metadata)
 
 
-def coerce(key: str, value, default, where: str):
-    """`value` checked (and typed) for config key `key` whose default is `default`."""
-    if key in RANGES:
-        checked = RANGES[key].coerce(value)
+def declared(config_class, what: str) -> dict[str, Any]:
+    """{key: its declared `what`} of every field of `config_class` that declares one, in field order."""
+    return {field.name: field.metadata[what] for field in dataclasses.fields(config_class) if field.metadata.get(what)}
+
+
+def coerce(field: dataclasses.Field, value, default, where: str):
+    """`value` checked (and typed) for the setting `field` whose default is `default`."""
+    key, limits, choices = field.name, field.metadata.get("range"), field.metadata.get("choices")
+    if limits is not None:
+        checked = limits.coerce(value)
         if checked is None:
-            raise RecxError(f"{where}: {key} = {value!r}: expected {RANGES[key].describe()}")
+            raise RecxError(f"{where}: {key} = {value!r}: expected {limits.describe()}")
         return checked
     if key == "dataset":
         return check_name(value, f"{where}: dataset name")
@@ -82,6 +68,8 @@ def coerce(key: str, value, default, where: str):
     if isinstance(default, str):
         if not isinstance(value, str):
             raise RecxError(f"{where}: {key} = {value!r}: expected a string")
+        if choices and value not in choices:
+            raise RecxError(f"{where}: {key} {value!r}; valid: {', '.join(choices)}")
         return value
     try:
         return type(default)(value)
@@ -91,6 +79,7 @@ def coerce(key: str, value, default, where: str):
 
 def check_values(raw: dict, defaults, where: str) -> None:
     """Check the keys of one source (a file, the command line) that RunConfig knows; unknown keys are resolve's."""
+    known = {field.name: field for field in dataclasses.fields(defaults)}
     for key, value in raw.items():
-        if hasattr(defaults, key):
-            coerce(key, value, getattr(defaults, key), where)
+        if key in known:
+            coerce(known[key], value, getattr(defaults, key), where)

@@ -145,11 +145,10 @@ class CompileNote(event.Listener):
         dispatcher = event_.data["dispatcher"]
         if self.depth == 1 and not self.said and _is_recx(dispatcher):
             cached = not isinstance(getattr(dispatcher, "_cache", None), NullCache)
-            self.timer = self.timer_class(
-                self.after_s, self._say, [COMPILING_NOTE if cached else COMPILING_IN_MEMORY_NOTE]
-            )
-            self.timer.daemon = True
-            self.timer.start()
+            timer = self.timer_class(self.after_s, self._say, [COMPILING_NOTE if cached else COMPILING_IN_MEMORY_NOTE])
+            timer.daemon = True
+            timer.start()
+            self.timer = timer
 
     def on_end(self, event_: event.Event) -> None:
         self.depth -= 1

@@ -26,6 +26,7 @@ class Model(nn.Module):
     runner_note: ClassVar[str] = ""
     weight_decay_modes: ClassVar[tuple[str, ...]] = ("none", "full", "batch")
     closed_form_sampler: ClassVar[bool] = False
+    ordered_examples: ClassVar[bool] = True  # its epochs take training examples in an order: `fixed_order` applies
     alternates: ClassVar[bool] = False  # fitted by alternating half-steps (user, then item): `half_steps` applies
     n_users: int
     n_items: int

@@ -32,6 +32,7 @@ class MostPopular(Model):
     losses = ()
     optimizers = ()
     runner_note = "nothing to train"
+    ordered_examples = False
     scores: torch.Tensor  # a buffer [n_items, 1]
 
     def __init__(self, n_users: int, n_items: int, dim: int, args: MostPopularArgs, dataset=None):

@@ -138,11 +138,11 @@ def _experiments(path: Path) -> list[Entry]:
 
 
 def _settings(defaults: dict, choices: dict) -> list[dict]:
-    """The run settings as the command line offers them (recx.shell.run_options), in recx.config.schema.HELP's order:
+    """The run settings as the command line offers them (recx.shell.run_options), in RunConfig's field order:
     each one's key, its option's type (bool, int, float; str for a word or a YAML mapping), its declared help, and
     what it accepts: `registered` (the catalogue kind whose names it takes, listed when --help is shown, with the
     plugins' names) or `accepts` (its range, or its choices when its help does not name them all)."""
-    from recx.config.schema import HELP, RANGES, REGISTERED
+    from recx.config.run_config import HELP, RANGES, REGISTERED
 
     settings = []
     for key, help in HELP.items():

@@ -1,8 +1,8 @@
 """The run settings as command-line options, generated from the configuration's declarations: `--key` for every
-setting of recx.config.schema.HELP (flag = config key, '_' written '-'), with its help, range or choices and default,
-and `--set KEY=VALUE` for nested keys. They are read from the stored catalogue (recx.shell.catalog: `make catalog`
-writes them from the schema, tests/test_cli_catalog.py checks them), so that `--help` imports neither the
-configuration nor any registry.
+setting RunConfig declares with a help (recx.config.schema.setting; flag = config key, '_' written '-'), with its
+help, range or choices and default, and `--set KEY=VALUE` for nested keys. They are read from the stored catalogue
+(recx.shell.catalog: `make catalog` writes them from RunConfig's fields, tests/test_cli_catalog.py checks them), so
+that `--help` imports neither the configuration nor any registry.
 
 A command decorated with `with_settings(...)` receives them as one mapping, `settings`: the keys the user gave, flags
 and --set together (--set is applied last: it wins); the one merge with a config file or an experiment is the

@@ -44,6 +44,7 @@ class AlternatingModel(Model):
     optimizers = ()
     runner_note = "closed-form alternating solves (no optimizer, no sampler)"
     alternates = True
+    ordered_examples = False
     Args = AlternatingArgs
 
     def __init__(self, n_users: int, n_items: int, dim: int, args: AlternatingArgs, dataset=None):
