@@ -26,7 +26,8 @@ from rich.progress import Progress
 
 from recx.config.run_config import RunConfig, deep_merge, load_config_file, resolve
 from recx.config.schema import check_values
-from recx.core import arguments, plugins
+from recx.core import call_arguments as arguments
+from recx.core import plugins
 from recx.core.errors import RecxError
 from recx.core.names import check_name
 from recx.core.progress import make_progress

@@ -2,7 +2,7 @@
 recx.api called with a wrong type, an empty value or one out of range raises one RecxError naming the argument, where
 `recx.train(42)` ended in a TypeError seven frames deep, `recx.evaluate(run, 'test', [0])` in an IndexError of the
 evaluator and `recx.train(..., ks=[0])` wrote rows of k = 0 that the command line refuses. One implementation
-(recx.core.arguments): from the command line the same check names the option instead (`--batch-size`)."""
+(recx.core.call_arguments): from the command line the same check names the option instead (`--batch-size`)."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from recx.eval.bootstrap import catalogue_replicates
-from recx.runs.per_user import has_lists, read_catalogue, read_lists
+from recx.runs.per_user import has_topk, read_catalogue, read_topk
 
 DEFAULT_RESAMPLES = 1_000
 
@@ -29,10 +29,10 @@ class Resampled:
         """(the run's evaluated users, {(metric, k, key): [R]}), or None when the run kept no lists."""
         if (run_id, k) not in self._runs:
             folder = self.folders.get(run_id)
-            if folder is None or not has_lists(folder, self.split):
+            if folder is None or not has_topk(folder, self.split):
                 self._runs[(run_id, k)] = None
             else:
-                users, items = read_lists(folder, self.split)
+                users, items = read_topk(folder, self.split)
                 found = catalogue_replicates(
                     torch.from_numpy(items), read_catalogue(folder), [k], self.resamples, self.seed
                 )

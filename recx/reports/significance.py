@@ -23,7 +23,7 @@ from recx.eval.metrics.registry import catalogue_level
 from recx.reports import stats
 from recx.reports.resampled import Resampled
 from recx.reports.tables import column_name
-from recx.runs.per_user import file_name, lists_name
+from recx.runs.per_user import file_name, topk_name
 
 COLUMNS = [
     "dataset",
@@ -192,7 +192,7 @@ def compare(
             untested = [m for m in lists if lists[m] is None]
             if untested:
                 notes.append(
-                    f"{dataset}: {', '.join(untested)} kept no top-K lists ({lists_name(split)}) for "
+                    f"{dataset}: {', '.join(untested)} kept no top-K lists ({topk_name(split)}) for "
                     f"{column_name(*key)}: no bootstrap interval or test"
                 )
             rows.extend(_adjust(family, correction, alpha) if family else [])

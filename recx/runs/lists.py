@@ -51,7 +51,7 @@ from recx.data.dataset_folder import IDENTITY, read_ids, sha256_of
 from recx.eval.evaluator import Evaluation, excluded_splits, score_lists
 from recx.eval.metrics.registry import cutoff_metrics, heading
 from recx.runs import store
-from recx.runs.per_user import CATALOGUE, lists_name, write_lists, write_per_user
+from recx.runs.per_user import CATALOGUE, topk_name, write_per_user, write_topk
 
 EXAMPLES = 3
 ARTICLES = {"user": "a", "item": "an"}
@@ -361,7 +361,7 @@ def _write(folder: Path, current: str, record: dict, evaluation: Evaluation, res
         target.mkdir(parents=True, exist_ok=True)
         write_text_atomic(target / store.LISTS_FILE, json.dumps(record, indent=2) + "\n", kept)
         write_per_user(target, split, evaluation)
-        write_lists(target, split, evaluation)
+        write_topk(target, split, evaluation)
         store.write_results(target, results, kept=kept)
         store.mark_complete(target)
         if target != folder:
@@ -381,7 +381,7 @@ def _remove(target: Path, whole: bool, folder: Path) -> None:
         shutil.rmtree(target, ignore_errors=True)
         return
     names = (store.LISTS_FILE, "results.parquet", "per_user_valid.parquet", "per_user_test.parquet", CATALOGUE)
-    for name in (*names, lists_name("valid"), lists_name("test")):
+    for name in (*names, topk_name("valid"), topk_name("test")):
         (folder / name).unlink(missing_ok=True)
     for name in (store.CHECKSUMS, store.COMPLETE):
         (folder / name).unlink(missing_ok=True)
@@ -389,20 +389,5 @@ def _remove(target: Path, whole: bool, folder: Path) -> None:
 
 def lists_results(run_id: str, name: str, dataset: str, split: str, values: dict) -> pd.DataFrame:
     """recx's long results format, with `method` the lists' name (model `lists`, no loss or sampler)."""
-    rows = [
-        {
-            "run_id": run_id,
-            "dataset": dataset,
-            "model": "lists",
-            "loss": name,
-            "sampler": "",
-            "seed": 0,
-            "split": split,
-            "metric": metric,
-            "k": k,
-            "stratum": stratum,
-            "value": value,
-        }
-        for (metric, k, stratum), value in sorted(values.items())
-    ]
-    return pd.DataFrame(rows, columns=store.RESULT_COLUMNS).assign(method=name)
+    run = {"run_id": run_id, "dataset": dataset, "model": "lists", "loss": name, "sampler": "", "seed": 0}
+    return store.result_rows(run, split, values).assign(method=name)

@@ -67,11 +67,11 @@ def write_per_user(folder: Path, split: str, evaluation: Evaluation) -> None:
 CATALOGUE = "catalogue.parquet"
 
 
-def lists_name(split: str) -> str:
+def topk_name(split: str) -> str:
     return f"topk_{split}.parquet"
 
 
-def write_lists(folder: Path, split: str, evaluation: Evaluation) -> None:
+def write_topk(folder: Path, split: str, evaluation: Evaluation) -> None:
     """topk_<split>.parquet and catalogue.parquet of an evaluation that kept its lists and catalogue."""
     users, items = evaluation.listed()
     if evaluation.catalogue is None:
@@ -90,7 +90,7 @@ def write_lists(folder: Path, split: str, evaluation: Evaluation) -> None:
             ),
         }
     ).replace_schema_metadata({b"k": str(k).encode()})
-    write_artifact(Path(folder), lists_name(split), lambda path: pq.write_table(table, path, compression="zstd"))
+    write_artifact(Path(folder), topk_name(split), lambda path: pq.write_table(table, path, compression="zstd"))
     catalogue = evaluation.catalogue
     facts = pa.table(
         {
@@ -101,15 +101,15 @@ def write_lists(folder: Path, split: str, evaluation: Evaluation) -> None:
     write_artifact(Path(folder), CATALOGUE, lambda path: pq.write_table(facts, path, compression="zstd"))
 
 
-def has_lists(folder: Path, split: str) -> bool:
-    return (Path(folder) / lists_name(split)).is_file() and (Path(folder) / CATALOGUE).is_file()
+def has_topk(folder: Path, split: str) -> bool:
+    return (Path(folder) / topk_name(split)).is_file() and (Path(folder) / CATALOGUE).is_file()
 
 
-def read_lists(folder: Path, split: str) -> tuple[np.ndarray, np.ndarray]:
+def read_topk(folder: Path, split: str) -> tuple[np.ndarray, np.ndarray]:
     """(users int64 [U] ascending, items int64 [U, K] with -1 where a list ends) of a run's topk_<split>.parquet."""
     remedy = "evaluate the run again (recx eval) or train it again with --force"
-    frame = read_parquet(Path(folder), lists_name(split), remedy)
-    k = int(pq.read_schema(Path(folder) / lists_name(split)).metadata[b"k"])
+    frame = read_parquet(Path(folder), topk_name(split), remedy)
+    k = int(pq.read_schema(Path(folder) / topk_name(split)).metadata[b"k"])
     users, row = np.unique(frame["user"].to_numpy(), return_inverse=True)
     items = np.full((users.size, k + 1), -1, dtype=np.int64)
     items[row, frame["rank"].to_numpy().astype(np.int64) - 1] = frame["item"].to_numpy()  # rank 0: the last column

@@ -237,20 +237,22 @@ def results_frame(config: RunConfig, split: str, values: dict[tuple[str, int, st
     """Long-format results; a model with its own objective (`losses = ()`: ALS, MostPop) records no loss and no
     sampler (its configuration's are defaults it never used)."""
     none = own_objective(config.model)
+    run = {
+        "run_id": config.run_id(),
+        "dataset": config.dataset,
+        "model": config.model,
+        "loss": None if none else config.loss,
+        "sampler": None if none else config.sampler,
+        "seed": config.seed,
+    }
+    return result_rows(run, split, values)
+
+
+def result_rows(run: dict, split: str, values: dict[tuple[str, int, str], float]) -> pd.DataFrame:
+    """The long results format (RESULT_COLUMNS): a row per (metric, k, stratum) of `values`, each with the run's
+    identity `run` (run_id, dataset, model, loss, sampler, seed) and `split`."""
     rows = [
-        {
-            "run_id": config.run_id(),
-            "dataset": config.dataset,
-            "model": config.model,
-            "loss": None if none else config.loss,
-            "sampler": None if none else config.sampler,
-            "seed": config.seed,
-            "split": split,
-            "metric": metric,
-            "k": k,
-            "stratum": stratum,
-            "value": value,
-        }
+        {**run, "split": split, "metric": metric, "k": k, "stratum": stratum, "value": value}
         for (metric, k, stratum), value in sorted(values.items())
     ]
     return pd.DataFrame(rows, columns=RESULT_COLUMNS)

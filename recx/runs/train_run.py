@@ -36,7 +36,7 @@ from recx.data.dataset_folder import IDENTITY
 from recx.eval.evaluator import evaluate
 from recx.runs import store
 from recx.runs.diagnostics import write_diagnostics
-from recx.runs.per_user import write_lists, write_per_user
+from recx.runs.per_user import write_per_user, write_topk
 from recx.training import checkpoint
 from recx.training.build import build_model
 from recx.training.fit import FitHooks, fit
@@ -332,7 +332,7 @@ def _evaluate_splits(
                 after_batch=advance,
             )
         write_per_user(folder, split, evaluation)
-        write_lists(folder, split, evaluation)
+        write_topk(folder, split, evaluation)
         frames.append(store.results_frame(config, split, evaluation.values))
     return pd.concat(frames, ignore_index=True)
 

@@ -18,7 +18,7 @@ from typing import TypeVar
 
 import typer
 
-from recx.core import arguments
+from recx.core import call_arguments as arguments
 from recx.core.errors import RecxError, attached_log
 from recx.shell import catalog
 

@@ -133,7 +133,7 @@ class SparseSystem:
         return self.dense_terms(x, out, -1.0)
 
 
-def row_dots(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+def paired_dots(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """a_r · b_r for every row, [R, 1] (a batched product: ~3x faster than (a * b).sum(1) on a CPU)."""
     return torch.einsum("rd,rd->r", a, b).unsqueeze(1)
 
@@ -143,14 +143,14 @@ def conjugate_gradient_rows(part: SparseSystem, start: torch.Tensor, steps: int)
     x = start.clone()
     residual = part.residual(x)
     direction = residual.clone()
-    norm = row_dots(residual, residual)
+    norm = paired_dots(residual, residual)
     for _ in range(steps):
         active = norm > RESIDUAL_FLOOR
         product = part.apply(direction)
-        step = torch.where(active, norm / row_dots(direction, product), 0.0)
+        step = torch.where(active, norm / paired_dots(direction, product), 0.0)
         x.addcmul_(step, direction)
         residual.addcmul_(step, product, value=-1.0)
-        new_norm = row_dots(residual, residual)
+        new_norm = paired_dots(residual, residual)
         direction.mul_(new_norm / norm.clamp_min(RESIDUAL_FLOOR)).add_(residual)
         norm = torch.where(active, new_norm, norm)
     return x
