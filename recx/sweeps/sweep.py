@@ -28,6 +28,7 @@ from recx.runs import store, tracking
 from recx.runs.convergence import FILE as CONVERGENCE
 from recx.runs.convergence import convergence_frame
 from recx.sweeps.backends import Execution, make_backend
+from recx.sweeps.device_memory import check_fits
 from recx.sweeps.drive import DriveReport, drive
 from recx.sweeps.experiments import (
     PlannedRun,
@@ -60,6 +61,22 @@ def check_planned(runs: list[PlannedRun], data_root: Path, ks: list[int], name: 
                 default_negatives,
                 f"{path}: experiment {name!r}, method {run.method!r}, dataset {run.config.dataset!r}",
             )
+
+
+def check_device_memory(runs: list[PlannedRun], data_root: Path, execution: Execution) -> None:
+    """With --jobs N > 1 on the local backend, the runs that go to CUDA (device cuda, or auto where CUDA is there)
+    held against the free memory of the GPU with least (worker i is pinned to GPU i mod the count: ceil(N / count)
+    share each; recx.sweeps.device_memory); Ray gives each CUDA task a GPU of its own."""
+    if execution.backend != "local" or execution.jobs < 2:
+        return
+    import torch
+
+    on_gpu = [run for run in runs if run.config.device in ("cuda", "auto")]
+    if not on_gpu or not torch.cuda.is_available():
+        return
+    count = torch.cuda.device_count()
+    free = min(torch.cuda.mem_get_info(index)[0] for index in range(count))
+    check_fits(on_gpu, data_root, -(-execution.jobs // count), free, "each GPU" if count > 1 else "cuda")
 
 
 def ensure_dataset(content: dict, dataset: str, data_root: Path, base: Path) -> None:
@@ -322,6 +339,7 @@ def run_sweep(
         ensure_dataset(content, dataset_name, data_root, path.parent)
     ks = spec.get("ks", [10, 20, 50])
     check_planned(pending, data_root, ks, name, path)
+    check_device_memory(pending, data_root, execution)
     try:
         report = execute_runs(
             run_tasks(pending, runs_dir, data_root, out, ks, bool(spec.get("diagnostics"))),
