@@ -1,6 +1,8 @@
 """The symmetric-normalised user-item graph of LightGCN: Â = D^-1/2 A D^-1/2 over n_users + n_items nodes.
 
 A = [[0, R], [Rᵀ, 0]] with R the training interactions; D the node degrees (isolated nodes keep a zero row).
+`OrderedRows` is Â X summed row by row in a fixed order (no atomic adds), the product LightGCN uses on CUDA under
+deterministic algorithms, where cuSPARSE's does not repeat bit for bit.
 """
 
 from __future__ import annotations
@@ -21,3 +23,52 @@ def normalized_adjacency(train: CSR, n_users: int) -> torch.Tensor:
     return torch.sparse_coo_tensor(
         torch.stack([rows, cols]), values, (n_nodes, n_nodes), check_invariants=True
     ).coalesce()
+
+
+CHUNK_ENTRIES = 2**20  # entries of Â per chunk of rows: [entries, d] gathered rows at a time
+
+
+class OrderedRows:
+    """Â X for the symmetric Â (coalesced COO, so row-major): out_r = Σ_{e in row r} v_e X_{c_e}, each row's sum by
+    torch.segment_reduce (a row's entries summed in sequence: on CUDA one thread a row and column, no atomic adds),
+    in chunks of rows of at most CHUNK_ENTRIES entries. Its gradient Âᵀ G = Â G is the same product, so forward
+    and backward repeat bit for bit. Shapes: X [n, d] -> [n, d]."""
+
+    def __init__(self, adjacency: torch.Tensor):
+        rows, self.columns = adjacency.indices()
+        self.values = adjacency.values()
+        self.n_rows = adjacency.shape[0]
+        counts = torch.bincount(rows, minlength=self.n_rows)
+        ends = torch.cumsum(counts, 0).cpu()
+        self.lengths = counts
+        self.chunks = []  # (first row, end row, first entry, end entry), read once on the host
+        start_row, start_entry = 0, 0
+        while start_row < self.n_rows:
+            limit = start_entry + CHUNK_ENTRIES
+            end_row = max(int(torch.searchsorted(ends, limit, right=True)), start_row + 1)
+            end_entry = int(ends[end_row - 1])
+            self.chunks.append((start_row, end_row, start_entry, end_entry))
+            start_row, start_entry = end_row, end_entry
+
+    def product(self, x: torch.Tensor) -> torch.Tensor:
+        """Â x, [n, d], without autograd."""
+        parts = []
+        for first_row, end_row, first, end in self.chunks:
+            terms = self.values[first:end, None] * x[self.columns[first:end]]
+            parts.append(torch.segment_reduce(terms, "sum", lengths=self.lengths[first_row:end_row], axis=0))
+        return torch.cat(parts)
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        """Â x with its gradient Â g (autograd)."""
+        return _OrderedProduct.apply(x, self)
+
+
+class _OrderedProduct(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, rows: OrderedRows) -> torch.Tensor:
+        ctx.rows = rows
+        return rows.product(x)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        return ctx.rows.product(grad), None

@@ -1,7 +1,9 @@
 """LightGCN (He et al., SIGIR 2020): E_{k+1} = Â E_k over the normalised training graph, final = mean(E_0..E_K).
 
-E_0 stacks the user and item ID tables; Â = D^-1/2 A D^-1/2 (recx.models.graph) is a sparse matrix on the device.
-`encode` propagates once per call. Without autograd (evaluation) the result is cached until a table changes.
+E_0 stacks the user and item ID tables; Â = D^-1/2 A D^-1/2 (recx.models.graph) is a sparse matrix on the device,
+multiplied by torch.sparse.mm, or on CUDA under deterministic algorithms (`deterministic: true`) row by row in a fixed
+order (recx.models.graph.OrderedRows), since cuSPARSE's product does not repeat bit for bit. `encode` propagates once
+per call. Without autograd (evaluation) the result is cached until a table changes.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from recx.core.args import arg
 from recx.core.errors import RecxError
 from recx.core.gather import gather_rows
 from recx.models.embedding import EmbeddingArgs, EmbeddingModel
-from recx.models.graph import normalized_adjacency
+from recx.models.graph import OrderedRows, normalized_adjacency
 from recx.models.registry import MODELS
 
 
@@ -35,13 +37,27 @@ class LightGCN(EmbeddingModel):
             raise RecxError("model 'lightgcn' needs the training data (its graph)")
         self.register_buffer("adjacency", normalized_adjacency(dataset.train, n_users), persistent=False)
         self._cache: tuple | None = None
+        self._ordered: OrderedRows | None = None
+
+    def in_order(self, layer: torch.Tensor) -> bool:
+        """Whether the product is summed row by row in a fixed order: on CUDA under deterministic algorithms."""
+        return layer.is_cuda and torch.are_deterministic_algorithms_enabled()
+
+    def product(self, layer: torch.Tensor) -> torch.Tensor:
+        """Â layer."""
+        adjacency: torch.Tensor = self.adjacency
+        if not self.in_order(layer):
+            return torch.sparse.mm(adjacency, layer)
+        if self._ordered is None:
+            self._ordered = OrderedRows(adjacency)
+        return self._ordered(layer)
 
     def propagate(self) -> tuple[torch.Tensor, torch.Tensor]:
         """(all users [n_users, d], all items [n_items, d]) after K layers and the layer mean."""
         layer = torch.cat([self.user_embedding, self.item_embedding])
         total = layer
         for _ in range(self.args.n_layers):
-            layer = torch.sparse.mm(self.adjacency, layer)
+            layer = self.product(layer)
             total = total + layer
         final = total / (self.args.n_layers + 1)
         return final[: self.n_users], final[self.n_users :]
