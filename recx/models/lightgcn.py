@@ -8,6 +8,7 @@ per call. Without autograd (evaluation) the result is cached until a table chang
 
 from __future__ import annotations
 
+import typing
 from dataclasses import dataclass
 
 import torch
@@ -45,7 +46,7 @@ class LightGCN(EmbeddingModel):
 
     def product(self, layer: torch.Tensor) -> torch.Tensor:
         """Â layer."""
-        adjacency: torch.Tensor = self.adjacency
+        adjacency = typing.cast(torch.Tensor, self.adjacency)
         if not self.in_order(layer):
             return torch.sparse.mm(adjacency, layer)
         if self._ordered is None:
