@@ -16,34 +16,24 @@ from rich.console import Console
 
 ROOT = Path(__file__).resolve().parents[1]
 EPOCHS = 15
-FOUR_RUNS = {
-    "datasets": {
-        "tiny": {
-            "format": "synthetic",
-            "ratios": "80/10/10",
-            "synthetic": {"n_users": 150, "n_items": 80, "mean_length": 10},
-        }
+TINY = {"format": "synthetic", "ratios": "80/10/10", "synthetic": {"n_users": 150, "n_items": 80, "mean_length": 10}}
+
+
+def tiny_experiment(name: str, defaults: dict, methods: dict, **spec) -> dict:
+    """An experiments file's content: one experiment `name` on the tiny synthetic dataset (150 users, 80 items),
+    seeds 0 and 1, K 5 and 20, on the CPU, with `defaults`, `methods` and any other key of `spec` (a grid)."""
+    experiment = {"datasets": ["tiny"], "seeds": [0, 1], "ks": [5, 20], "defaults": {**defaults, "device": "cpu"}}
+    return {"datasets": {"tiny": TINY}, "experiments": {name: {**experiment, "methods": methods, **spec}}}
+
+
+FOUR_RUNS = tiny_experiment(
+    "four",
+    {"dim": 8, "epochs": EPOCHS, "patience": EPOCHS, "batch_size": 256, "lr": 0.01},
+    {
+        "bpr": {"loss": "bpr", "n_negatives": 2},
+        "ssm": {"loss": "softmax", "sampler": "uniform", "n_negatives": 10},
     },
-    "experiments": {
-        "four": {
-            "datasets": ["tiny"],
-            "seeds": [0, 1],
-            "ks": [5, 20],
-            "defaults": {
-                "dim": 8,
-                "epochs": EPOCHS,
-                "patience": EPOCHS,
-                "batch_size": 256,
-                "lr": 0.01,
-                "device": "cpu",
-            },
-            "methods": {
-                "bpr": {"loss": "bpr", "n_negatives": 2},
-                "ssm": {"loss": "softmax", "sampler": "uniform", "n_negatives": 10},
-            },
-        }
-    },
-}
+)
 
 
 def write_experiments(folder: Path) -> Path:

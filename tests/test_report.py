@@ -9,42 +9,22 @@ import pytest
 import yaml
 from rich.console import Console
 from scipy import stats as scipy_stats
+from sweep_helpers import tiny_experiment
 
 from recx.reports.report import ReportOptions, figures
 from recx.runs.collection import load_results
 
-NEGATIVES = {
-    "datasets": {
-        "tiny": {
-            "format": "synthetic",
-            "ratios": "80/10/10",
-            "synthetic": {"n_users": 150, "n_items": 80, "mean_length": 10},
-        }
+NEGATIVES = tiny_experiment(
+    "negatives",
+    {"dim": 8, "epochs": 3, "batch_size": 256, "lr": 0.01, "loss": "softmax", "sampler": "uniform"},
+    {
+        "bpr": {"loss": "bpr", "n_negatives": 1},
+        "ssm-n4": {"n_negatives": 4},
+        "ssm-n16": {"n_negatives": 16},
+        "ssm-n64": {"n_negatives": 64},
     },
-    "experiments": {
-        "negatives": {
-            "datasets": ["tiny"],
-            "seeds": [0, 1],
-            "ks": [5, 20],
-            "defaults": {
-                "dim": 8,
-                "epochs": 3,
-                "batch_size": 256,
-                "lr": 0.01,
-                "device": "cpu",
-                "loss": "softmax",
-                "sampler": "uniform",
-            },
-            "grid": {"weight_decay": [0.0, 1.0e-4]},
-            "methods": {
-                "bpr": {"loss": "bpr", "n_negatives": 1},
-                "ssm-n4": {"n_negatives": 4},
-                "ssm-n16": {"n_negatives": 16},
-                "ssm-n64": {"n_negatives": 64},
-            },
-        }
-    },
-}
+    grid={"weight_decay": [0.0, 1.0e-4]},
+)
 
 
 @pytest.fixture(scope="module")

@@ -5,29 +5,17 @@ import re
 
 import pandas as pd
 import yaml
+from sweep_helpers import tiny_experiment
 
-EXPERIMENT = {
-    "datasets": {
-        "tiny": {
-            "format": "synthetic",
-            "ratios": "80/10/10",
-            "synthetic": {"n_users": 150, "n_items": 80, "mean_length": 10},
-        }
+EXPERIMENT = tiny_experiment(
+    "small",
+    {"dim": 8, "epochs": 2, "batch_size": 256},
+    {
+        "bpr": {"loss": "bpr", "n_negatives": 2},
+        "ssm-pop": {"loss": "softmax", "sampler": "popularity", "n_negatives": 20},
     },
-    "experiments": {
-        "small": {
-            "datasets": ["tiny"],
-            "seeds": [0, 1],
-            "ks": [5, 20],
-            "defaults": {"dim": 8, "epochs": 2, "batch_size": 256, "device": "cpu"},
-            "methods": {
-                "bpr": {"loss": "bpr", "n_negatives": 2},
-                "ssm-pop": {"loss": "softmax", "sampler": "popularity", "n_negatives": 20},
-            },
-            "grid": {"lr": [0.01, 0.001]},
-        }
-    },
-}
+    grid={"lr": [0.01, 0.001]},
+)
 
 
 def test_sweep_runs_skips_and_tabulates(tmp_path, recx_cli):
