@@ -74,6 +74,16 @@ EXAMPLE_PLUGIN = Path(__file__).resolve().parents[1] / "examples" / "plugin" / "
 
 
 @pytest.fixture
+def train_tiny(tiny_root, recx_cli):
+    """`recx train --dataset tiny` (tiny_root's dataset) into the run folder `run`, with `options`: its CliResult."""
+
+    def train(run, *options):
+        return recx_cli("train", "--dataset", "tiny", "--data-root", tiny_root, "--run-dir", run, *options)
+
+    return train
+
+
+@pytest.fixture
 def isolated_plugins(monkeypatch):
     """Plugins loaded in a test leave no trace in the next: the registries' names, the loader's state and the
     plugins' modules are restored afterwards."""

@@ -40,16 +40,10 @@ def test_prepare_train_eval_dump_topk_recomputes_the_metrics(tiny_root, tmp_path
         assert at_k["ndcg"] == pytest.approx(ndcg, abs=1e-12)
 
 
-def test_same_seed_gives_the_same_numbers(tiny_root, tmp_path, recx_cli):
+def test_same_seed_gives_the_same_numbers(tiny_root, tmp_path, recx_cli, train_tiny):
     for name in ("a", "b"):
         assert (
-            recx_cli(
-                "train",
-                "--dataset",
-                "tiny",
-                "--data-root",
-                tiny_root,
-                "--run-dir",
+            train_tiny(
                 tmp_path / name,
                 "--sampler",
                 "popularity",
@@ -146,15 +140,9 @@ def test_eval_rejects_incomplete_runs_and_large_k(tiny_root, tmp_path, recx_cli)
     assert result.code == 1 and "larger than the number of items" in result.err.replace("\n", " ")
 
 
-def test_nan_loss_stops_with_epoch_and_step(tiny_root, tmp_path, recx_cli):
+def test_nan_loss_stops_with_epoch_and_step(tiny_root, tmp_path, recx_cli, train_tiny):
     run = tmp_path / "nan"
-    result = recx_cli(
-        "train",
-        "--dataset",
-        "tiny",
-        "--data-root",
-        tiny_root,
-        "--run-dir",
+    result = train_tiny(
         run,
         "--lr",
         "1e30",

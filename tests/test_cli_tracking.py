@@ -61,17 +61,11 @@ def test_train_logs_config_histories_final_metrics_and_files(tiny_root, tmp_path
     assert {"config.yaml", "epochs.jsonl", "results.parquet", "COMPLETE"} <= artifacts
 
 
-def test_tracking_changes_nothing_of_the_run(tiny_root, tmp_path, recx_cli, monkeypatch):
+def test_tracking_changes_nothing_of_the_run(tiny_root, tmp_path, recx_cli, monkeypatch, train_tiny):
     (tmp_path / "cwd").mkdir()
     monkeypatch.chdir(tmp_path / "cwd")
     plain = recx_cli("train", "--dataset", "tiny", "--data-root", tiny_root, "--run-dir", tmp_path / "a", *FAST)
-    tracked = recx_cli(
-        "train",
-        "--dataset",
-        "tiny",
-        "--data-root",
-        tiny_root,
-        "--run-dir",
+    tracked = train_tiny(
         tmp_path / "b",
         *FAST,
         "--track",

@@ -36,15 +36,9 @@ def test_cosine_view_ignores_magnitudes(tiny):
     assert after["dot"]["10"] != pytest.approx(before)
 
 
-def test_run_writes_diagnostics_and_eval_reports_auc(tiny_root, tmp_path, recx_cli):
+def test_run_writes_diagnostics_and_eval_reports_auc(tiny_root, tmp_path, recx_cli, train_tiny):
     run = tmp_path / "run"
-    result = recx_cli(
-        "train",
-        "--dataset",
-        "tiny",
-        "--data-root",
-        tiny_root,
-        "--run-dir",
+    result = train_tiny(
         run,
         "--dim",
         "8",

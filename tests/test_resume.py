@@ -207,7 +207,7 @@ trainer.train_run(config, load_dataset(Path(sys.argv[1]), "tiny"), Path(sys.argv
 """
 
 
-def test_kill_9_then_the_same_command_finishes_the_run(tiny_root, tiny, tmp_path, recx_cli):
+def test_kill_9_then_the_same_command_finishes_the_run(tiny_root, tiny, tmp_path, recx_cli, train_tiny):
     """A real SIGKILL right after epoch 2's checkpoint; `recx train` on the same folder goes on from it."""
     folder = tmp_path / "killed"
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
@@ -220,13 +220,7 @@ def test_kill_9_then_the_same_command_finishes_the_run(tiny_root, tiny, tmp_path
     )
     assert done.returncode == -signal.SIGKILL, done.stderr
     assert store.epochs_recorded(folder) == 2 and store.resumable(folder)
-    result = recx_cli(
-        "train",
-        "--dataset",
-        "tiny",
-        "--data-root",
-        tiny_root,
-        "--run-dir",
+    result = train_tiny(
         folder,
         "--seed",
         "3",

@@ -268,16 +268,12 @@ def test_failed_download_does_not_claim_a_kept_part(tmp_path):
     assert ".part" not in str(error.value) and not any(tmp_path.iterdir())
 
 
-def test_a_failed_run_in_a_folder_it_did_not_create_leaves_the_folder_as_it_was(tiny_root, tmp_path, recx_cli):
+def test_a_failed_run_in_a_folder_it_did_not_create_leaves_the_folder_as_it_was(
+    tiny_root, tmp_path, recx_cli, train_tiny
+):
     run = tmp_path / "mine"
     run.mkdir()
-    result = recx_cli(
-        "train",
-        "--dataset",
-        "tiny",
-        "--data-root",
-        tiny_root,
-        "--run-dir",
+    result = train_tiny(
         run,
         "--loss",
         "bpr",
