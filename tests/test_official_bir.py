@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from official_helpers import LOOP_RTOL, assert_epoch_tables, f64
 
 from recx.config.run_config import resolve
 from recx.data.csr import CSR
@@ -30,10 +31,6 @@ from recx.training.step import training_loss
 GOLDEN = json.loads((Path(__file__).parent / "golden" / "official" / "bir.json").read_text())
 INPUTS = GOLDEN["inputs"]
 RTOL = 1e-8
-
-
-def f64(values) -> torch.Tensor:
-    return torch.tensor(values, dtype=torch.float64)
 
 
 def golden_dataset() -> Dataset:
@@ -173,7 +170,6 @@ def test_bir_batch_size_runs_the_official_protocol():
 # epoch with the official tables and loss.
 
 LOOP = json.loads((Path(__file__).parent / "golden" / "official" / "bir_loop.json").read_text())
-LOOP_RTOL, LOOP_ATOL = 1e-6, 1e-9
 
 
 def official_arguments(case: str) -> dict[str, str]:
@@ -285,16 +281,8 @@ def run_official_loop(case: str, sampler: str, sampler_args: dict, monkeypatch, 
 def assert_official_epochs(records: list[dict], official: dict) -> None:
     """Each epoch's tables and loss (recx records the mean of the steps' losses, the official `_fit` their sum)."""
     per_epoch = len(official["steps"]) // len(official["epochs"])
-    assert len(records) == len(official["epochs"])
-    for epoch, (record, expected) in enumerate(zip(records, official["epochs"], strict=True), start=1):
-        for name in ("user_table", "item_table"):
-            torch.testing.assert_close(
-                record[name],
-                f64(expected[name]),
-                rtol=LOOP_RTOL,
-                atol=LOOP_ATOL,
-                msg=lambda m, name=name, epoch=epoch: f"epoch {epoch} {name}: {m}",
-            )
+    assert_epoch_tables(records, official["epochs"], ("user_table", "item_table"))
+    for epoch, record in enumerate(records, start=1):
         official_loss = official["epoch_loss_sums"][epoch - 1] / per_epoch
         assert record["loss"] == pytest.approx(official_loss, rel=LOOP_RTOL), f"epoch {epoch} loss"
 

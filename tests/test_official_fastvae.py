@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from official_helpers import LOOP_ATOL, LOOP_RTOL
 
 import recx.samplers.codebooks as codebooks
 import recx.samplers.kmeans as kmeans_module
@@ -268,7 +269,6 @@ def test_midx_rebuild_runs_kmeans_as_long_as_the_official_code(monkeypatch):
 # the official initial parameters, and must end each epoch with the official parameters and loss.
 
 LOOP = json.loads((Path(__file__).parent / "golden" / "official" / "fastvae_loop.json").read_text())
-LOOP_RTOL, LOOP_ATOL = 1e-6, 1e-9
 # official parameter -> recx parameter (the Embedding tables' padding row 0 is left out where recx has no padding)
 LOOP_PARAMETERS = {
     "encode_layer_0.weight": "encoder_in",

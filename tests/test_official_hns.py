@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from official_helpers import LOOP_RTOL, assert_epoch_tables, f64
 from scipy import stats
 
 from recx.config.run_config import resolve
@@ -31,10 +32,6 @@ GOLDEN = json.loads((Path(__file__).parent / "golden" / "official" / "hns.json")
 INPUTS = GOLDEN["inputs"]
 CANDIDATES = torch.tensor(INPUTS["candidates"])
 RTOL = 1e-8
-
-
-def f64(values) -> torch.Tensor:
-    return torch.tensor(values, dtype=torch.float64)
 
 
 def use_official_candidates(monkeypatch, module) -> None:
@@ -204,7 +201,6 @@ def test_softmax_v_weights_and_loss_are_the_official_ones(monkeypatch, rho):
 # and loss.
 
 LOOP = json.loads((Path(__file__).parent / "golden" / "official" / "hns_loop.json").read_text())
-LOOP_RTOL, LOOP_ATOL = 1e-6, 1e-9
 FLAGS = ("--fix_seed", "--weighted")  # main_more.py's flags without a value
 
 
@@ -289,16 +285,8 @@ def assert_hns_epochs(records: list[dict], case: str) -> None:
     """Each epoch's tables and loss (recx records the mean of the steps' losses, main_more.py their sum `loss_`)."""
     official = LOOP["cases"][case]
     per_epoch = len(official["steps"]) // len(official["epochs"])
-    assert len(records) == len(official["epochs"])
+    assert_epoch_tables(records, official["epochs"], ("user_table", "item_table"))
     for epoch, (record, expected) in enumerate(zip(records, official["epochs"], strict=True), start=1):
-        for name in ("user_table", "item_table"):
-            torch.testing.assert_close(
-                record[name],
-                f64(expected[name]),
-                rtol=LOOP_RTOL,
-                atol=LOOP_ATOL,
-                msg=lambda m, name=name, epoch=epoch: f"epoch {epoch} {name}: {m}",
-            )
         assert record["loss"] * per_epoch == pytest.approx(expected["loss_sum"], rel=LOOP_RTOL), f"epoch {epoch} loss"
 
 

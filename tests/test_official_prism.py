@@ -13,6 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+from official_helpers import LOOP_RTOL, assert_epoch_tables, f64
 
 from recx.config.run_config import resolve
 from recx.data.csr import CSR
@@ -27,10 +28,6 @@ from recx.training.build import build_loss, build_model
 GOLDEN = json.loads((Path(__file__).parent / "golden" / "official" / "prism.json").read_text())
 INPUTS = GOLDEN["inputs"]
 RTOL, ATOL = 1e-8, 1e-12
-
-
-def f64(values) -> torch.Tensor:
-    return torch.tensor(values, dtype=torch.float64)
 
 
 def _tables(margins: bool, suffix: str = "") -> dict[str, torch.Tensor]:
@@ -153,7 +150,6 @@ def test_prism_norms_and_initial_row_norms_match_the_prism_code():
 # parameters and loss.
 
 LOOP = json.loads((Path(__file__).parent / "golden" / "official" / "prism_loop.json").read_text())
-LOOP_RTOL, LOOP_ATOL = 1e-6, 1e-9
 
 
 def loop_arguments(case: str) -> dict[str, str]:
@@ -267,17 +263,8 @@ def assert_prism_epochs(records: list[dict], case: str) -> None:
     the official steps' losses."""
     official = LOOP["cases"][case]
     per_epoch = len(official["steps"]) // len(official["epochs"])
-    assert len(records) == len(official["epochs"])
+    assert_epoch_tables(records, official["epochs"], ("user_table", "item_table", "user_margin", "item_margin"))
     for epoch, (record, expected) in enumerate(zip(records, official["epochs"], strict=True), start=1):
-        for name in ("user_table", "item_table", "user_margin", "item_margin"):
-            if name in expected:
-                torch.testing.assert_close(
-                    record[name],
-                    f64(expected[name]),
-                    rtol=LOOP_RTOL,
-                    atol=LOOP_ATOL,
-                    msg=lambda m, name=name, epoch=epoch: f"epoch {epoch} {name}: {m}",
-                )
         steps = official["steps"][(epoch - 1) * per_epoch : epoch * per_epoch]
         step_losses = [step["loss"] for step in steps]
         sizes = [len(step["users"]) for step in steps]
