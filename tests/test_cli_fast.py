@@ -110,8 +110,10 @@ def test_entry_points_are_looked_for_where_importlib_metadata_looks(tmp_path, mo
 
     from recx.core import plugins
 
+    # the backport, once imported, deletes PathFinder.find_distributions (its finder replaces it): the stand-in
+    # finds distributions as the standard library's path finder does
     MetadataPathFinder = type("MetadataPathFinder", (), {"__module__": "importlib_metadata"})
-    MetadataPathFinder.find_distributions = staticmethod(importlib.machinery.PathFinder.find_distributions)
+    MetadataPathFinder.find_distributions = staticmethod(importlib.metadata.MetadataPathFinder.find_distributions)
     monkeypatch.setattr(sys, "meta_path", [importlib.machinery.PathFinder, MetadataPathFinder()])
     monkeypatch.setattr(sys, "path", [str(tmp_path)])
     info = tmp_path / "someone_else-1.0.dist-info"
