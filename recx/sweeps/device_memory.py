@@ -46,7 +46,7 @@ def run_memory(run: PlannedRun, n_users: int, n_items: int) -> RunMemory:
     """The module docstring's estimate for `run` on a dataset of `n_users` users and `n_items` items."""
     config = run.config
     model = MODELS.get(config.model)
-    if getattr(model, "runner", "") == "users":
+    if model.runner == "users":
         step = 3 * config.batch_size * n_items
     else:
         step = 3 * config.batch_size * (1 + config.n_negatives) * (config.dim + 1)
