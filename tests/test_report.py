@@ -2,6 +2,7 @@
 significance rows equal to scipy's tests on the runs' per-user files."""
 
 import io
+import json
 
 import numpy as np
 import pandas as pd
@@ -84,6 +85,21 @@ def test_sweep_writes_the_report(swept):
     row = next(line for line in (swept / "table.md").read_text().splitlines() if f"| {best} |" in line)
     assert row.split(" | ")[2].startswith("**")
     assert table["NDCG@20 best"].sum() == 1
+
+
+def test_the_report_holds_every_runs_curve_as_its_epochs_file_has_it(swept):
+    results = pd.read_parquet(swept / "results.parquet")
+    curves = pd.read_csv(swept / "convergence.csv")
+    test_runs = results[results.split == "test"]
+    assert set(curves.run_id) == set(test_runs.run_id) and len(set(curves.run_id)) == 8
+    for run_id, curve in curves.groupby("run_id"):
+        lines = [json.loads(line) for line in (swept / "runs" / run_id / "epochs.jsonl").read_text().splitlines()]
+        assert curve.epoch.tolist() == [line["epoch"] for line in lines]
+        assert np.allclose(curve.valid_value, [line["valid_ndcg@20"] for line in lines], rtol=1e-12, atol=0)
+        assert np.allclose(curve.cumulative_seconds, np.cumsum([line["seconds"] for line in lines]))
+        assert set(curve.valid_metric) == {"ndcg@20"}
+        assert curve.method.iloc[0] == test_runs[test_runs.run_id == run_id].method.iloc[0]
+    assert "`convergence.csv`" in (swept / "report.md").read_text()
 
 
 def test_significance_rows_are_scipy_tests_of_the_per_user_means(swept):

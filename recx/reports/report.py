@@ -3,8 +3,8 @@ tests of every method against a baseline (or of every pair, `pairs="all"`), and 
 together and states the popularity strata.
 
 Files written to the output folder: table.md/.csv/.tex, significance.md/.csv (significance_pairs.md/.csv with
-`pairs="all"`), popularity.md/.csv (the popularity and coverage section: recx.reports.popularity), plots/*.png,
-report.md.
+`pairs="all"`), popularity.md/.csv (the popularity and coverage section: recx.reports.popularity), convergence.csv
+(every run's per-epoch loss and validation metric, the values the convergence plots draw), plots/*.png, report.md.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from recx.reports.resampled import DEFAULT_RESAMPLES, Resampled
 from recx.reports.tables import column_name, summary
 from recx.runs.collection import LeftOut, checked_runs, epochs, flat_config
 from recx.runs.convergence import FILE as CONVERGENCE
+from recx.runs.convergence import run_curves
 from recx.sweeps.record import read_record
 from recx.sweeps.sweep import SweepOutcome
 
@@ -195,6 +196,7 @@ REPORT_FILES = (
     "significance_pairs.md",
     "significance_pairs.csv",
     "budget.csv",
+    "convergence.csv",
     "paper.csv",
     "popularity.md",
     "popularity.csv",
@@ -260,6 +262,9 @@ def write_report(
     write_atomic(out / "table.csv", tables.to_csv(table))
     write_atomic(out / "table.tex", tables.to_latex(table, marks, row_marks))
     write_atomic(out / "budget.csv", ran.to_csv(index=False))
+    write_atomic(
+        out / "convergence.csv", run_curves(results[results.split == options.split], folders).to_csv(index=False)
+    )
     paper_text = _paper_section(results, options, record, row_marks, out)
     write_atomic(out / "significance.csv", tested.to_csv(index=False))
     write_atomic(out / "significance.md", significance.to_markdown(tested))
@@ -276,13 +281,23 @@ def write_report(
         *_runs_and_tests(ran, tested, notes, options),
         *pairs_text,
         *popular_text,
-        "## Plots",
-        "",
+        *_plots_section(drawn),
     ]
-    text += [f"- `plots/{name}`: {description}\n\n  ![{name}](plots/{name})" for name, description in drawn]
     report = "\n".join(text) + "\n"
     write_atomic(out / "report.md", report)
     return report
+
+
+def _plots_section(drawn: list[tuple[str, str]]) -> list[str]:
+    """The plots drawn (file name, description), each shown, after where their values are."""
+    return [
+        "## Plots",
+        "",
+        "The values the convergence plots draw, each run's loss and validation metric per epoch with its training "
+        "seconds: `convergence.csv`.",
+        "",
+        *[f"- `plots/{name}`: {description}\n\n  ![{name}](plots/{name})" for name, description in drawn],
+    ]
 
 
 def _readable(results: pd.DataFrame, folders: dict[str, Path], split: str) -> tuple[pd.DataFrame, list[LeftOut]]:

@@ -249,7 +249,10 @@ SWEEP_SET_HELP = (
 # recx report
 Results = Annotated[list[Path], typer.Argument(help="results.parquet files of sweeps (stacked).")]
 ReportOut = Annotated[
-    Path, typer.Option(help="Output folder: report.md, table.md/.csv/.tex, significance.md/.csv, plots/.")
+    Path,
+    typer.Option(
+        help="Output folder: report.md, table.md/.csv/.tex, significance.md/.csv, popularity.md/.csv, convergence.csv, plots/."
+    ),
 ]
 RunsFolder = Annotated[
     Optional[Path], typer.Option(help="Folder of the run folders (default: runs/ beside each file).")
