@@ -5,9 +5,12 @@ table (its lines start with "|"; the runs' own header lines go between them).
 With `--deterministic` every run sets `deterministic = true` (torch's deterministic algorithms on CUDA).
 On the CPU recx promises the same numbers for the same seed and a resumed run equal to the uninterrupted one
 (tests/test_resume.py). On CUDA some kernels sum in an order that depends on thread scheduling (atomic adds in
-index_add_ / scatter_add_, embedding backward), so this bench measures, per training kind, what holds there: "same"
-or the largest absolute weight difference; a case that fails is printed in the table, the others still run, and the
-bench exits 1. Run by hand on a GPU machine (the CPU run is the control):
+index_add_ / scatter_add_, embedding backward, cuSPARSE's products), so this bench measures, per training kind, what
+holds there: "same" or the largest absolute weight difference; a case that fails is printed in the table, the others
+still run, and the bench exits 1. Under `--deterministic` LightGCN's graph product and the ALS models' conjugate-
+gradient products (the wrmf and rgx cases) are summed in a fixed order (recx.models.segments); rgx's form text also
+sums RG's item weights by index_add_, which torch makes deterministic in that mode. Run by hand on a GPU machine (the
+CPU run is the control):
 
     PYTHONPATH=. python3 bench/gpu_determinism.py --device cuda [--epochs 3] [--users 2000] [--items 1000] [--mean-length 30]
     PYTHONPATH=. python3 bench/gpu_determinism.py --quick   # make ci-bench-quick: 2 epochs, 300 x 800, ~12 a user
@@ -47,6 +50,7 @@ CASES = {
     "multvae": {"model": "multvae", "loss": "full_softmax", "batch_size": 128},
     "fastvae midx_uni": {"model": "fastvae", "loss": "softmax", "sampler": "midx_uni", "n_negatives": 50},
     "wrmf": {"model": "wrmf"},
+    "rgx eq18, form text": {"model": "rgx", "model_args": {"weights": "eq18", "form": "text"}},
 }
 
 

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from recx.data.csr import CSR
-from recx.models import graph
+from recx.models import graph, segments
 
 
 def _adjacency(n_users=50, n_items=40, pairs=300):
@@ -22,10 +22,11 @@ def _adjacency(n_users=50, n_items=40, pairs=300):
 
 @pytest.mark.parametrize("chunk_entries", [1, 7, 64, 2**20])
 def test_ordered_rows_equal_the_sparse_product_and_its_gradient(monkeypatch, chunk_entries):
-    monkeypatch.setattr(graph, "CHUNK_ENTRIES", chunk_entries)
+    monkeypatch.setattr(segments, "CHUNK_ENTRIES", chunk_entries)
     adjacency = _adjacency()
     ordered = graph.OrderedRows(adjacency)
-    assert sum(end - first for _, _, first, end in ordered.chunks) == adjacency._nnz()
+    assert sum(end - first for _, _, first, end in ordered.rows.chunks) == adjacency._nnz()
+    assert (len(ordered.rows.chunks) == 1) == (chunk_entries == 2**20)
     x = torch.randn(adjacency.shape[0], 8, dtype=torch.float64, requires_grad=True)
     weights = torch.randn(adjacency.shape[0], 8, dtype=torch.float64)
     dense = adjacency.to_dense().to(torch.float64)

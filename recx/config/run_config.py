@@ -74,7 +74,7 @@ class RunConfig:
     deterministic: bool = setting(
         False,
         "On CUDA, torch's deterministic algorithms, so that the same seed repeats bit for bit as on the CPU "
-        "(LightGCN's graph product summed row by row; not yet the ALS models' sparse products).",
+        "(LightGCN's and the ALS models' sparse products summed row by row in a fixed order).",
         only_when_set=True,
     )
     optimizer: str = setting(

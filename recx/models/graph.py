@@ -10,6 +10,7 @@ from __future__ import annotations
 import torch
 
 from recx.data.csr import CSR
+from recx.models.segments import RowSegments
 
 
 def normalized_adjacency(train: CSR, n_users: int) -> torch.Tensor:
@@ -25,38 +26,20 @@ def normalized_adjacency(train: CSR, n_users: int) -> torch.Tensor:
     ).coalesce()
 
 
-CHUNK_ENTRIES = 2**20  # entries of Â per chunk of rows: [entries, d] gathered rows at a time
-
-
 class OrderedRows:
     """Â X for the symmetric Â (coalesced COO, so row-major): out_r = Σ_{e in row r} v_e X_{c_e}, each row's sum by
-    torch.segment_reduce (a row's entries summed in sequence: on CUDA one thread a row and column, no atomic adds),
-    in chunks of rows of at most CHUNK_ENTRIES entries. Its gradient Âᵀ G = Â G is the same product, so forward
-    and backward repeat bit for bit. Shapes: X [n, d] -> [n, d]."""
+    torch.segment_reduce in chunks of rows (recx.models.segments: a row's entries summed in sequence, no atomic
+    adds). Its gradient Âᵀ G = Â G is the same product, so forward and backward repeat bit for bit.
+    Shapes: X [n, d] -> [n, d]."""
 
     def __init__(self, adjacency: torch.Tensor):
         rows, self.columns = adjacency.indices()
         self.values = adjacency.values()
-        self.n_rows = adjacency.shape[0]
-        counts = torch.bincount(rows, minlength=self.n_rows)
-        ends = torch.cumsum(counts, 0).cpu()
-        self.lengths = counts
-        self.chunks = []  # (first row, end row, first entry, end entry), read once on the host
-        start_row, start_entry = 0, 0
-        while start_row < self.n_rows:
-            limit = start_entry + CHUNK_ENTRIES
-            end_row = max(int(torch.searchsorted(ends, limit, right=True)), start_row + 1)
-            end_entry = int(ends[end_row - 1])
-            self.chunks.append((start_row, end_row, start_entry, end_entry))
-            start_row, start_entry = end_row, end_entry
+        self.rows = RowSegments(torch.bincount(rows, minlength=adjacency.shape[0]))
 
     def product(self, x: torch.Tensor) -> torch.Tensor:
         """Â x, [n, d], without autograd."""
-        parts = []
-        for first_row, end_row, first, end in self.chunks:
-            terms = self.values[first:end, None] * x[self.columns[first:end]]
-            parts.append(torch.segment_reduce(terms, "sum", lengths=self.lengths[first_row:end_row], axis=0))
-        return torch.cat(parts)
+        return self.rows.sums(lambda first, end: self.values[first:end, None] * x[self.columns[first:end]])
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         """Â x with its gradient Â g (autograd)."""

@@ -95,6 +95,8 @@ class RankingGeneralizable(AlternatingModel):
             item_negative_target = 1.0
         else:
             user_ridge = ridge * (n_items * base + lengths * extra)
+            # Σ_{x∈U_y} c_x; on CUDA under deterministic algorithms torch's index_add_ sorts the entries by item and adds
+            # each item's terms in sequence (no atomic adds), so it repeats bit for bit there
             item_extra = torch.zeros(n_items, dtype=dtype, device=rows.device).index_add_(0, train.indices, extra[rows])
             item_ridge = ridge * (base.sum() + item_extra)
             item_negative_target = None

@@ -13,7 +13,9 @@ O(M N). Everything runs on the factors' device with no per-row Python loop:
 - cg: implicit's `least_squares_cg` (Takács et al. 2011) for all rows at once: warm start from the current rows,
   `cg_steps` steps, a row whose residual norm² falls below 1e-20 stops moving. A_r z_r is applied without forming
   A_r: the per-entry products y_j · z_r by one sampled dense-dense product (SDDMM) on the sparsity pattern, their
-  weighted sum by one sparse-dense product; memory O(|D| + R d). That is the accelerator branch; on the host
+  weighted sum by one sparse-dense product; memory O(|D| + R d). On CUDA under deterministic algorithms
+  (`deterministic: true`) both products are summed in a fixed order instead (OrderedProducts: gathered rows, each
+  row's sum in sequence), since cuSPARSE's do not repeat bit for bit. That is the accelerator branch; on the host
   branch each row runs its steps on its own in a compiled kernel (recx.kernels.conjugate_gradient), its neighbours' rows
   read once into cache.
 """
@@ -30,6 +32,7 @@ import torch
 from recx.core.device_paths import accelerator_branch
 from recx.kernels.conjugate_gradient import cg_rows, work_bounds
 from recx.models.als.layout import Chunk
+from recx.models.segments import RowSegments
 
 SOLVERS = ("cg", "cholesky")
 RESIDUAL_FLOOR = 1e-20
@@ -81,22 +84,18 @@ def exact_rows(part: ChunkSystem) -> torch.Tensor:
     return torch.cholesky_solve(part.rhs.unsqueeze(2), factor).squeeze(2)
 
 
-class SparseSystem:
-    """The whole side's system through sparse products (no gathered copy of Y). Int32 indices and preallocated
-    outputs spare the sparse kernels a conversion and a copy per call (about 2x on a CPU)."""
+class CsrProducts:
+    """The CG's two sparse products through torch's CSR kernels (on CUDA cuSPARSE's SpMM and SDDMM, whose sums do
+    not repeat bit for bit). Int32 indices and preallocated outputs spare the sparse kernels a conversion and a copy
+    per call (about 2x on a CPU)."""
 
     def __init__(self, system: RowSystem):
-        self.system = system
-        n_rows = system.indptr.numel() - 1
-        self.shape = (n_rows, system.other.shape[0])
-        self.other_t = system.other.T
-        eye = torch.eye(system.gram.shape[0], dtype=system.gram.dtype, device=system.gram.device)
-        self.dense = system.gram_scale[0] * system.gram + system.ridge[0] * eye if system.uniform else None
+        self.other, self.other_t = system.other, system.other.T
+        self.shape = (system.indptr.numel() - 1, system.other.shape[0])
         index_type = torch.int32 if system.neighbours.numel() < 2**31 else torch.int64
         self.indptr, self.neighbours = system.indptr.to(index_type), system.neighbours.to(index_type)
         self.pattern = self.csr(system.extra_weight)
         self.scores = self.csr(torch.empty_like(system.extra_weight))
-        self.product = system.other.new_empty(n_rows, system.other.shape[1])
 
     def csr(self, values: torch.Tensor) -> torch.Tensor:
         with warnings.catch_warnings():  # torch's one-time "sparse CSR support is in beta" notice
@@ -105,12 +104,59 @@ class SparseSystem:
 
     def weighted_sum(self, weights: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
         """Σ_{j ∈ pos(r)} weights_rj y_j for every row r, written into `out`."""
-        return torch.addmm(out, self.csr(weights), self.system.other, beta=0.0, out=out)
+        return torch.addmm(out, self.csr(weights), self.other, beta=0.0, out=out)
 
     def entry_scores(self, z: torch.Tensor) -> torch.Tensor:
         """y_j · z_r for every entry (r, j): one SDDMM on the sparsity pattern (into a reused buffer)."""
         torch.sparse.sampled_addmm(self.pattern, z, self.other_t, beta=0.0, out=self.scores)
         return self.scores.values()
+
+
+class OrderedProducts:
+    """The same two products with every sum in a fixed order, for CUDA under deterministic algorithms: a weighted
+    sum Σ_{j ∈ pos(r)} w_rj y_j adds row r's terms in sequence (recx.models.segments.RowSegments, no atomic adds), an
+    entry score y_j · z_r is a dense dot of the two gathered rows; both in chunks of rows of bounded entries."""
+
+    def __init__(self, system: RowSystem):
+        self.other, self.neighbours = system.other, system.neighbours
+        lengths = system.indptr[1:] - system.indptr[:-1]
+        self.rows = RowSegments(lengths)
+        every_row = torch.arange(lengths.numel(), device=lengths.device)
+        self.entry_rows = torch.repeat_interleave(every_row, lengths, output_size=system.neighbours.numel())
+        self.scores = torch.empty_like(system.extra_weight)
+
+    def weighted_sum(self, weights: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+        """Σ_{j ∈ pos(r)} weights_rj y_j for every row r, each row's terms added in entry order, written into `out`."""
+
+        def terms(first: int, end: int) -> torch.Tensor:
+            return weights[first:end, None] * self.other[self.neighbours[first:end]]
+
+        return out.copy_(self.rows.sums(terms))
+
+    def entry_scores(self, z: torch.Tensor) -> torch.Tensor:
+        """y_j · z_r for every entry (r, j), chunk by chunk (into a reused buffer)."""
+        for _, _, first, end in self.rows.chunks:
+            gathered = z[self.entry_rows[first:end]] * self.other[self.neighbours[first:end]]
+            self.scores[first:end] = gathered.sum(1)
+        return self.scores
+
+
+def in_fixed_order(x: torch.Tensor) -> bool:
+    """Whether the accelerator branch's CG sums its sparse products in a fixed order (OrderedProducts): on CUDA under
+    deterministic algorithms (`deterministic: true`)."""
+    return x.is_cuda and torch.are_deterministic_algorithms_enabled()
+
+
+class SparseSystem:
+    """The whole side's system through two sparse products (no gathered copy of Y): torch's CSR kernels
+    (CsrProducts), or with `ordered` the same products summed in a fixed order (OrderedProducts)."""
+
+    def __init__(self, system: RowSystem, ordered: bool = False):
+        self.system = system
+        self.products = OrderedProducts(system) if ordered else CsrProducts(system)
+        eye = torch.eye(system.gram.shape[0], dtype=system.gram.dtype, device=system.gram.device)
+        self.dense = system.gram_scale[0] * system.gram + system.ridge[0] * eye if system.uniform else None
+        self.product = system.other.new_empty(system.indptr.numel() - 1, system.other.shape[1])
 
     def dense_terms(self, z: torch.Tensor, out: torch.Tensor, sign: float) -> torch.Tensor:
         """out + sign (g_r G z_r + μ_r z_r)."""
@@ -122,14 +168,14 @@ class SparseSystem:
 
     def apply(self, z: torch.Tensor) -> torch.Tensor:
         """A_r z_r for every row, without forming A_r (into a buffer that the next call overwrites)."""
-        weights = self.entry_scores(z).mul_(self.system.extra_weight)
-        return self.dense_terms(z, self.weighted_sum(weights, self.product), 1.0)
+        weights = self.products.entry_scores(z).mul_(self.system.extra_weight)
+        return self.dense_terms(z, self.products.weighted_sum(weights, self.product), 1.0)
 
     def residual(self, x: torch.Tensor) -> torch.Tensor:
         """b_r − A_r x_r, with one sparse product for both b's and A x's entry sums."""
-        system = self.system
-        weights = system.target_weight - self.entry_scores(x).mul_(system.extra_weight)
-        out = self.weighted_sum(weights, torch.empty_like(x)).add_(system.shared_scale[:, None] * system.shared)
+        system, products = self.system, self.products
+        weights = system.target_weight - products.entry_scores(x).mul_(system.extra_weight)
+        out = products.weighted_sum(weights, torch.empty_like(x)).add_(system.shared_scale[:, None] * system.shared)
         return self.dense_terms(x, out, -1.0)
 
 
@@ -167,7 +213,7 @@ def solve_rows(
         for chunk in chunks:
             rows[chunk.rows] = exact_rows(ChunkSystem(system, chunk))
     elif accelerator_branch(rows):
-        rows.copy_(conjugate_gradient_rows(SparseSystem(system), rows, cg_steps))
+        rows.copy_(conjugate_gradient_rows(SparseSystem(system, in_fixed_order(rows)), rows, cg_steps))
     else:
         held = conjugate_gradient_each_row(rows, system, cg_steps)
     rows[system.zero_rows] = 0.0
