@@ -51,7 +51,9 @@ class UserEpochs(Runner):
         self.updates = 0
 
     def batch_objective(self, users: torch.Tensor, nnz: int | None = None) -> torch.Tensor:
-        """Σ_u [nll_u + β KL_u] over the batch's users (`nnz`: their number of training items, when known)."""
+        """Σ_u [nll_u + β KL_u] over the batch's users (`nnz`: their number of training items, when known). At β = 0
+        (anneal_cap 0, or the first update) the KL term is not computed: 0 · KL adds exactly 0 to the objective and
+        to every gradient wherever the KL is finite (where exp(log σ²) overflows it would have made them NaN)."""
         model = self.model
         rows, positives = model.history(users, nnz)
         mu, log_var = model.posterior(users, self.generator, (rows, positives))
@@ -60,7 +62,10 @@ class UserEpochs(Runner):
         draw = functools.partial(self.candidates, users, rows, positives) if self.sampler is not None else None
         histories = Histories(query, model.items, rows, positives, model.item_bias, draw, model.row_sparse_gradients)
         nll = self.loss_fn.over_histories(histories)
-        return nll + model.beta(self.updates) * model.kl_divergence(mu, log_var).sum()
+        beta = model.beta(self.updates)
+        if beta == 0:
+            return nll
+        return nll + beta * model.kl_divergence(mu, log_var).sum()
 
     def candidates(self, users: torch.Tensor, rows: torch.Tensor, positives: torch.Tensor, query: torch.Tensor):
         """`Histories.draw`: negatives drawn once per user for the logits' query (the sampler's `positives` are each
