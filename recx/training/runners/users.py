@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import math
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -33,6 +34,9 @@ from recx.training.build import build_loss, build_sampler
 from recx.training.runners.base import Runner
 from recx.training.runners.registry import RUNNERS
 from recx.training.schedule import EpochSchedule
+
+if TYPE_CHECKING:
+    from recx.models.multvae import History
 
 
 @RUNNERS.register("users")
@@ -55,26 +59,27 @@ class UserEpochs(Runner):
         (anneal_cap 0, or the first update) the KL term is not computed: 0 · KL adds exactly 0 to the objective and
         to every gradient wherever the KL is finite (where exp(log σ²) overflows it would have made them NaN)."""
         model = self.model
-        rows, positives = model.history(users, nnz)
-        mu, log_var = model.posterior(users, self.generator, (rows, positives))
+        history = model.history(users, nnz)
+        mu, log_var = model.posterior(users, self.generator, history)
         noise = torch.randn(mu.shape, generator=self.generator, device=mu.device, dtype=mu.dtype)
         query = model.decode(mu + noise * torch.exp(0.5 * log_var))
-        draw = functools.partial(self.candidates, users, rows, positives) if self.sampler is not None else None
-        histories = Histories(query, model.items, rows, positives, model.item_bias, draw, model.row_sparse_gradients)
+        draw = functools.partial(self.candidates, users, history) if self.sampler is not None else None
+        histories = Histories(
+            query, model.items, history.rows, history.items, model.item_bias, draw, model.row_sparse_gradients
+        )
         nll = self.loss_fn.over_histories(histories)
         beta = model.beta(self.updates)
         if beta == 0:
             return nll
         return nll + beta * model.kl_divergence(mu, log_var).sum()
 
-    def candidates(self, users: torch.Tensor, rows: torch.Tensor, positives: torch.Tensor, query: torch.Tensor):
+    def candidates(self, users: torch.Tensor, history: History, query: torch.Tensor):
         """`Histories.draw`: negatives drawn once per user for the logits' query (the sampler's `positives` are each
         user's first training item, only for the contract), and the positives' log q, asked for all of them at once
         as (user row, item) pairs."""
-        first = self.model.first_of_rows(rows, positives, users.numel())
-        batch = Batch(users, first, query, self.model.items.detach())
+        batch = Batch(users, history.items[history.firsts], query, self.model.items.detach())
         negatives = checked_draw(self.sampler, self.sampler.sample(batch), users.numel(), users.device)
-        return negatives, self.sampler.pair_log_probability(batch, rows, positives)
+        return negatives, self.sampler.pair_log_probability(batch, history.rows, history.items)
 
     def clear_gradients(self) -> None:
         """Zero the kept gradient buffers in place (allocated on first use: their gathered rows' sparse gradients
