@@ -5,10 +5,10 @@ for every runner; this runner owns an epoch's steps. A step encodes the users' h
 reparameterisation drawn from the run's generator), decodes the queries, and hands them with the users' training
 items to the run's loss as `Histories` (recx.losses.base): `full_softmax` (`multvae`) scores every item,
 `softmax` (`fastvae`, the FastVAE paper's §6) the run sampler's negatives, drawn once per user for the loss's logits
-and shared by the user's positives, the positives' log q from `Sampler.pair_log_probability`
-(recx.losses.user_softmax). The objective is Σ_u [nll_u + β_t KL_u] summed over the batch (the official FastVAE code's
-reduction, the scale at which Adam's weight decay of 0.01 was tuned); the recorded step loss is that sum divided by
-the batch's user count.
+and shared by the user's positives, and the positives' log q as (user row, item) pairs, both from
+`Sampler.sample_with_pair_log_probability` (recx.losses.user_softmax). The objective is Σ_u [nll_u + β_t KL_u]
+summed over the batch (the official FastVAE code's reduction, the scale at which Adam's weight decay of 0.01 was
+tuned); the recorded step loss is that sum divided by the batch's user count.
 Dense Adam (fused), the official codes' and the only optimizer these models declare (`resolve` refuses another),
 with `weight_decay` (mode `full`; the models refuse `batch`, an MF notion), its learning rate stepped down between
 epochs by the run's schedule (recx.training.schedule; the official FastVAE code's StepLR). The model/loss pairing and
@@ -78,8 +78,8 @@ class UserEpochs(Runner):
         user's first training item, only for the contract), and the positives' log q, asked for all of them at once
         as (user row, item) pairs."""
         batch = Batch(users, history.items[history.firsts], query, self.model.items.detach())
-        negatives = checked_draw(self.sampler, self.sampler.sample(batch), users.numel(), users.device)
-        return negatives, self.sampler.pair_log_probability(batch, history.rows, history.items)
+        negatives, log_q = self.sampler.sample_with_pair_log_probability(batch, history.rows, history.items)
+        return checked_draw(self.sampler, negatives, users.numel(), users.device), log_q
 
     def clear_gradients(self) -> None:
         """Zero the kept gradient buffers in place (allocated on first use: their gathered rows' sparse gradients
