@@ -137,3 +137,21 @@ def test_sampling_with_the_pairs_log_q_is_the_two_calls_bit_for_bit(name, args, 
     assert torch.equal(negatives.log_q, expected[0].log_q)
     assert torch.equal(negatives.positive_log_q, expected[0].positive_log_q)
     assert torch.equal(pairs, expected[1])
+
+
+def test_a_midx_subclass_that_replaces_sample_is_sampled_through_it():
+    """A subclass (a plugin's) that replaces `sample` gets its own draws in FastVAE's step, not MIDX's fused ones."""
+
+    class Replaced(midx.MidxPopularity):
+        def sample(self, batch):
+            negatives = super().sample(batch)
+            negatives.items = negatives.items.flip(1)
+            return negatives
+
+    dataset = random_dataset(20, 40, density=0.4, seed=2)
+    batch = random_batch(dataset, batch_size=7, dim=6, seed=3)
+    sampler = make_sampler("midx_pop", dataset, 5, **SAMPLER_CASES["midx_pop"].args)
+    sampler.__class__ = Replaced
+    negatives, _ = sampler.sample_with_pair_log_probability(batch, torch.arange(7), batch.positives)
+    expected = make_sampler("midx_pop", dataset, 5, **SAMPLER_CASES["midx_pop"].args).sample(batch)
+    assert torch.equal(negatives.items, expected.items.flip(1))
