@@ -271,8 +271,11 @@ def test_the_epochs_history_sizes_are_each_steps_training_items():
     sizes = runner.history_sizes(order)
     lengths = dataset.train.row_lengths()
     assert sizes == [int(lengths[order[s * 5 : (s + 1) * 5]].sum()) for s in range(runner.n_steps)]
-    rows, items = model.history(order[:5], sizes[0])
-    assert torch.equal(rows, model.history(order[:5])[0]) and items.numel() == sizes[0]
+    history = model.history(order[:5], sizes[0])
+    assert torch.equal(history.rows, model.history(order[:5]).rows) and history.items.numel() == sizes[0]
+    assert torch.equal(history.lengths, lengths[order[:5]])
+    assert torch.equal(history.rows[history.firsts], torch.arange(5))  # each user's first pair
+    assert torch.equal(history.items[history.firsts], dataset.train.indices[dataset.train.indptr[order[:5]]])
 
 
 @pytest.mark.gpu

@@ -1,7 +1,8 @@
 """`pair_log_probability` (a query's many items as (row, item) pairs, FastVAE's positives) equals
 `log_probability` read at each pair, for every sampler with a closed-form proposal; the overrides compute the
 per-query terms once per row, the exact MIDX chunk by chunk. It also carries the normaliser `sample` gives a
-query's candidates: FastVAE reads its positives' log q through it and its negatives' from `sample`."""
+query's candidates: FastVAE reads its positives' log q through it and its negatives' from `sample`, both from one
+`sample_with_pair_log_probability`, which gives the two calls' numbers to the bit."""
 
 from __future__ import annotations
 
@@ -114,3 +115,43 @@ def test_pairs_share_the_normaliser_of_the_drawn_candidates(name, args):
     drawn = sampler.sample(batch)
     pairs = sampler.pair_log_probability(batch, torch.arange(7), batch.positives)
     assert torch.allclose(pairs.double(), drawn.positive_log_q.double(), atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize("chunk_entries", [None, 3 * 40], ids=["one-chunk", "chunks-of-3-rows"])
+@pytest.mark.parametrize("name, args", SAMPLERS_WITH_LOG_Q, ids=IDS)
+def test_sampling_with_the_pairs_log_q_is_the_two_calls_bit_for_bit(name, args, chunk_entries, monkeypatch):
+    """`sample_with_pair_log_probability` (FastVAE's step) gives the draws, log q and pairs' log q of `sample` then
+    `pair_log_probability` from the same generator state, to the bit: MIDX's override (one proposal, one pass of
+    log q) and, with the exact sampler's queries in several chunks, the two calls it falls back to."""
+    if chunk_entries is not None:
+        monkeypatch.setattr(midx, "EXACT_CHUNK_ENTRIES", chunk_entries)
+    dataset = random_dataset(20, 40, density=0.4, seed=2)
+    batch = random_batch(dataset, batch_size=7, dim=6, seed=3)
+    generator = torch.Generator().manual_seed(4)
+    rows = torch.randint(0, 7, (60,), generator=generator)
+    items = torch.randint(0, 40, (60,), generator=generator)
+    separate = make_sampler(name, dataset, 5, **args)
+    expected = separate.sample(batch), separate.pair_log_probability(batch, rows, items)
+    negatives, pairs = make_sampler(name, dataset, 5, **args).sample_with_pair_log_probability(batch, rows, items)
+    assert torch.equal(negatives.items, expected[0].items)
+    assert torch.equal(negatives.log_q, expected[0].log_q)
+    assert torch.equal(negatives.positive_log_q, expected[0].positive_log_q)
+    assert torch.equal(pairs, expected[1])
+
+
+def test_a_midx_subclass_that_replaces_sample_is_sampled_through_it():
+    """A subclass (a plugin's) that replaces `sample` gets its own draws in FastVAE's step, not MIDX's fused ones."""
+
+    class Replaced(midx.MidxPopularity):
+        def sample(self, batch):
+            negatives = super().sample(batch)
+            negatives.items = negatives.items.flip(1)
+            return negatives
+
+    dataset = random_dataset(20, 40, density=0.4, seed=2)
+    batch = random_batch(dataset, batch_size=7, dim=6, seed=3)
+    sampler = make_sampler("midx_pop", dataset, 5, **SAMPLER_CASES["midx_pop"].args)
+    sampler.__class__ = Replaced
+    negatives, _ = sampler.sample_with_pair_log_probability(batch, torch.arange(7), batch.positives)
+    expected = make_sampler("midx_pop", dataset, 5, **SAMPLER_CASES["midx_pop"].args).sample(batch)
+    assert torch.equal(negatives.items, expected.items.flip(1))

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -63,9 +64,15 @@ class MultVAEArgs:
     item_bias: bool = arg(False, help="multvae: a trained output bias b_i in the softmax, left out at evaluation")
 
 
-def row_counts(rows: torch.Tensor, n_rows: int) -> torch.Tensor:
-    """How many times each of 0..n_rows-1 occurs in `rows` (bincount without its CUDA host sync)."""
-    return torch.zeros(n_rows, dtype=rows.dtype, device=rows.device).index_add_(0, rows, torch.ones_like(rows))
+class History(NamedTuple):
+    """The training items of a batch of B users as P (row, item) pairs in row order: rows [P] (the user's position
+    in the batch) and items [P], with each user's number of items, lengths [B], and the position of its first pair,
+    firsts [B] = cumsum(lengths) - lengths."""
+
+    rows: torch.Tensor
+    items: torch.Tensor
+    lengths: torch.Tensor
+    firsts: torch.Tensor
 
 
 @MODELS.register("multvae")
@@ -107,26 +114,26 @@ class MultVAE(Model):
         self.items = table(args.item_init)
         self.item_bias = nn.Parameter(torch.zeros(n_items)) if args.item_bias else None
 
-    def history(self, users: torch.Tensor, nnz: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-        """(row [nnz], item [nnz]): the training items of `users`, row = position of the user in `users`. `nnz`, their
+    def history(self, users: torch.Tensor, nnz: int | None = None) -> History:
+        """The training items of `users` (row = position of the user in `users`), read from the CSR. `nnz`, their
         number when the caller knows it, spares a CUDA host sync."""
         starts = self.history_indptr[users]
         lengths = self.history_indptr[users + 1] - starts
         rows = torch.repeat_interleave(torch.arange(users.numel(), device=users.device), lengths, output_size=nnz)
-        offsets = torch.arange(rows.numel(), device=users.device) - (torch.cumsum(lengths, 0) - lengths)[rows]
-        return rows, self.history_items[starts[rows] + offsets]
+        firsts = torch.cumsum(lengths, 0) - lengths
+        offsets = torch.arange(rows.numel(), device=users.device) - firsts[rows]
+        return History(rows, self.history_items[starts[rows] + offsets], lengths, firsts)
 
     def posterior(
         self,
         users: torch.Tensor,
         generator: torch.Generator | None = None,
-        history: tuple[torch.Tensor, torch.Tensor] | None = None,
+        history: History | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """(μ, log σ²) [B, dim] from the users' training histories (`history`: their (row, item) pairs when the
-        caller has them already); `generator` given: dropout is applied (at `dropout_at`)."""
-        rows, items = self.history(users) if history is None else history
-        lengths = row_counts(rows, users.numel()).clamp_min(1).to(self.items.dtype)
-        weights = lengths.rsqrt()[rows]
+        """(μ, log σ²) [B, dim] from the users' training histories (`history`: `self.history(users)` when the caller
+        has it already); `generator` given: dropout is applied (at `dropout_at`)."""
+        rows, items, lengths, _ = self.history(users) if history is None else history
+        weights = lengths.clamp_min(1).to(self.items.dtype).rsqrt()[rows]
         dropout = self.args.dropout if generator is not None else 0.0
         if dropout > 0 and self.args.dropout_at == "input":
             keep = torch.rand(rows.shape, generator=generator, device=rows.device) >= dropout
@@ -165,12 +172,6 @@ class MultVAE(Model):
     def kl_divergence(mu: torch.Tensor, log_var: torch.Tensor) -> torch.Tensor:
         """KL(N(μ, σ²) ‖ N(0, I)) per row: ½ Σ (σ² + μ² - 1 - log σ²)."""
         return 0.5 * (log_var.exp() + mu.pow(2) - 1 - log_var).sum(-1)
-
-    @staticmethod
-    def first_of_rows(rows: torch.Tensor, items: torch.Tensor, n_rows: int) -> torch.Tensor:
-        """The first of each row's items [n_rows], from a history's (row [nnz], item [nnz]) in row order."""
-        lengths = row_counts(rows, n_rows)
-        return items[torch.cumsum(lengths, 0) - lengths]
 
     def kept_gradient_tables(self) -> list[nn.Parameter]:
         """The tables whose gradient buffers a step keeps and zeroes in place (their gathered rows send row-sparse

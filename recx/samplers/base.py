@@ -142,6 +142,14 @@ class Sampler:
         per_pair = Batch(batch.users[rows], items, batch.query[rows], batch.item_table)
         return self.log_probability(per_pair, items[:, None])[:, 0]
 
+    def sample_with_pair_log_probability(
+        self, batch: Batch, rows: torch.Tensor, items: torch.Tensor
+    ) -> tuple[Negatives, torch.Tensor]:
+        """(`sample(batch)`, `pair_log_probability(batch, rows, items)`): a user's negatives and its positives' log q
+        from one query (FastVAE's step). This default makes the two calls; samplers whose two share per-query terms
+        (MIDX's proposal) override it to compute them once, with the same draws and the same numbers."""
+        return self.sample(batch), self.pair_log_probability(batch, rows, items)
+
 
 def output_problem(negatives, n_queries: int, n_items: int, device: torch.device) -> str | None:
     """What is wrong with a sampler's draw for a batch of `n_queries` queries over `n_items` items (the contract of

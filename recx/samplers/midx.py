@@ -151,25 +151,57 @@ class InvertedMultiIndexSampler(Sampler):
         items, log_q, positive_log_q = [], [], []
         for query, positives in zip(self._chunks(batch.query), self._chunks(batch.positives), strict=True):
             proposal = self.proposal(query, batch.item_table)
-            uniforms = torch.rand(
-                (3, query.shape[0], self.n_negatives),
-                generator=self.generator,
-                device=query.device,
-                dtype=torch.float64,
-            ).permute(1, 2, 0)  # [B, n, 3]
-            drawn = draw_cells_and_items(
-                proposal.log_joint,
-                proposal.cumulative,
-                self.codebooks.cell_ptr,
-                self.codebooks.order,
-                uniforms,
-                self.codebooks.largest_cell,
-                self.kernels,
-            )
+            drawn = self._draw(proposal)
             items.append(drawn)
             log_q.append(self._log_q(proposal, drawn))
             positive_log_q.append(self._log_q(proposal, positives[:, None])[:, 0])
         return Negatives(torch.cat(items), torch.cat(log_q), torch.cat(positive_log_q))
+
+    def sample_with_pair_log_probability(
+        self, batch: Batch, rows: torch.Tensor, items: torch.Tensor
+    ) -> tuple[Negatives, torch.Tensor]:
+        """With the queries in one chunk (the static variants; the exact one when B·M fits a chunk): the proposal
+        once, and one pass of `_log_q` over the negatives [B, n], the positives [B] and the pairs [P] laid end to end
+        as (row, item) pairs; the same draws and numbers as the two calls, which several chunks make (and a subclass
+        that overrides either)."""
+        self._ready(batch)
+        if len(self._chunks(batch.query)) > 1 or self._replaces_sampling():
+            return super().sample_with_pair_log_probability(batch, rows, items)
+        proposal = self.proposal(batch.query, batch.item_table)
+        drawn = self._draw(proposal)
+        n_queries, n = drawn.shape
+        query_rows = torch.arange(n_queries, device=drawn.device)
+        log_q = self._log_q(
+            proposal,
+            torch.cat([drawn.reshape(-1), batch.positives, items]),
+            torch.cat([query_rows[:, None].expand(-1, n).reshape(-1), query_rows, rows]),
+        )
+        negative_log_q, positive_log_q, pair_log_q = log_q.split([drawn.numel(), n_queries, items.numel()])
+        return Negatives(drawn, negative_log_q.view(n_queries, n), positive_log_q), pair_log_q
+
+    def _replaces_sampling(self) -> bool:
+        """Whether a subclass replaced `sample` or `pair_log_probability` (then its own two calls are made)."""
+        own = InvertedMultiIndexSampler
+        return type(self).sample is not own.sample or type(self).pair_log_probability is not own.pair_log_probability
+
+    def _draw(self, proposal: Proposal) -> torch.Tensor:
+        """`n_negatives` items [B, n] for each query of the proposal, from three uniforms per draw."""
+        n_queries = proposal.first.shape[0]
+        uniforms = torch.rand(
+            (3, n_queries, self.n_negatives),
+            generator=self.generator,
+            device=proposal.first.device,
+            dtype=torch.float64,
+        ).permute(1, 2, 0)  # [B, n, 3]
+        return draw_cells_and_items(
+            proposal.log_joint,
+            proposal.cumulative,
+            self.codebooks.cell_ptr,
+            self.codebooks.order,
+            uniforms,
+            self.codebooks.largest_cell,
+            self.kernels,
+        )
 
     def _chunks(self, tensor: torch.Tensor) -> tuple[torch.Tensor, ...]:
         return (tensor,)

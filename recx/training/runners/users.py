@@ -5,10 +5,10 @@ for every runner; this runner owns an epoch's steps. A step encodes the users' h
 reparameterisation drawn from the run's generator), decodes the queries, and hands them with the users' training
 items to the run's loss as `Histories` (recx.losses.base): `full_softmax` (`multvae`) scores every item,
 `softmax` (`fastvae`, the FastVAE paper's §6) the run sampler's negatives, drawn once per user for the loss's logits
-and shared by the user's positives, the positives' log q from `Sampler.pair_log_probability`
-(recx.losses.user_softmax). The objective is Σ_u [nll_u + β_t KL_u] summed over the batch (the official FastVAE code's
-reduction, the scale at which Adam's weight decay of 0.01 was tuned); the recorded step loss is that sum divided by
-the batch's user count.
+and shared by the user's positives, and the positives' log q as (user row, item) pairs, both from
+`Sampler.sample_with_pair_log_probability` (recx.losses.user_softmax). The objective is Σ_u [nll_u + β_t KL_u]
+summed over the batch (the official FastVAE code's reduction, the scale at which Adam's weight decay of 0.01 was
+tuned); the recorded step loss is that sum divided by the batch's user count.
 Dense Adam (fused), the official codes' and the only optimizer these models declare (`resolve` refuses another),
 with `weight_decay` (mode `full`; the models refuse `batch`, an MF notion), its learning rate stepped down between
 epochs by the run's schedule (recx.training.schedule; the official FastVAE code's StepLR). The model/loss pairing and
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import math
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -33,6 +34,9 @@ from recx.training.build import build_loss, build_sampler
 from recx.training.runners.base import Runner
 from recx.training.runners.registry import RUNNERS
 from recx.training.schedule import EpochSchedule
+
+if TYPE_CHECKING:
+    from recx.models.multvae import History
 
 
 @RUNNERS.register("users")
@@ -51,25 +55,31 @@ class UserEpochs(Runner):
         self.updates = 0
 
     def batch_objective(self, users: torch.Tensor, nnz: int | None = None) -> torch.Tensor:
-        """Σ_u [nll_u + β KL_u] over the batch's users (`nnz`: their number of training items, when known)."""
+        """Σ_u [nll_u + β KL_u] over the batch's users (`nnz`: their number of training items, when known). At β = 0
+        (anneal_cap 0, or the first update) the KL term is not computed: 0 · KL adds exactly 0 to the objective and
+        to every gradient wherever the KL is finite (where exp(log σ²) overflows it would have made them NaN)."""
         model = self.model
-        rows, positives = model.history(users, nnz)
-        mu, log_var = model.posterior(users, self.generator, (rows, positives))
+        history = model.history(users, nnz)
+        mu, log_var = model.posterior(users, self.generator, history)
         noise = torch.randn(mu.shape, generator=self.generator, device=mu.device, dtype=mu.dtype)
         query = model.decode(mu + noise * torch.exp(0.5 * log_var))
-        draw = functools.partial(self.candidates, users, rows, positives) if self.sampler is not None else None
-        histories = Histories(query, model.items, rows, positives, model.item_bias, draw, model.row_sparse_gradients)
+        draw = functools.partial(self.candidates, users, history) if self.sampler is not None else None
+        histories = Histories(
+            query, model.items, history.rows, history.items, model.item_bias, draw, model.row_sparse_gradients
+        )
         nll = self.loss_fn.over_histories(histories)
-        return nll + model.beta(self.updates) * model.kl_divergence(mu, log_var).sum()
+        beta = model.beta(self.updates)
+        if beta == 0:
+            return nll
+        return nll + beta * model.kl_divergence(mu, log_var).sum()
 
-    def candidates(self, users: torch.Tensor, rows: torch.Tensor, positives: torch.Tensor, query: torch.Tensor):
+    def candidates(self, users: torch.Tensor, history: History, query: torch.Tensor):
         """`Histories.draw`: negatives drawn once per user for the logits' query (the sampler's `positives` are each
         user's first training item, only for the contract), and the positives' log q, asked for all of them at once
         as (user row, item) pairs."""
-        first = self.model.first_of_rows(rows, positives, users.numel())
-        batch = Batch(users, first, query, self.model.items.detach())
-        negatives = checked_draw(self.sampler, self.sampler.sample(batch), users.numel(), users.device)
-        return negatives, self.sampler.pair_log_probability(batch, rows, positives)
+        batch = Batch(users, history.items[history.firsts], query, self.model.items.detach())
+        negatives, log_q = self.sampler.sample_with_pair_log_probability(batch, history.rows, history.items)
+        return checked_draw(self.sampler, negatives, users.numel(), users.device), log_q
 
     def clear_gradients(self) -> None:
         """Zero the kept gradient buffers in place (allocated on first use: their gathered rows' sparse gradients
