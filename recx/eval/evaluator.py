@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import functools
 import itertools
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
 
@@ -32,6 +32,7 @@ from recx.eval.strata import STRATA
 # not once a batch: on a GPU the per-batch launches were 5.6x the bare matmul + top-k); all the metrics at all the
 # cut-offs in all the strata of a group take one set of kernels (recx.eval.metrics.registry.per_user_table).
 METRIC_ROWS = 1 << 16
+ALIGNMENT = 64  # bytes: where the CPU allocator starts every tensor (c10's gAlignment)
 
 
 @dataclass
@@ -172,6 +173,19 @@ def excluded_positions(
     return list(merged.split([sum(row) for row in counts]))
 
 
+def batch_queries(model, users: torch.Tensor, batch_size: int) -> Iterator[torch.Tensor]:
+    """Each batch's queries in turn: [len(batch), d] for the batches `users.split(batch_size)`, bit for bit
+    `model.query(batch)`. A model whose query is row by row (`row_queries`: recx.models.base.Model) computes every
+    user's at once, [U, d], and each batch is a slice of it: no operator a batch (the slice copied only where it
+    does not start on ALIGNMENT bytes, as a fresh tensor does: MKL's matrix product rounds otherwise off that
+    alignment); any other model's query runs once a batch."""
+    if not getattr(model, "row_queries", False):
+        yield from (model.query(batch) for batch in users.split(batch_size))
+        return
+    for rows in model.query(users).split(batch_size):
+        yield rows if rows.data_ptr() % ALIGNMENT == 0 else rows.clone()
+
+
 def group_batches(n_users: int, batch_size: int) -> int:
     """Batches per group: the fewest whose users reach METRIC_ROWS (every user, if fewer)."""
     return max(1, min(-(-METRIC_ROWS // batch_size), -(-n_users // batch_size)))
@@ -194,10 +208,11 @@ def evaluate(
     `keep_per_user`: also each evaluated user's values (paired tests). `after_batch(users done, users in all)` is
     called after each batch (progress display).
 
-    A batch is the product of its users' queries with the item table, one write of -inf at the excluded items and
-    the top-k; its lists are scored with those of the other batches of its group (>= METRIC_ROWS users): every
-    per-user metric at every k in every stratum from one hit matrix (`per_user_table`) and the items' counts at
-    every k (`cutoff_counts`). The per-user values stay on the device and are averaged once, at the end: between the
+    A batch is the product of its users' queries with the item table (the queries of every user computed at once
+    when the model's are row by row: `batch_queries`), one write of -inf at the excluded items and the top-k; its
+    lists are scored with those of the other batches of its group (>= METRIC_ROWS users): every per-user metric at
+    every k in every stratum from one hit matrix (`per_user_table`) and the items' counts at every k
+    (`cutoff_counts`). The per-user values stay on the device and are averaged once, at the end: between the
     first batch and that read, the evaluator and recx's cut-off metrics neither read the device nor copy to it from
     the host (`auc_beta` reads each batch's held-out count): the host queues work ahead of a GPU, never waiting."""
     target = dataset.split(split)
@@ -217,6 +232,7 @@ def evaluate(
     counts = torch.zeros(len(ks), dataset.n_items, dtype=torch.float64, device=users_all.device)
     seen_counts = batch_counts(users_all, seen, batch_size)  # [batch][csr]
     per_group = group_batches(users_all.numel(), batch_size)
+    queries = batch_queries(model, users_all, batch_size)
     for first in range(0, len(seen_counts), per_group):
         batches = range(first, min(first + per_group, len(seen_counts)))
         group = users_all[first * batch_size : batches.stop * batch_size]
@@ -224,7 +240,7 @@ def evaluate(
         lists = []
         for batch, positions in zip(batches, excluded, strict=True):
             users = users_all[batch * batch_size : (batch + 1) * batch_size]
-            scores = model.query(users) @ item_table.T
+            scores = next(queries) @ item_table.T
             scores.view(-1).index_fill_(0, positions, float("-inf"))
             lists.append(scores.topk(max_k, dim=1, sorted=True).indices)
             if auc_beta is not None:

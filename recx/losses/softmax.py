@@ -57,6 +57,12 @@ def divided(values: torch.Tensor, temperature: float) -> torch.Tensor:
     return values if temperature == 1.0 else values / temperature
 
 
+def shifted(lse: torch.Tensor, shift: torch.Tensor | float) -> torch.Tensor:
+    """lse - shift [B], the subtraction skipped for the float shift 0 (x - 0.0 is x for every float, -0.0, ±inf
+    and NaN included: one launch fewer forward, where log q is a column's or not corrected)."""
+    return lse if isinstance(shift, float) and shift == 0.0 else lse - shift
+
+
 def split_log_q(neg_log_q: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor | float]:
     """(log q to subtract from each candidate's logit, or None; a per-row shift of the log-sum-exp, or 0): a row
     whose log q is the same for every candidate (a stride-0 row: uniform proposals) becomes the shift."""
@@ -185,7 +191,7 @@ class SampledSoftmax(Loss):
             self.args.logq_correction,
         )
         if batch.neg_segments is None:
-            return (torch.logaddexp(pos, RowLogSumExp.apply(neg) - shift) - pos).mean()
+            return (torch.logaddexp(pos, shifted(RowLogSumExp.apply(neg), shift)) - pos).mean()
         return segmented_cross_entropy(pos, neg.expand(pos.shape[0], -1), shift, batch.neg_segments)
 
     def over_shared_candidates(
@@ -211,13 +217,14 @@ class SampledSoftmax(Loss):
             pos = pos - pos_log_q
             column_log_q, shift = split_log_q(neg_log_q)
         if segments is None:
-            lse = SharedCandidateLogSumExp.apply(query, candidates, column_log_q, mask) - shift
+            lse = shifted(SharedCandidateLogSumExp.apply(query, candidates, column_log_q, mask), shift)
             return (torch.logaddexp(pos, lse) - pos).mean()
         total, start = pos.new_zeros(()), 0
         for size, weight in segments:
             part = slice(start, start + size)
             group_log_q = None if column_log_q is None else column_log_q[:, part]
-            lse = SharedCandidateLogSumExp.apply(query, candidates[part], group_log_q, group_mask(mask, part)) - shift
+            lse = SharedCandidateLogSumExp.apply(query, candidates[part], group_log_q, group_mask(mask, part))
+            lse = shifted(lse, shift)
             total = total + weight * (torch.logaddexp(pos, lse) - pos).mean()
             start += size
         return total
@@ -253,7 +260,7 @@ def segmented_cross_entropy(
     """Σ_g w_g mean(log(exp(o_pos) + Σ_{j ∈ g} exp(o_j - shift)) - o_pos) over the column groups g of `neg` [B, n]."""
     total, start = pos.new_zeros(()), 0
     for size, weight in segments:
-        group = RowLogSumExp.apply(neg[:, start : start + size]) - shift
+        group = shifted(RowLogSumExp.apply(neg[:, start : start + size]), shift)
         total = total + weight * (torch.logaddexp(pos, group) - pos).mean()
         start += size
     return total

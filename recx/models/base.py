@@ -28,6 +28,10 @@ class Model(nn.Module):
     closed_form_sampler: ClassVar[bool] = False
     ordered_examples: ClassVar[bool] = True  # its epochs take training examples in an order: `fixed_order` applies
     alternates: ClassVar[bool] = False  # fitted by alternating half-steps (user, then item): `half_steps` applies
+    # `query(users)` computes each user's row alone (gathers and row-wise operations, no product across rows), so the
+    # queries of all users at once are bit for bit those of any batch of them: the evaluator then computes them once
+    # (a subclass whose query mixes rows, e.g. through a matrix product, must set it False)
+    row_queries: ClassVar[bool] = False
     n_users: int
     n_items: int
 

@@ -30,6 +30,7 @@ class LightGCNArgs(EmbeddingArgs):
 class LightGCN(EmbeddingModel):
     summary = "LightGCN: embeddings averaged over the layers of a normalised user-item graph propagation"
     Args = LightGCNArgs
+    row_queries = True  # the user's row of the propagated table (computed once, cached), scored on its own
     args: LightGCNArgs
 
     def __init__(self, n_users: int, n_items: int, dim: int, args: LightGCNArgs, dataset=None):

@@ -20,6 +20,7 @@ class MFArgs(EmbeddingArgs):
 class MatrixFactorization(EmbeddingModel):
     summary = "matrix factorisation: a user and an item table, score = u · i (or cosine / τ)"
     Args = MFArgs
+    row_queries = True  # the user's row, normalised and scaled on its own (recx.models.scoring)
 
     def encode(self, users: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return gather_rows(self.user_embedding, users), self.item_embedding

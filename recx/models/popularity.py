@@ -33,6 +33,7 @@ class MostPopular(Model):
     optimizers = ()
     runner_note = "nothing to train"
     ordered_examples = False
+    row_queries = True  # [1] for every user
     scores: torch.Tensor  # a buffer [n_items, 1]
 
     def __init__(self, n_users: int, n_items: int, dim: int, args: MostPopularArgs, dataset=None):

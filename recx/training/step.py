@@ -45,11 +45,20 @@ def scores_from_table(
     return (query * positive_repr).sum(-1), neg_scores, positive_repr
 
 
+def positive_and_candidate_rows(rows: torch.Tensor, batch: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(the positives' rows [B, d], the shared candidates' [n, d]) of `rows` [B + n, d], split rather than sliced:
+    the backward writes their gradients into one [B + n, d] tensor (a `cat`) instead of a zero-filled one for each
+    slice and their sum, g + 0. The same values: only the sign of an exact zero differs (-0.0 + 0 is +0.0), which
+    dense Adam's sum of the sparse gradient into zeros drops too (a row-sparse optimizer's compiled sum starts from
+    a row's first gradient: there it could move a parameter that is exactly ±0 to the other zero)."""
+    positive_rows, candidate_rows = rows.split([batch, rows.shape[0] - batch])
+    return positive_rows, candidate_rows
+
+
 def shared_scores_from_rows(query: torch.Tensor, rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """`rows` are the positives' [B] then the shared candidates' representations."""
-    batch = query.shape[0]
-    positive_repr = rows[:batch]
-    return (query * positive_repr).sum(-1), query @ rows[batch:].T, positive_repr
+    positive_repr, candidates = positive_and_candidate_rows(rows, query.shape[0])
+    return (query * positive_repr).sum(-1), query @ candidates.T, positive_repr
 
 
 def per_query_scores_from_rows(
@@ -152,13 +161,14 @@ def shared_candidate_loss(
 ) -> torch.Tensor:
     """The loss from the representations of candidates shared by the batch (input "shared_candidates")."""
     query, rows = model.rows(users, torch.cat([positives, negatives.items[0]]))
-    pos_scores = (query * rows[: positives.numel()]).sum(-1)
+    positive_rows, candidate_rows = positive_and_candidate_rows(rows, positives.numel())
+    pos_scores = (query * positive_rows).sum(-1)
     mask = None
     if loss_fn.mask_positive and not negatives.keeps_positive:
         mask = positive_mask(negatives.items, positives)
     return loss_fn.over_shared_candidates(
         query,
-        rows[positives.numel() :],
+        candidate_rows,
         pos_scores,
         negatives.positive_log_q,
         negatives.log_q,

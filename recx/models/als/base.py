@@ -44,6 +44,7 @@ class AlternatingModel(Model):
     optimizers = ()
     runner_note = "closed-form alternating solves (no optimizer, no sampler)"
     alternates = True
+    row_queries = True  # the user's row of the factors
     ordered_examples = False
     Args = AlternatingArgs
 
