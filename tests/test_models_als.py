@@ -18,6 +18,8 @@ from recx.core.errors import RecxError
 from recx.core.progress import make_progress
 from recx.data.csr import CSR
 from recx.kernels.conjugate_gradient import work_bounds
+from recx.models.als import layout
+from recx.models.als import problem as problem_module
 from recx.models.als import solve as solve_module
 from recx.models.als.base import DTYPES
 from recx.models.als.layout import chunk_bounds, padded_chunks
@@ -271,6 +273,29 @@ def test_batched_solves_equal_per_row_solves():
     assert len(per_row) == N_USERS
     solve_rows(one_by_one, system, per_row, "cholesky")
     torch.testing.assert_close(together, one_by_one, rtol=1e-12, atol=1e-12)
+
+
+def test_accelerator_chunks_are_fewer_and_solve_the_same(monkeypatch):
+    """On the accelerator branch a half-step solves in chunks as large as its memory bound allows (fewer launches:
+    layout.chunk_budget) and the loss scores its entries in as large chunks (problem.loss_chunk); the factors and
+    losses are the host branch's, whose small chunks are forced smaller still here so that the two differ."""
+    monkeypatch.setattr(layout, "HOST_BUDGET", (8, 2))
+    monkeypatch.setattr(problem_module, "LOSS_CHUNK", 5)
+    results = {}
+    for forced in (False, True):
+        model = make_model("rgx-eq18", solver="cholesky")
+        problem = model.weighted_squares(to_csr(random_matrix(7)))
+        with forced_accelerator_branches() if forced else contextlib.nullcontext():
+            losses = torch.stack([model.solve_users(problem), model.solve_items(problem)])
+            chunks = problem.users.chunks(model.user_factors.data), problem.items.chunks(model.item_factors.data)
+            assert layout.chunk_budget(model.user_factors.data) == (
+                ((layout.ACCELERATOR_GATHERED // DIM, layout.ACCELERATOR_SYSTEMS // DIM**2)) if forced else (8, 2)
+            )
+        results[forced] = model.user_factors.data.clone(), model.item_factors.data.clone(), losses
+        counts = [len(side) for side in chunks]
+        assert counts == [1, 1] if forced else min(counts) > 2
+    for host, accelerator in zip(results[False], results[True], strict=True):
+        torch.testing.assert_close(accelerator, host, rtol=1e-12, atol=1e-12)
 
 
 def test_chunks_cover_every_row_once_within_budget():

@@ -15,8 +15,8 @@ from torch import nn
 
 from recx.core.args import arg
 from recx.data.csr import CSR
-from recx.models.als.problem import WeightedSquares
-from recx.models.als.solve import SOLVERS, solve_rows
+from recx.models.als.problem import Side, WeightedSquares
+from recx.models.als.solve import SOLVERS, RowSystem, solve_rows
 from recx.models.base import Model
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
@@ -71,19 +71,24 @@ class AlternatingModel(Model):
     def embedding_tables(self) -> list[nn.Parameter]:
         return [self.user_factors, self.item_factors]
 
+    def solve(self, rows: torch.Tensor, system: RowSystem, side: Side):
+        """`solve_rows` with this model's solver; the exact solver's chunks are those of `side` for `rows`."""
+        chunks = side.chunks(rows) if self.args.solver == "cholesky" else []
+        return solve_rows(rows, system, chunks, self.args.solver, self.args.cg_steps)
+
     @torch.no_grad()
     def solve_users(self, problem: WeightedSquares) -> torch.Tensor:
         """P ← argmin_P L(P, Q): the user half-step; returns L(P, Q) after it (0-d, float64), from what the solves
         held where they hold it (recx.models.als.problem)."""
         users, items = self.user_factors.data, self.item_factors.data
-        held = solve_rows(users, problem.user_system(items), problem.users.chunks, self.args.solver, self.args.cg_steps)
+        held = self.solve(users, problem.user_system(items), problem.users)
         return problem.loss(users, items) if held is None else problem.loss_from_held(held, items, problem.item_ridge)
 
     @torch.no_grad()
     def solve_items(self, problem: WeightedSquares) -> torch.Tensor:
         """Q ← argmin_Q L(P, Q): the item half-step; returns L(P, Q) after it, as `solve_users`."""
         users, items = self.user_factors.data, self.item_factors.data
-        held = solve_rows(items, problem.item_system(users), problem.items.chunks, self.args.solver, self.args.cg_steps)
+        held = self.solve(items, problem.item_system(users), problem.items)
         return problem.loss(users, items) if held is None else problem.loss_from_held(held, users, problem.user_ridge)
 
     def loss(self, problem: WeightedSquares) -> torch.Tensor:

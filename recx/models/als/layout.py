@@ -1,8 +1,10 @@
 """Rows of a sparse matrix in padded chunks, for batched per-row solves with bounded memory.
 
 Rows are sorted by length so that a chunk pads little; a chunk holds at most `max_slots` padded (row, position)
-slots and `max_rows` rows. Built once per matrix (the structure does not change across ALS iterations); the only
-Python loop is over chunks.
+slots and `max_rows` rows. Built once per matrix and budget (the structure does not change across ALS iterations);
+the only Python loop is over chunks. The budget (`chunk_budget`) depends on the branch: on the host a chunk's
+gathered rows stay near the cache; on the accelerator each chunk costs ~26 kernel launches whatever its size, so its
+chunks are as large as a fixed memory bound allows (ML-10M's RG iteration: 113 chunks on the host's budget).
 """
 
 from __future__ import annotations
@@ -11,6 +13,12 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+
+from recx.core.device_paths import accelerator_branch
+
+HOST_BUDGET = (1 << 15, 4096)  # (slots, rows) a chunk on the host branch
+ACCELERATOR_GATHERED = 1 << 27  # elements of a chunk's gathered rows [B, L, d] (512 MiB in float32)
+ACCELERATOR_SYSTEMS = 1 << 26  # elements of a chunk's systems [B, d, d] (256 MiB in float32)
 
 
 @dataclass(frozen=True)
@@ -47,3 +55,13 @@ def padded_chunks(indptr: torch.Tensor, max_slots: int = 1 << 15, max_rows: int 
         positions = torch.where(mask, indptr[rows][:, None] + offsets[None, :], 0)
         chunks.append(Chunk(rows, positions, mask))
     return chunks
+
+
+def chunk_budget(rows: torch.Tensor) -> tuple[int, int]:
+    """(max_slots, max_rows) of the chunks that solve the factors `rows` [R, d]: HOST_BUDGET on the host branch; on
+    the accelerator branch as many slots and rows as keep the chunk's gathered rows within ACCELERATOR_GATHERED
+    elements and its systems within ACCELERATOR_SYSTEMS (a few GiB at the peak in float64 at d = 64)."""
+    if not accelerator_branch(rows):
+        return HOST_BUDGET
+    dim = rows.shape[1]
+    return max(1, ACCELERATOR_GATHERED // dim), max(1, ACCELERATOR_SYSTEMS // (dim * dim))

@@ -22,17 +22,25 @@ and L = K − Σ_r held_r + the other side's ridge, K = Σ_r C_r = N s0² Σ_x a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
 import torch
 
+from recx.core.device_paths import accelerator_branch
 from recx.data.csr import CSR
-from recx.models.als.layout import Chunk, padded_chunks
+from recx.models.als.layout import ACCELERATOR_GATHERED, Chunk, chunk_budget, padded_chunks
 from recx.models.als.solve import RowSystem
 
-LOSS_CHUNK = 1 << 18  # observed entries scored at once when evaluating the loss
+LOSS_CHUNK = 1 << 18  # observed entries scored at once when evaluating the loss (host branch)
+
+
+def loss_chunk(factors: torch.Tensor) -> int:
+    """Observed entries the loss scores at once: LOSS_CHUNK on the host branch; on the accelerator branch, where a
+    chunk costs its ~15 launches whatever its size, as many as keep its gathered rows within ACCELERATOR_GATHERED
+    elements."""
+    return max(LOSS_CHUNK, ACCELERATOR_GATHERED // factors.shape[1]) if accelerator_branch(factors) else LOSS_CHUNK
 
 
 @dataclass
@@ -42,11 +50,19 @@ class Side:
     indptr: torch.Tensor
     neighbours: torch.Tensor  # the other side's id of each entry
     entry: torch.Tensor  # each entry's position in the user-major order
-    chunks: list[Chunk]
+    _chunks: dict[tuple[int, int], list[Chunk]] = field(default_factory=dict, repr=False)
 
     @property
     def lengths(self) -> torch.Tensor:
         return self.indptr[1:] - self.indptr[:-1]
+
+    def chunks(self, rows: torch.Tensor) -> list[Chunk]:
+        """The exact solver's padded chunks of this side's rows for the factors `rows` [R, d] (their budget:
+        recx.models.als.layout.chunk_budget), built on first use."""
+        budget = chunk_budget(rows)
+        if budget not in self._chunks:
+            self._chunks[budget] = padded_chunks(self.indptr, *budget)
+        return self._chunks[budget]
 
 
 def user_and_item_sides(train: CSR) -> tuple[Side, Side]:
@@ -54,10 +70,8 @@ def user_and_item_sides(train: CSR) -> tuple[Side, Side]:
     item_major = torch.argsort(train.indices * train.n_rows + users)
     item_indptr = torch.zeros(train.n_cols + 1, dtype=torch.int64, device=users.device)
     item_indptr[1:] = torch.cumsum(train.column_counts(), 0)
-    by_user = Side(
-        train.indptr, train.indices, torch.arange(train.nnz, device=users.device), padded_chunks(train.indptr)
-    )
-    by_item = Side(item_indptr, users[item_major], item_major, padded_chunks(item_indptr))
+    by_user = Side(train.indptr, train.indices, torch.arange(train.nnz, device=users.device))
+    by_item = Side(item_indptr, users[item_major], item_major)
     return by_user, by_item
 
 
@@ -189,9 +203,9 @@ class WeightedSquares:
         a, s0 = self.base_weight.to(f64), self.negative_target
         total = (a * (n_items * s0 * s0 - 2 * s0 * mean_part + quadratic)).sum()
         total = total - (self.interaction.to(f64) * quadratic).sum()
-        row_ids = self.train.row_ids()
-        for start in range(0, self.train.nnz, LOSS_CHUNK):
-            part = slice(start, start + LOSS_CHUNK)
+        row_ids, chunk = self.train.row_ids(), loss_chunk(users)
+        for start in range(0, self.train.nnz, chunk):
+            part = slice(start, start + chunk)
             rows, cols = row_ids[part], self.train.indices[part]
             scores = (users[rows] * items[cols]).sum(1).to(f64)
             base = a[rows]
