@@ -37,6 +37,10 @@ def test_the_estimate_is_the_documented_sum():
     assert estimate.total == estimate.tables + estimate.step + estimate.evaluation
     vae = _run("vae", model="multvae", batch_size=256)
     assert device_memory.run_memory(vae, 300, 200).step == 4 * 3 * 256 * 200
+    chunk = 4 * (2 * 2**27 + 3 * 2**26)  # an exact ALS chunk at its memory bound (recx.models.als.layout)
+    assert device_memory.run_memory(_run("rg", model="rg2", model_args={"solver": "cholesky"}), 300, 200).step == chunk
+    in_double = _run("rg", model="rg2", model_args={"solver": "cholesky", "dtype": "float64"})
+    assert device_memory.run_memory(in_double, 300, 200).step == 2 * chunk
 
 
 def test_jobs_that_do_not_fit_are_refused_naming_the_largest_run_and_what_fits(big_root):

@@ -7,7 +7,9 @@ The estimate is an upper bound of the float32 tensors a run holds at its peak, i
     tables  4 (U + I) d          the weights, their gradient and Adam's two moments
     step    3 B (1 + n) (d + 1)  the gathered rows of a batch of B queries with n candidates each, their scores, and
                                  the gradients of both (a model trained a user at a time, Mult-VAE's runner: 3 B I,
-                                 the scores over the whole catalogue)
+                                 the scores over the whole catalogue; an alternating model's exact (cholesky) solver:
+                                 2 G + 3 S, a chunk's gathered rows and their weighted copy within G elements and
+                                 its systems and their factors within S, recx.models.als.layout, times 2 in float64)
     eval    3 E I                an evaluation batch of E users' scores over the I items, its mask and top-k work
 times 4 bytes. Workers run in processes of their own, each with a CUDA context (CONTEXT_BYTES).
 """
@@ -19,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from recx.core.errors import RecxError
+from recx.models.als.layout import ACCELERATOR_GATHERED, ACCELERATOR_SYSTEMS
 from recx.models.registry import MODELS
 from recx.sweeps.experiments import PlannedRun
 
@@ -48,6 +51,9 @@ def run_memory(run: PlannedRun, n_users: int, n_items: int) -> RunMemory:
     model = MODELS.get(config.model)
     if model.runner == "users":
         step = 3 * config.batch_size * n_items
+    elif config.model_args.get("solver") == "cholesky":
+        width = 2 if config.model_args.get("dtype") == "float64" else 1
+        step = width * (2 * ACCELERATOR_GATHERED + 3 * ACCELERATOR_SYSTEMS)
     else:
         step = 3 * config.batch_size * (1 + config.n_negatives) * (config.dim + 1)
     return RunMemory(
