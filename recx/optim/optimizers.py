@@ -164,10 +164,9 @@ class RowSparseAdagrad(RowSparseOptimizer):
 
     def update(self, param, touched, grad, state, group) -> None:
         sums = self._squares(param, state)
-        grad_squared = grad * grad
-        squares = touched.read(sums) + grad_squared
-        touched.add(sums, grad_squared)
-        touched.add(param, grad.div(squares.sqrt_().add_(group["eps"])).mul_(-group["lr"]))
+        squares = touched.read(sums) + grad * grad
+        touched.write(sums, squares)
+        touched.add(param, grad.div(squares.sqrt().add_(group["eps"])).mul_(-group["lr"]))
 
     def kernel_step(self, rows, values, slot, param, state, group) -> None:
         squares, scalar = _rows_of(self._squares(param, state)), values.dtype.type
@@ -191,8 +190,8 @@ class RowwiseAdagrad(RowSparseOptimizer):
         sums = self._squares(param, state)
         row_squares = grad.pow(2).flatten(1).mean(1) if grad.dim() > 1 else grad * grad
         squares = touched.read(sums) + row_squares
-        touched.add(sums, row_squares)
-        step = squares.sqrt_().add_(group["eps"]).reciprocal_().mul_(-group["lr"])
+        touched.write(sums, squares)
+        step = squares.sqrt().add_(group["eps"]).reciprocal_().mul_(-group["lr"])
         touched.add(param, grad * step.view(grad.shape[:1] + (1,) * max(grad.dim() - 1, 0)))
 
     def kernel_step(self, rows, values, slot, param, state, group) -> None:
