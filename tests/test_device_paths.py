@@ -14,6 +14,7 @@ from recx.config.run_config import resolve
 from recx.core.device_paths import accelerator_branch, forced_accelerator_branches
 from recx.losses.softmax import RowLogSumExp, softmax_and_log_sum_exp
 from recx.optim import optimizers as optim
+from recx.samplers import shared
 from recx.samplers.base import Batch
 from recx.training.build import build_model, build_sampler
 from recx.training.positive_mask import mask_positives, positive_mask
@@ -116,6 +117,38 @@ def test_uniform_redraws_return_the_same_items_when_every_round_runs(tiny):
             draws.append(sampler.sample(Batch(users, users, None, None)).items)
     assert torch.equal(draws[1], draws[0])
     assert not tiny.train.contains(users[:, None].expand_as(draws[0]), draws[0]).any()
+
+
+def every_round(sampler, users, items, draw, rounds):
+    """The rejection rule spelled out: `rounds` rounds, each redrawing every candidate that is a training item."""
+    for _ in range(rounds):
+        items = torch.where(sampler.is_training_item(users, items), draw(items.shape), items)
+    return items
+
+
+@pytest.mark.parametrize("at_once", [1, 1 << 24])
+@pytest.mark.parametrize("rounds", [0, 1, 3, 7])
+def test_redraws_in_blocks_of_rounds_keep_the_rejection_rule_and_the_cpu_draws(tiny, monkeypatch, at_once, rounds):
+    """The accelerator branch draws its redraw rounds in blocks (one round a block at `at_once` 1, every round in one
+    at the default) and keeps each candidate's first draw that is not a training item, the last round's whatever it
+    is: the items and the generator's state of the rule run round by round, candidates drawn among 6 items so that
+    training items stay after the last round."""
+    monkeypatch.setattr(shared, "REDRAWN_AT_ONCE", at_once)
+    config = resolve({"model": "mf", "sampler": "uniform", "sampler_args": {"exclude_train": True}})
+    sampler = build_sampler(config, tiny, torch.Generator().manual_seed(0))
+    users = torch.arange(tiny.n_users)
+    outcomes = []
+    for forced in (False, True):
+        generator = torch.Generator().manual_seed(11)
+        draw = lambda shape, generator=generator: torch.randint(0, 6, shape, generator=generator)  # noqa: E731
+        items = draw((users.numel(), 5))
+        with forced_accelerator_branches() if forced else torch.enable_grad():
+            drawn = (shared.redraw_training_items if forced else every_round)(sampler, users, items, draw, rounds)
+        outcomes.append((drawn, generator.get_state()))
+    assert torch.equal(outcomes[1][0], outcomes[0][0]) and torch.equal(outcomes[1][1], outcomes[0][1])
+    before = sampler.is_training_item(users, items).sum()
+    left = sampler.is_training_item(users, outcomes[0][0]).sum()
+    assert before > 0 and (left == before if rounds == 0 else left < before) and (left > 0 or rounds == 7)
 
 
 @pytest.mark.parametrize("name", ["rowwise_adagrad", "lazy_adam", "adagrad", "sgd"])

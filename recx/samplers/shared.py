@@ -46,15 +46,36 @@ def multiset_log_q_gap(sampler: Sampler, batch: Batch, negatives: Negatives) -> 
     return -torch.log(counts.round())
 
 
+REDRAWN_AT_ONCE = 1 << 24  # candidates of the accelerator branch's redraws drawn and tested in one block of rounds
+
+
 def redraw_training_items(
     sampler: Sampler, users: torch.Tensor, items: torch.Tensor, draw, max_redraws: int
 ) -> torch.Tensor:
-    """Rejection: redraw the candidates that are the user's training items (vectorised, bounded rounds)."""
-    for _ in range(max_redraws):
-        hit = sampler.is_training_item(users, items)
-        if not accelerator_branch(hit) and not hit.any():  # free on the CPU; on CUDA every round runs (no host sync)
-            break
-        items = torch.where(hit, draw(items.shape), items)
+    """Rejection: a candidate items[b, k] that is a training item of users[b] is replaced by the first of fresh
+    draws d_1, d_2, ... that is not, after at most `max_redraws` redraws (d_max_redraws is kept whatever it is). The
+    host branch redraws round by round and stops at the first round with no training item; the accelerator branch
+    draws the rounds in blocks (`draw((rounds, B, K))`) and picks each candidate's first acceptable draw with no host
+    sync and a few launches a block. The same law; on a generator that fills a tensor in order (the CPU's) the same
+    items as round by round."""
+    if not accelerator_branch(items):
+        for _ in range(max_redraws):
+            hit = sampler.is_training_item(users, items)
+            if not hit.any():
+                break
+            items = torch.where(hit, draw(items.shape), items)
+        return items
+    settled = ~sampler.is_training_item(users, items)
+    block = max(1, REDRAWN_AT_ONCE // max(items.numel(), 1))
+    for start in range(0, max_redraws, block):
+        rounds = min(block, max_redraws - start)
+        fresh = draw((rounds, *items.shape))
+        acceptable = ~sampler.is_training_item(users, fresh)
+        if start + rounds == max_redraws:
+            acceptable[-1] = True
+        first = fresh.gather(0, acceptable.to(torch.uint8).argmax(0, keepdim=True))[0]
+        items = torch.where(settled, items, first)
+        settled = settled | acceptable.any(0)
     return items
 
 
