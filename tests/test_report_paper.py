@@ -44,7 +44,8 @@ def test_the_report_puts_the_papers_figures_beside_recxs_and_marks_what_did_not_
 ):
     out = tmp_path / "out"
     recx.sweep(experiments, "paper-check", out=out, data_root=tiny_root, settings={"lr": 0.01}, methods=["tuned"])
-    recx.sweep(experiments, "paper-check", out=out, data_root=tiny_root, methods=["capped", "fixed"])
+    recx.sweep(experiments, "paper-check", out=out, data_root=tiny_root, methods=["capped"])
+    recx.sweep(experiments, "paper-check", out=out, data_root=tiny_root, methods=["fixed"], seeds=[0, 1])
     results = pd.read_parquet(out / "results.parquet")
     figures = pd.read_csv(out / "paper.csv")
     assert list(figures.figure) == ["NDCG@20", "Recall@10", "NDCG@20"] and list(figures.source)[1] == "Table 2"
@@ -62,6 +63,7 @@ def test_the_report_puts_the_papers_figures_beside_recxs_and_marks_what_did_not_
     )
     assert budget.loc["tuned", "grid points"] == "1 of 2" and "§" in budget.loc["tuned", "mark"]
     assert budget.loc["capped", "seeds"] == "1 of 1" and budget.loc["capped", "device"] == "cpu"
+    assert budget.loc["fixed", "seeds"] == "2 (1 planned)" and "§" not in budget.loc["fixed", "mark"]
 
     table = (out / "table.md").read_text()
     assert "| tiny | capped ‡ |" in table and "| tiny | tuned " in table and "§" in table

@@ -13,7 +13,8 @@ seconds: validation and checkpoints excluded). Why it stopped:
 - `nothing to train`: no epoch (MostPop).
 A row is marked § when it ran fewer grid points or seeds than its experiment plans (experiment.json), and ¶ when
 runs of its results were left out because their folders are missing, incomplete or damaged
-(recx.runs.collection.checked_runs): its seeds count the runs read ("1 of 2"), and `left out` names the others.
+(recx.runs.collection.checked_runs): its seeds count the runs read ("1 of 2"), and `left out` names the others. A row
+that ran more seeds than planned (`recx sweep --seeds`) says so: "3 (1 planned)".
 """
 
 from __future__ import annotations
@@ -115,7 +116,9 @@ def budget_rows(
                 "dataset": dataset,
                 "method": method,
                 "mark": marks + (LEFT_OUT if omitted else ""),
-                "seeds": f"{seeds} of {of}" if planned or omitted else str(seeds),
+                "seeds": (f"{seeds} of {of}" if seeds <= of else f"{seeds} ({of} planned)")
+                if planned or omitted
+                else str(seeds),
                 "grid points": f"{run['grid_points'] if seeds else 0} of {planned['grid_points']}"
                 if planned and run
                 else "",
