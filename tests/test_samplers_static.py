@@ -8,6 +8,9 @@ import numpy as np
 import pytest
 import torch
 
+from recx.core.device_paths import forced_accelerator_branches
+from recx.samplers.base import Batch
+from recx.samplers.registry import new_sampler
 from tests.sampler_helpers import assert_follows, make_sampler, random_batch, random_dataset
 
 
@@ -25,6 +28,24 @@ def test_uniform_without_training_items_is_uniform_on_the_rest():
     allowed = ~dataset.train.dense_rows(batch.users)[0]
     assert_follows(negatives.items, allowed.double().numpy())
     assert torch.allclose(negatives.log_q, -torch.log(allowed.sum().float()))
+
+
+@pytest.mark.parametrize("device", ["forced", pytest.param("cuda", marks=pytest.mark.gpu)])
+@pytest.mark.parametrize("name", ["uniform", "popularity"])
+def test_redraws_of_the_accelerator_branch_draw_from_q_on_the_allowed_items(name, device):
+    """The accelerator branch's redraws of training items (every round, drawn in blocks: forced on the CPU, and on
+    CUDA with its own generator and kernels) leave q restricted to the user's other items: chi-square on 20,000
+    draws of one dense user (density 0.5: half the first draws are training items)."""
+    dataset = random_dataset(n_items=40, density=0.5)
+    batch = random_batch(dataset, batch_size=1)
+    on = torch.device("cuda" if device == "cuda" else "cpu")
+    generator = torch.Generator(device=on).manual_seed(0)
+    sampler = new_sampler(name, dataset.to(on), 20000, {"exclude_train": True}, generator, "auto")
+    with forced_accelerator_branches():
+        items = sampler.sample(Batch(*(t.to(on) for t in (batch.users, batch.positives)), None, None)).items.cpu()
+    allowed = ~dataset.train.dense_rows(batch.users)[0]
+    q = np.ones(dataset.n_items) if name == "uniform" else dataset.item_popularity.double().numpy() + 1.0
+    assert_follows(items, q * allowed.double().numpy())
 
 
 @pytest.mark.parametrize(
