@@ -41,7 +41,7 @@ def chunk_bounds(sorted_lengths: np.ndarray, max_slots: int, max_rows: int) -> l
     return bounds
 
 
-def padded_chunks(indptr: torch.Tensor, max_slots: int = 1 << 15, max_rows: int = 4096) -> list[Chunk]:
+def padded_chunks(indptr: torch.Tensor, max_slots: int = HOST_BUDGET[0], max_rows: int = HOST_BUDGET[1]) -> list[Chunk]:
     """The rows of a CSR (its `indptr`) as padded chunks on the indptr's device."""
     lengths = indptr[1:] - indptr[:-1]
     order = torch.argsort(lengths, stable=True)
