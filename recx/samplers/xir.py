@@ -90,7 +90,8 @@ class CachedImportanceResampler(Sampler):
         per_atom = torch.cat([part.sum(0) for part in counts])  # the columns of the two groups side by side
         drawn = torch.zeros_like(self.occurrence).index_add_(0, atoms, per_atom.double())
         self.occurrence += drawn
-        self.cache = next_cache(self.occurrence, drawn > 0, self.cache.numel(), self.generator)
+        # written into the cache's own storage, not a new tensor: a captured step (a CUDA graph) reads it there
+        self.cache.copy_(next_cache(self.occurrence, drawn > 0, self.cache.numel(), self.generator))
         share = self.args.cache_weight
         positive_log_q = torch.zeros(size, device=items.device)
         return Negatives(
