@@ -142,7 +142,7 @@ ci-reproduce:
 # checked). Prints each one's seconds, then fails naming the benches that failed. gpu_check, gpu_pack and gpu_runs have
 # their own dry run (gpu-check-cpu), gpu_headlines and its helpers theirs (reproduce-headlines-gpu-cpu), through_cli is run by train_speed's and als_speed's quick runs, bench/official/
 # writes the goldens; tests/test_bench_quick.py fails on a bench left out of this list.
-BENCH_QUICK = als_speed bir_speed cli_latency dispatch_count eval_speed fastvae_speed gpu_determinism graph_safety loop_mistakes \
+BENCH_QUICK = als_speed bir_speed cli_latency dispatch_count eval_speed fastvae_speed gpu_determinism graph_capture graph_safety loop_mistakes \
 	netflix_scale paper_paths prepare_speed same_results sampler_speed shared_cores significance_speed silent_stretch train_speed
 
 ci-bench-quick:

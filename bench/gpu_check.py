@@ -16,7 +16,8 @@ stopped when the budget ends:
 3. host syncs: one steady-state epoch per runner under torch's sync debug mode (0 expected for the
    gradient-trained kinds, the training loop's non-finite check included), with its peak GPU memory.
 4. benches, each with its baseline in the same process: full-ranking evaluation on Gowalla against the bare matmul +
-   top-k (target <= 1.1x); BPR and sampled-softmax epochs on Gowalla against their matmul floors; every sampler's
+   top-k (target <= 1.1x); BPR and sampled-softmax epochs on Gowalla against their matmul floors, eager and captured
+   as a CUDA graph (bench/graph_capture.py: issue 58 §2's probe); every sampler's
    step against uniform's and the CuPy kernels against torch; FastVAE against Mult-VAE at 200K items.
 5. real: `recx train --dataset gowalla` for 10 epochs on CUDA against the pack's CPU run of the same configuration:
    test NDCG@20 and Recall@20 within --tolerance (relative; the devices draw other random streams).
@@ -543,6 +544,55 @@ def train_bench(ctx: Context) -> Check:
     return bench(ctx, "training epochs", command, 180, read_train)
 
 
+def read_capture(output: str, check: Check, dry: bool) -> None:
+    cases = {}
+    for match in re.finditer(
+        r"^\| (bpr|softmax)[^|]*\| ([\d.]+) \| ([\d.]+) \| ([^|]*)\| ([^|]*)\| ([\d.]+) \| ([^|]*)\|", output, re.M
+    ):
+        captured = match.group(4).strip()
+        cases[match.group(1)] = {
+            "eager_s": float(match.group(2)),
+            "eager_ratio": float(match.group(3)),
+            "captured_s": float(captured) if captured != "capture failed" else None,
+            "captured_ratio": float(match.group(5)) if match.group(5).strip() else None,
+            "floor_s": float(match.group(6)),
+            "weight_gap": float(match.group(7)) if match.group(7).strip() else None,
+        }
+    if set(cases) != {"bpr", "softmax"}:
+        raise ValueError(f"cases read: {sorted(cases)}")
+    errors = re.findall(r"^capture failed, (.*)$", output, re.M)
+    check.figures.update(cases=cases, errors=errors)
+    check.summary = "; ".join(
+        f"{name} eager {case['eager_ratio']:.2f}x its floor, "
+        + (f"captured {case['captured_ratio']:.2f}x" if case["captured_s"] is not None else "capture failed")
+        for name, case in cases.items()
+    )
+
+
+def capture_bench(ctx: Context) -> Check:
+    """Issue 58 §2's probe (bench/graph_capture.py): the MF defaults' step captured as a CUDA graph against eager
+    and the floor. A failed capture is a finding, not a failed check (recx does not capture yet); the bench's exit
+    code is 1 then, so its output is read whatever the code."""
+    sizes = ["--batch-size", "256", "--steps", "3", "--epochs", "1"] if ctx.dry else []
+    command = [
+        *(python(), "bench/graph_capture.py", "--device", ctx.device, "--data-root", str(ctx.work / "data")),
+        *("--dataset", "gowalla", *sizes),
+    ]
+    check = Check("capture")
+    code, output, seconds = ctx.run(command, 150)
+    check.lines += quoted(command, code, seconds, output)
+    try:
+        read_capture(output, check, ctx.dry)
+    except Exception as unreadable:
+        check.ok, check.summary = (
+            False,
+            f"exit {code}; output not understood: {type(unreadable).__name__}: {unreadable}",
+        )
+        return check
+    check.ok = code == 0 or not ctx.dry and bool(check.figures["errors"])
+    return check
+
+
 def sampler_bench(ctx: Context) -> Check:
     steps = ["--steps", "2", "--warmup", "1"] if ctx.dry else ["--steps", "20"]
     command = [
@@ -695,6 +745,7 @@ STEPS: list[tuple[str, float, Callable[[Context], Check]]] = [
     ("data", 10, check_data),
     ("evaluation", 20, eval_bench),
     ("training", 30, train_bench),
+    ("capture", 30, capture_bench),
     ("samplers", 30, sampler_bench),
     ("fastvae-200k", 30, fastvae_bench("200000", "")),
     ("profile", 30, vae_profile),
