@@ -102,6 +102,26 @@ def test_the_report_holds_every_runs_curve_as_its_epochs_file_has_it(swept):
     assert "`convergence.csv`" in (swept / "report.md").read_text()
 
 
+def test_every_grid_point_tried_is_in_the_report_with_the_reported_one_marked(swept):
+    """16 runs (4 methods x 2 weight decays x 2 seeds): grid.csv holds each run's validation NDCG@20 as its own
+    results.parquet has it, and each method's reported point is its best mean over seeds, the one results.parquet
+    (the table's rows) holds."""
+    grid = pd.read_csv(swept / "grid.csv")
+    assert len(grid) == 16 and set(grid.metric) == {"ndcg@20"}
+    for row in grid.itertuples():
+        own = pd.read_parquet(swept / "runs" / row.run_id / "results.parquet")
+        value = own[(own.split == "valid") & (own.metric == "ndcg") & (own.k == 20) & (own.stratum == "all")].value
+        assert value.item() == pytest.approx(row.value, rel=1e-12)
+    results = pd.read_parquet(swept / "results.parquet")
+    for method, runs in grid.groupby("method"):
+        means = runs.groupby("grid_point").value.mean()
+        assert set(runs[runs.reported].grid_point) == {means.idxmax()}
+        assert set(results[results.method == method].run_id) == set(runs[runs.reported].run_id)
+    text = (swept / "report.md").read_text()
+    assert "## Grid points" in text and "**tiny, ssm-n4**: 2 of 2 grid points" in text
+    assert "| weight_decay=0.0 | 2 |" in text or "| weight_decay=0.0001 | 2 |" in text
+
+
 def test_significance_rows_are_scipy_tests_of_the_per_user_means(swept):
     results = pd.read_parquet(swept / "results.parquet")
     tested = pd.read_csv(swept / "significance.csv")

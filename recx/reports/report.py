@@ -3,8 +3,9 @@ tests of every method against a baseline (or of every pair, `pairs="all"`), and 
 together and states the popularity strata.
 
 Files written to the output folder: table.md/.csv/.tex, significance.md/.csv (significance_pairs.md/.csv with
-`pairs="all"`), popularity.md/.csv (the popularity and coverage section: recx.reports.popularity), convergence.csv
-(every run's per-epoch loss and validation metric, the values the convergence plots draw), plots/*.png, report.md.
+`pairs="all"`), popularity.md/.csv (the popularity and coverage section: recx.reports.popularity), grid.csv (every
+grid point the sweeps tried and its validation value: recx.reports.grid_points), convergence.csv (every run's
+per-epoch loss and validation metric, the values the convergence plots draw), plots/*.png, report.md.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from recx.core.errors import RecxError
 from recx.core.folders import write_failed, write_text_atomic
 from recx.eval.metrics.registry import stratified_metrics, table_metrics
 from recx.eval.strata import STRATA
-from recx.reports import budget, paper, plots, popularity, significance, stats, tables
+from recx.reports import budget, grid_points, paper, plots, popularity, significance, stats, tables
 from recx.reports.resampled import DEFAULT_RESAMPLES, Resampled
 from recx.reports.tables import column_name, summary
 from recx.runs.collection import LeftOut, checked_runs, epochs, flat_config
@@ -196,6 +197,7 @@ REPORT_FILES = (
     "significance_pairs.md",
     "significance_pairs.csv",
     "budget.csv",
+    "grid.csv",
     "convergence.csv",
     "paper.csv",
     "popularity.md",
@@ -262,6 +264,9 @@ def write_report(
     write_atomic(out / "table.csv", tables.to_csv(table))
     write_atomic(out / "table.tex", tables.to_latex(table, marks, row_marks))
     write_atomic(out / "budget.csv", ran.to_csv(index=False))
+    points = grid_points.tried(options.sources, results)
+    if not points.empty:
+        write_atomic(out / "grid.csv", points.to_csv(index=False))
     write_atomic(
         out / "convergence.csv", run_curves(results[results.split == options.split], folders).to_csv(index=False)
     )
@@ -279,6 +284,7 @@ def write_report(
         "",
         *paper_text,
         *_runs_and_tests(ran, tested, notes, options),
+        *grid_points.section(points, (record or {}).get("planned", {})),
         *pairs_text,
         *popular_text,
         *_plots_section(drawn),

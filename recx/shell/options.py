@@ -251,7 +251,7 @@ Results = Annotated[list[Path], typer.Argument(help="results.parquet files of sw
 ReportOut = Annotated[
     Path,
     typer.Option(
-        help="Output folder: report.md, table.md/.csv/.tex, significance.md/.csv, popularity.md/.csv, convergence.csv, plots/."
+        help="Output folder: report.md, table.md/.csv/.tex, significance.md/.csv, popularity.md/.csv, grid.csv, convergence.csv, plots/."
     ),
 ]
 RunsFolder = Annotated[

@@ -40,6 +40,7 @@ from recx.sweeps.experiments import (
     plan_each_method,
     table_layout,
 )
+from recx.sweeps.grid import select_grid_points, tried_points, write_tried_points
 from recx.sweeps.record import write_record
 from recx.sweeps.task import RunTask
 
@@ -123,21 +124,6 @@ def _prepare_from_recipe(content: dict, dataset: str, data_root: Path, base: Pat
     except TypeError as exc:
         raise RecxError(f"datasets.{dataset}: {exc}") from None
     prepare(dataset, options, data_root)
-
-
-def select_grid_points(results: pd.DataFrame, runs: list[PlannedRun]) -> pd.DataFrame:
-    """Keep, per (dataset, method), the grid point with the best mean validation metric over seeds."""
-    label = {run.run_id: repr(sorted(run.grid_point.items())) for run in runs}
-    metric, k = runs[0].config.valid_metric_name
-    results = results.assign(grid_point=results.run_id.map(label))
-    valid = results[
-        (results.split == "valid") & (results.metric == metric) & (results.k == k) & (results.stratum == "all")
-    ]
-    if valid.empty or results.grid_point.nunique() <= 1:
-        return results
-    best = valid.groupby(["dataset", "method", "grid_point"])["value"].mean().reset_index()
-    best = best.loc[best.groupby(["dataset", "method"])["value"].idxmax(), ["dataset", "method", "grid_point"]]
-    return results.merge(best, on=["dataset", "method", "grid_point"])
 
 
 def complete_elsewhere(whole: list[PlannedRun], runs: list[PlannedRun], runs_dir: Path) -> list[PlannedRun]:
@@ -269,14 +255,16 @@ def _print_plan(runs: list, pending: list, content: dict, data_root: Path, path:
 
 
 def _write_tables(whole: dict, name: str, path: Path, overrides: SweepOverrides, runs: list, out: Path):
-    """results.parquet (one grid point per method; the experiment's runs already complete in `out` too), the
-    sweep's record and convergence.parquet; returns the results."""
+    """results.parquet (one grid point per method; the experiment's runs already complete in `out` too), every
+    grid point tried (grid.parquet), the sweep's record and convergence.parquet; returns the results."""
     runs_dir = out / "runs"
     shown = runs + complete_elsewhere(
         plan_each_method(whole, name, path, overrides.settings, overrides.max_runs), runs, runs_dir
     )
-    results = select_grid_points(collect(shown, runs_dir), shown)
+    collected = collect(shown, runs_dir)
+    results = select_grid_points(collected, shown)
     write_sweep_results(results, out)
+    write_tried_points(tried_points(collected, shown), out)
     planned = plan_each_method(whole, name, path, None, overrides.max_runs)
     write_record(out, name, path, paper_figures(whole, name, path), planned, shown)
     with atomic_file(out / CONVERGENCE) as partial:
