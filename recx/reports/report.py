@@ -498,7 +498,8 @@ def report_sweep(outcome: SweepOutcome | None, console) -> None:
         console.print(beyond, soft_wrap=True, markup=False, highlight=False)
     console.print(
         f"results: {out / 'results.parquet'}; report: {out / 'report.md'} (tables table.md/.csv/.tex, "
-        f"significance.md/.csv, popularity.md/.csv, plots/); per-epoch curves: {out / CONVERGENCE}"
+        f"significance.md/.csv, popularity.md/.csv{', grid.csv' if (out / 'grid.csv').is_file() else ''}, plots/); "
+        f"per-epoch curves: {out / CONVERGENCE}"
     )
 
 
