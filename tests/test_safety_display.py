@@ -101,3 +101,28 @@ def test_a_task_whose_total_is_not_known_yet_shows_no_none(monkeypatch):
     shown.update(task, completed=512, total=2000)
     assert str(column.render(shown.tasks[0])) == "512/2,000"
     assert "evaluating test: 512/2,000 (26%)" in out.getvalue() and "None" not in out.getvalue()
+
+
+def test_each_epoch_shows_its_own_time_left(monkeypatch):
+    """The bar's count restarts each epoch; its rate and "about T left" did not (from the second epoch on a piped
+    log said "about 0:00:00 left" all epoch). With a clock the test moves: 100 steps in 10 s, then the next epoch's
+    first 50 steps in 5 s leave about 5 s."""
+    import io
+
+    from rich.console import Console
+
+    from recx.core import progress
+    from recx.training.fit import start_epoch
+
+    now = {"t": 0.0}
+    shown = progress.RunProgress(console=Console(file=io.StringIO(), width=200))
+    shown.get_time = lambda: now["t"]
+    task = shown.add_task("mf", total=100, status="", unit="step")
+    for epoch in (1, 2):
+        start_epoch(shown, task, f"mf epoch {epoch}/2", 0)
+        for step in range(1, 101 if epoch == 1 else 51):
+            now["t"] += 0.1
+            shown.update(task, completed=step)
+    line = progress.plain_line(shown.tasks[0])
+    assert line.startswith("mf epoch 2/2: step 50/100 (50%)") and "unit" not in line, line
+    assert "0:00:05 elapsed" in line and "about 0:00:05 left" in line, line

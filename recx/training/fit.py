@@ -117,6 +117,13 @@ def _validation_reporter(progress: Progress, task, status: str) -> Callable[[int
     return validated
 
 
+def start_epoch(progress: Progress, task, description: str, done: int) -> None:
+    """The bar at an epoch's start: its steps from `done` (a resumed epoch's), its clock and rate from now, so the
+    time elapsed and left are the epoch's (the bar's count restarts each epoch; kept, the last epoch's samples made
+    the rate, and "about T left" with it, wrong from the second epoch on)."""
+    progress.reset(task, description=description, completed=done, status="", unit="step")
+
+
 def improves(score: float, best: float, config: RunConfig) -> bool:
     """Whether a validation score beats the best so far: strictly higher; with `half_steps` (the RG authors'
     RecStudio loop) also an equal one, as RecStudio's EarlyStopping (`metric >= best`: a tie resets the patience and
@@ -143,7 +150,7 @@ def fit(config: RunConfig, dataset: Dataset, model, progress: Progress, hooks: F
     task = progress.add_task(name, total=max(runner.n_steps, 1), status="", unit="step")
     epoch = loop.epoch
     for epoch in range(loop.epoch + 1, config.epochs + 1 if runner.n_steps else 1):
-        progress.update(task, description=f"{name} epoch {epoch}/{config.epochs}", completed=loop.step)
+        start_epoch(progress, task, f"{name} epoch {epoch}/{config.epochs}", loop.step)
         record = _train_epoch(config, model, runner, loop, epoch, checkpoints, progress, task)
         status = f"loss {record['loss']:.4f}"
         if hooks.validate is not None and epoch % config.eval_every == 0:
