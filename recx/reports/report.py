@@ -259,14 +259,8 @@ def write_report(
     record = experiment_record(options.sources)
     ran = budget.budget_rows(results[results.split == options.split], folders, record, left)
     row_marks = {(row.dataset, row.method): row.mark for row in ran.itertuples() if row.mark}
-    markdown = tables.to_markdown(table, marks, row_marks)
-    write_atomic(out / "table.md", markdown)
-    write_atomic(out / "table.csv", tables.to_csv(table))
-    write_atomic(out / "table.tex", tables.to_latex(table, marks, row_marks))
+    markdown = _written_tables(table, marks, row_marks, out)
     write_atomic(out / "budget.csv", ran.to_csv(index=False))
-    points = grid_points.tried(options.sources, results)
-    if not points.empty:
-        write_atomic(out / "grid.csv", points.to_csv(index=False))
     write_atomic(
         out / "convergence.csv", run_curves(results[results.split == options.split], folders).to_csv(index=False)
     )
@@ -284,7 +278,7 @@ def write_report(
         "",
         *paper_text,
         *_runs_and_tests(ran, tested, notes, options),
-        *grid_points.section(points, (record or {}).get("planned", {})),
+        *_grid_section(results, options, record, out),
         *pairs_text,
         *popular_text,
         *_plots_section(drawn),
@@ -292,6 +286,25 @@ def write_report(
     report = "\n".join(text) + "\n"
     write_atomic(out / "report.md", report)
     return report
+
+
+def _written_tables(table: pd.DataFrame, marks: dict, row_marks: dict, out: Path) -> str:
+    """table.md, table.csv and table.tex; returns the Markdown table."""
+    markdown = tables.to_markdown(table, marks, row_marks)
+    write_atomic(out / "table.md", markdown)
+    write_atomic(out / "table.csv", tables.to_csv(table))
+    write_atomic(out / "table.tex", tables.to_latex(table, marks, row_marks))
+    return markdown
+
+
+def _grid_section(results: pd.DataFrame, options: ReportOptions, record: dict | None, out: Path) -> list[str]:
+    """Every grid point the sweeps tried for the report's rows (grid.csv, when a sweep recorded them) and its
+    report.md section."""
+    points = grid_points.tried(options.sources, results)
+    if points.empty:
+        return []
+    write_atomic(out / "grid.csv", points.to_csv(index=False))
+    return grid_points.section(points, (record or {}).get("planned", {}))
 
 
 def _plots_section(drawn: list[tuple[str, str]]) -> list[str]:
